@@ -1,0 +1,134 @@
+package values
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Preview budgets. Each is the most a part of a preview may take; all of
+// them shrink when the store's preview bound is smaller than the default,
+// and the bound itself is never exceeded.
+const (
+	arrayHeadItems   = 3   // items shown from the start of a long array
+	arrayTailItems   = 2   // items shown from the end of a long array
+	objectFieldsMax  = 24  // objects with more keys list key names only
+	objectKeysListed = 8   // key names listed for such an object
+	elementBudget    = 120 // bytes for one array item
+	literalBudget    = 120 // strings up to this many bytes are shown literally
+	innerBudget      = 24  // bytes for one field value inside an array item
+	keyBudget        = 64  // bytes for one key
+	handleBudget     = 32  // bytes for the handle that starts a preview
+	textHeadBudget   = 400 // bytes for the head of a long text, quotes included
+	textTailBudget   = 200 // bytes for the tail of a long text, quotes included
+)
+
+// RenderPreview describes v in one bounded line that starts with the handle,
+// as in these examples (the format is meant for models and people; it may
+// gain detail between versions, so do not parse it):
+//
+//	r1 = array(len=100, [:3]=[0, 1, 2], [-2:]=[98, 99])
+//	r1 = array(len=3, [{id:1,name:"a", …}, array(len=2), "x"])
+//	r2 = json(name: "car", version: "0.46.1", bytes=35)
+//	r2 = json(content: text(len=49 KiB, lines=3), path: "./big.txt", bytes=50078)
+//	r2 = json(keys=300 total, first=[a, b, c, d, e, f, g, h, …], bytes=9120)
+//	r3 = text(len=4.9 KiB, lines=3, head="FIRST LINE\nxxx…", tail="…xxx\nLAST LINE")
+//	r3 = text(len=11 B, lines=1) "hello world"
+//	r4 = 42
+//	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
+//
+// Arrays of up to five items are shown whole, longer ones by three head and
+// two tail items; objects of up to 24 keys field by field, with large
+// strings, arrays and objects described by kind and size; larger objects by
+// their first eight keys. The true length or size is always stated, and
+// every elision is marked with "…".
+//
+// The result is valid UTF-8 and never longer than the preview bound of the
+// store that holds v ([WithMaxPreview]; [DefaultMaxPreview] for the zero
+// Value), whatever the value or handle: when the parts do not fit, items and
+// fields are dropped and marked, and as a last resort the line is clipped.
+// Its cost is proportional to the preview, not to the value.
+func RenderPreview(handle string, v Value) string {
+	x := v.get()
+	limit := x.max
+	if limit == 0 {
+		limit = DefaultMaxPreview
+	}
+	b := make([]byte, 0, 256)
+	b = appendHandle(b, handle)
+	b = append(b, " = "...)
+	switch x.kind {
+	case KindArray:
+		b = renderArray(b, x, limit)
+	case KindObject:
+		b = renderObject(b, x, limit)
+	case KindText:
+		b = renderText(b, x, limit)
+	case KindBinary:
+		b = renderBinary(b, x)
+	default:
+		b = renderScalar(b, x, limit)
+	}
+	return string(appendClipped(nil, b, limit))
+}
+
+// appendHandle appends handle as valid UTF-8, clipped to handleBudget.
+func appendHandle(dst []byte, handle string) []byte {
+	if !utf8.ValidString(handle) {
+		handle = strings.ToValidUTF8(handle, "\uFFFD")
+	}
+	return appendClipped(dst, []byte(handle), handleBudget)
+}
+
+// size formats a byte count for reading at a glance.
+func size(n int) string { return humanize.IBytes(uint64(n)) }
+
+func renderScalar(b []byte, x *value, limit int) []byte {
+	if len(b)+len(x.raw) <= limit {
+		return append(b, x.raw...)
+	}
+	suffix := " (" + x.kind.String() + ", " + strconv.Itoa(len(x.raw)) + " bytes)"
+	b = appendClipped(b, x.raw, limit-len(b)-len(suffix))
+	return append(b, suffix...)
+}
+
+func renderBinary(b []byte, x *value) []byte {
+	b = append(b, "binary(len="...)
+	b = append(b, size(x.n)...)
+	b = append(b, ", type="...)
+	b = append(b, x.ctype...)
+	b = append(b, ", sha256="...)
+	for _, c := range x.sum[:8] {
+		b = append(b, hexDigits[c>>4], hexDigits[c&0xF])
+	}
+	b = append(b, ellipsis...)
+	return append(b, ')')
+}
+
+// appendKey appends the quoted key raw as a bare word when it is a plain
+// name, and quoted otherwise, clipped to keyBudget either way.
+func appendKey(dst, raw []byte) []byte {
+	body := raw[1 : len(raw)-1]
+	bare := len(body) > 0
+	for _, c := range body {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/' || c == '$' || c == '@') {
+			bare = false
+			break
+		}
+	}
+	if bare {
+		return appendClipped(dst, body, keyBudget)
+	}
+	return appendRawString(dst, raw, keyBudget)
+}
+
+// appendLiteral appends a child's JSON: strings of at most literalBudget
+// decoded bytes, numbers, booleans and null, clipped to budget.
+func appendLiteral(dst, raw []byte, budget int) []byte {
+	if raw[0] == '"' {
+		return appendRawString(dst, raw, budget)
+	}
+	return appendClipped(dst, raw, budget)
+}

@@ -1,0 +1,25 @@
+package values
+
+import "strconv"
+
+// renderText appends "text(len=…, lines=…)" and the text whole, or its head
+// and tail, within limit bytes in total.
+func renderText(b []byte, x *value, limit int) []byte {
+	b = append(b, "text(len="...)
+	b = append(b, size(x.n)...)
+	b = append(b, ", lines="...)
+	b = strconv.AppendInt(b, int64(x.lines), 10)
+
+	avail := limit - len(b) - len(", head=, tail=)")
+	head := min(textHeadBudget, avail*2/3)
+	tail := min(textTailBudget, avail-head)
+	if len(x.raw) <= head+tail && len(b)+len(") ")+quotedLen(x.raw) <= limit {
+		b = append(b, ") "...)
+		return appendQuoted(b, x.raw)
+	}
+	b = append(b, ", head="...)
+	b, _ = appendQuotedHead(b, x.raw, head)
+	b = append(b, ", tail="...)
+	b, _ = appendQuotedTail(b, x.raw, tail)
+	return append(b, ')')
+}
