@@ -159,6 +159,7 @@ func (v Value) ContentType() string { return v.get().ctype }
 type config struct {
 	maxPreview  int
 	inlineLimit int
+	maxResolved int // see WithMaxResolved; 0 selects the default
 }
 
 // Option configures a [SessionValues]. The zero value of each option's
