@@ -2,8 +2,10 @@ package values
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -186,6 +188,14 @@ func scanKey(d []byte, i int) (int, span, error) {
 func scanString(d []byte, i int) (int, error) {
 	i++
 	for {
+		// Eight bytes at a time up to the first that needs a closer look.
+		for i+8 <= len(d) {
+			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 		for i < len(d) && strPlain[d[i]] {
 			i++
 		}
@@ -220,6 +230,21 @@ func scanString(d []byte, i int) (int, error) {
 			i += n
 		}
 	}
+}
+
+// specialBytes returns a mask whose lowest set bit is the high bit of the
+// first byte of w (in memory order) that is '"', '\\', a control character
+// or not ASCII, and 0 when there is none. Bits above the lowest may be
+// spurious (borrows of the byte-wise subtractions), so only the lowest is
+// used.
+func specialBytes(w uint64) uint64 {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	quote := w ^ (ones * '"')
+	slash := w ^ (ones * '\\')
+	return (w | (w - ones*0x20) | (quote-ones)&^quote | (slash-ones)&^slash) & highs
 }
 
 func isHex4(b []byte) bool {

@@ -50,6 +50,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is the type of a stored value.
@@ -273,11 +274,12 @@ func (s *SessionValues) add(v *value) string {
 
 // Put stores v and returns its handle.
 //
-// A string becomes a text value, and a []byte a binary value; either is
-// copied. A string that is not valid UTF-8 is stored as binary rather than
-// altered. A [json.RawMessage] is validated and stored as received (a JSON
-// string in it becomes text); an invalid one is an error wrapping
-// [ErrInvalidJSON]. A [Value] is stored again under a new handle. Anything
+// A string becomes a text value, and a []byte a binary value. A string
+// that is not valid UTF-8 is stored as binary rather than altered. A
+// [json.RawMessage] is validated and stored as received (a JSON string in
+// it becomes text); an invalid one is an error wrapping [ErrInvalidJSON].
+// Like [SessionValues.PutOutput], Put keeps a []byte or json.RawMessage
+// itself rather than a copy: the caller must not modify it afterwards. A [Value] is stored again under a new handle. Anything
 // else is stored as its encoding/json encoding, without HTML escaping;
 // a value encoding/json cannot encode is an error. No handle is used up by
 // a failed Put.
@@ -285,12 +287,13 @@ func (s *SessionValues) Put(v any) (string, error) {
 	var x *value
 	switch v := v.(type) {
 	case string:
-		x = newTextOrBinary([]byte(v))
+		// Strings are immutable and the store never writes to its bytes.
+		x = newTextOrBinary(unsafe.Slice(unsafe.StringData(v), len(v)))
 	case []byte:
-		x = newBinary(bytes.Clone(v))
+		x = newBinary(v)
 	case json.RawMessage:
 		var err error
-		if x, err = newJSON(bytes.Clone(v)); err != nil {
+		if x, err = newJSON(v); err != nil {
 			return "", err
 		}
 	case Value:
@@ -315,9 +318,12 @@ func (s *SessionValues) Put(v any) (string, error) {
 // handle. It never fails and loses nothing: a JSON object or array
 // (surrounding whitespace allowed, and dropped) becomes a JSON value, any
 // other valid UTF-8 becomes text (so a command printing 42 stays the text
-// "42"), and anything else becomes a binary value. out is copied.
+// "42"), and anything else becomes a binary value.
+//
+// The store keeps out itself rather than a copy, so that a 100 MB result
+// costs 100 MB once: the caller must not modify out after the call.
 func (s *SessionValues) PutOutput(out []byte) string {
-	return s.add(classify(bytes.Clone(out)))
+	return s.add(classify(out))
 }
 
 // classify builds the value PutOutput stores for b, which it owns.

@@ -1,0 +1,146 @@
+package values
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// The benchmarks come in pairs: a benchmark of this package beside the
+// baseline its performance target is stated against, so the ratio can be
+// read from one run:
+//
+//	go test -run='^$' -bench=. -benchtime=5x .
+
+// bigJSONArray returns a ~100 MB JSON array of 1M objects.
+var bigJSONArray = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range 1_000_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"user-%07d","active":%t,"score":%d.%02d,"tags":["a","\u00e9"],"note":"n\t%d"}`,
+			i, i, i%3 == 0, i%1000, i%100, i%977)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+})
+
+// bigTextLog returns a ~100 MB text log with multi-byte characters.
+var bigTextLog = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < 100<<20; i++ {
+		fmt.Fprintf(&b, "2026-12-02T12:00:%02d.%06dZ INFO worker=%d request handled path=/api/v1/items/%d status=200 µs=%d ✓\n", i%60, i%1_000_000, i%16, i, i%977)
+	}
+	return b.Bytes()
+})
+
+func BenchmarkPutPreviewJSONArray(b *testing.B) {
+	data := bigJSONArray()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := New()
+		h := s.PutOutput(data)
+		v, _ := s.Get(h)
+		_ = RenderPreview(h, v)
+	}
+}
+
+func BenchmarkBaselineGJSONValid(b *testing.B) {
+	data := bigJSONArray()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !gjson.ValidBytes(data) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+func BenchmarkBaselineEncodingJSONAny(b *testing.B) {
+	data := bigJSONArray()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPreviewOnly renders the preview of an already stored 100 MB
+// array; its cost must not depend on the value's size.
+func BenchmarkPreviewOnly(b *testing.B) {
+	s := New()
+	h := s.PutOutput(bigJSONArray())
+	v, _ := s.Get(h)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RenderPreview(h, v)
+	}
+}
+
+// BenchmarkPreviewOnlySmall is BenchmarkPreviewOnly's baseline: the same
+// preview of a five-item array.
+func BenchmarkPreviewOnlySmall(b *testing.B) {
+	s := New()
+	h := s.PutOutput([]byte(`[{"id":0,"name":"user-0000000"},1,2,3,4,5]`))
+	v, _ := s.Get(h)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RenderPreview(h, v)
+	}
+}
+
+func BenchmarkPutPreviewText(b *testing.B) {
+	data := bigTextLog()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := New()
+		h := s.PutOutput(data)
+		v, _ := s.Get(h)
+		_ = RenderPreview(h, v)
+	}
+}
+
+// BenchmarkBaselineTextFloor is the floor for storing text: one copy,
+// utf8.Valid and bytes.Count over the same bytes.
+func BenchmarkBaselineTextFloor(b *testing.B) {
+	data := bigTextLog()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := bytes.Clone(data)
+		if !utf8.Valid(c) {
+			b.Fatal("invalid")
+		}
+		_ = bytes.Count(c, []byte{'\n'})
+	}
+}
+
+// BenchmarkRetainedJSONArray reports the heap retained by one stored 100 MB
+// array as a multiple of its raw size (retained/raw); the target is ≤ 1.2.
+func BenchmarkRetainedJSONArray(b *testing.B) {
+	data := bigJSONArray()
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := New()
+		s.PutOutput(data)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(data)), "retained/raw")
+		runtime.KeepAlive(s)
+	}
+}

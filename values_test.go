@@ -1,0 +1,545 @@
+package values
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// mustPut stores v and returns its handle and value.
+func mustPut(t testing.TB, s *SessionValues, v any) (string, Value) {
+	t.Helper()
+	h, err := s.Put(v)
+	if err != nil {
+		t.Fatalf("Put(%T): %v", v, err)
+	}
+	got, ok := s.Get(h)
+	if !ok {
+		t.Fatalf("Get(%q) after Put: not found", h)
+	}
+	return h, got
+}
+
+func preview(t testing.TB, v any) string {
+	t.Helper()
+	s := New()
+	h, x := mustPut(t, s, v)
+	return RenderPreview(h, x)
+}
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+func TestHandlesAreShortAndSequential(t *testing.T) {
+	s := New()
+	for i, v := range []any{1, "two", raw(`[3]`)} {
+		h, err := s.Put(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("r%d", i+1); h != want {
+			t.Errorf("Put #%d handle = %q, want %q", i+1, h, want)
+		}
+	}
+	if h := s.PutOutput([]byte("x")); h != "r4" {
+		t.Errorf("PutOutput handle = %q, want r4", h)
+	}
+	if s.Len() != 4 {
+		t.Errorf("Len = %d, want 4", s.Len())
+	}
+	v, ok := s.Get("r1")
+	if !ok || string(v.JSON()) != "1" {
+		t.Errorf("Get(r1) = %s, %v", v.JSON(), ok)
+	}
+	for _, h := range []string{"nope", "r0", "r01", "r5", "r", "$r1", "R1", "r-1", "r99999999999999999999999"} {
+		if _, ok := s.Get(h); ok {
+			t.Errorf("Get(%q) found a value", h)
+		}
+	}
+	if diff := cmp.Diff([]string{"r1", "r2", "r3", "r4"}, s.Handles()); diff != "" {
+		t.Errorf("Handles (-want +got):\n%s", diff)
+	}
+}
+
+// The property the store exists for: items a preview elides stay reachable.
+func TestElidedDataIsRecoverableThroughTheHandle(t *testing.T) {
+	s := New()
+	rows := make([]map[string]int, 100)
+	for i := range rows {
+		rows[i] = map[string]int{"id": i}
+	}
+	h, v := mustPut(t, s, rows)
+	p := RenderPreview(h, v)
+	if !strings.Contains(p, "len=100") {
+		t.Errorf("true length missing: %s", p)
+	}
+	var back []map[string]int
+	if err := json.Unmarshal(v.JSON(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 100 || back[57]["id"] != 57 {
+		t.Errorf("recovered %d rows, row 57 = %v", len(back), back[57])
+	}
+	r, _ := parseRef(h + ".57.id")
+	if _, part, err := s.lookup(r); err != nil || string(part) != "57" {
+		t.Errorf("lookup %s.57.id = %s, %v", h, part, err)
+	}
+}
+
+func TestPreviewGrammar(t *testing.T) {
+	ints := make([]int, 100)
+	for i := range ints {
+		ints[i] = i
+	}
+	tests := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"long array", ints, "r1 = array(len=100, [:3]=[0, 1, 2], [-2:]=[98, 99])"},
+		{"short array", []int{1, 2, 3}, "r1 = array(len=3, [1, 2, 3])"},
+		{"five items whole", []int{1, 2, 3, 4, 5}, "r1 = array(len=5, [1, 2, 3, 4, 5])"},
+		{"six items elided", []int{1, 2, 3, 4, 5, 6}, "r1 = array(len=6, [:3]=[1, 2, 3], [-2:]=[5, 6])"},
+		{"empty array", raw(`[]`), "r1 = array(len=0, [])"},
+		{"object elements", raw(`[{"id":1,"name":"a","x":0},{"id":2},[1,2],"s",{"o":{"a":1},"l":[1,2,3]}]`),
+			`r1 = array(len=5, [{id:1,name:"a", …}, {id:2}, array(len=2), "s", {o:{…},l:array(len=3)}])`},
+		{"small object", raw(`{"name": "car", "version": "0.46.1"}`), `r1 = json(name: "car", version: "0.46.1", bytes=36)`},
+		{"empty object", raw(`{}`), "r1 = json(keys=0, bytes=2)"},
+		{"nested fields", raw(`{"a":[1,2],"b":{"c":1,"d":2},"e":null,"f":true,"g":-1.5e3}`),
+			"r1 = json(a: array(len=2), b: json(keys=2), e: null, f: true, g: -1.5e3, bytes=58)"},
+		{"odd keys quoted", raw(`{"a b":1,"":2,"x\"y":3}`), `r1 = json("a b": 1, "": 2, "x\"y": 3, bytes=23)`},
+		{"short text", "hello world", `r1 = text(len=11 B, lines=1) "hello world"`},
+		{"empty text", "", `r1 = text(len=0 B, lines=0) ""`},
+		{"text escapes", "a\"b\\c\n\t\x01<&>", `r1 = text(len=11 B, lines=2) "a\"b\\c\n\t\u0001<&>"`},
+		{"json string is text", raw(`"x\ny"`), `r1 = text(len=3 B, lines=2) "x\ny"`},
+		{"number", 42, "r1 = 42"},
+		{"raw number kept", raw(`1.0e+400`), "r1 = 1.0e+400"},
+		{"bool", true, "r1 = true"},
+		{"null", nil, "r1 = null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := preview(t, tt.v); got != tt.want {
+				t.Errorf("preview:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// A field holding a large text inside an envelope must say how large it is.
+func TestLargeFieldInsideAnEnvelopeAnnouncesItself(t *testing.T) {
+	body := "HEAD\n" + strings.Repeat("z", 50_000) + "\nTAIL"
+	p := preview(t, map[string]any{"content": body, "path": "./big.txt", "size_bytes": 50_010, "total_lines": 3})
+	for _, want := range []string{"content: text(len=49 KiB, lines=3)", `path: "./big.txt"`, "size_bytes: 50010", "bytes="} {
+		if !strings.Contains(p, want) {
+			t.Errorf("missing %q in %s", want, p)
+		}
+	}
+	if len(p) >= 400 {
+		t.Errorf("preview is %d bytes, want < 400", len(p))
+	}
+}
+
+func TestTextPreviewReportsSizeLinesAndBothEnds(t *testing.T) {
+	p := preview(t, "FIRST LINE\n"+strings.Repeat("x", 5000)+"\nLAST LINE")
+	for _, want := range []string{"text(len=4.9 KiB, lines=3", `head="FIRST LINE\nxxx`, `…", tail="…xxx`, `\nLAST LINE")`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("missing %q in %s", want, p)
+		}
+	}
+	if len(p) >= 1200 {
+		t.Errorf("preview is %d bytes, want < 1200", len(p))
+	}
+}
+
+func TestMultibyteText(t *testing.T) {
+	for _, s := range []string{strings.Repeat("€", 5000), strings.Repeat("a€😀", 3000), "😀"} {
+		p := preview(t, s)
+		if !utf8.ValidString(p) || !strings.Contains(p, "text(len=") {
+			t.Errorf("bad preview of %d bytes of multi-byte text: %q", len(s), p)
+		}
+	}
+}
+
+func TestObjectKeyThreshold(t *testing.T) {
+	obj := func(n int) json.RawMessage {
+		var b bytes.Buffer
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%02d":%d`, i, i)
+		}
+		b.WriteByte('}')
+		return b.Bytes()
+	}
+	p24 := preview(t, obj(24))
+	if !strings.Contains(p24, "k00: 0") || !strings.Contains(p24, "k23: 23") || strings.Contains(p24, "total") {
+		t.Errorf("24 keys should be described field by field: %s", p24)
+	}
+	p25 := preview(t, obj(25))
+	if want := "r1 = json(keys=25 total, first=[k00, k01, k02, k03, k04, k05, k06, k07, …], bytes="; !strings.HasPrefix(p25, want) {
+		t.Errorf("25 keys:\n got %s\nwant prefix %s", p25, want)
+	}
+}
+
+// nastyValues are inputs that try to break the preview bound.
+func nastyValues() map[string][]byte {
+	big := strings.Repeat("k", 1<<20)
+	var many bytes.Buffer
+	many.WriteString("{")
+	for i := range 5000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"%s%d":"%s"`, strings.Repeat("K", 300), i, strings.Repeat("v", 100))
+	}
+	many.WriteString("}")
+	var fields bytes.Buffer
+	fields.WriteString("{")
+	for i := range 24 {
+		if i > 0 {
+			fields.WriteString(",")
+		}
+		fmt.Fprintf(&fields, `"%s%d":"%s"`, strings.Repeat("é", 100), i, strings.Repeat("\\u0001", 120))
+	}
+	fields.WriteString("}")
+	return map[string][]byte{
+		"huge key":            []byte(`{"` + big + `":1}`),
+		"huge string item":    []byte(`["` + big + `"]`),
+		"huge number":         []byte(`[` + strings.Repeat("9", 1<<20) + `]`),
+		"thousands of fields": many.Bytes(),
+		"24 wide fields":      fields.Bytes(),
+		"deep nesting":        []byte(strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20)),
+		"deep objects":        []byte(strings.Repeat(`{"a":`, 100000) + "1" + strings.Repeat("}", 100000)),
+		"invalid utf8 text":   bytes.Repeat([]byte("ab\xff\xfe"), 10000),
+		"control characters":  bytes.Repeat([]byte{1, 2, 3, '"', '\\'}, 10000),
+		"items of escapes":    []byte(`["` + strings.Repeat(`\u0001`, 5000) + `", {"` + strings.Repeat(`\"`, 900) + `": "` + strings.Repeat(`\\`, 900) + `"}]`),
+		"long lines":          []byte(strings.Repeat(strings.Repeat("x", 10000)+"\n", 100)),
+	}
+}
+
+func TestPreviewBoundHolds(t *testing.T) {
+	for name, data := range nastyValues() {
+		for _, limit := range []int{1, 96, 100, 150, 300, 700, 2048, 8192} {
+			t.Run(fmt.Sprintf("%s/%d", name, limit), func(t *testing.T) {
+				s := New(WithMaxPreview(limit))
+				h := s.PutOutput(data)
+				v, _ := s.Get(h)
+				p := RenderPreview(h, v)
+				bound := max(limit, MinMaxPreview)
+				if len(p) > bound {
+					t.Errorf("preview is %d bytes, bound %d: %.200s", len(p), bound, p)
+				}
+				if !utf8.ValidString(p) {
+					t.Errorf("preview is not valid UTF-8: %q", p)
+				}
+				if !strings.HasPrefix(p, h+" = ") {
+					t.Errorf("preview does not start with the handle: %.100s", p)
+				}
+				if structural := strings.HasPrefix(name, "deep"); !structural && len(v.Bytes()) > 4*bound && !strings.Contains(p, "…") {
+					t.Errorf("a preview of %d bytes shows no elision: %s", len(v.Bytes()), p)
+				}
+			})
+		}
+	}
+}
+
+func TestHugeHandleIsClipped(t *testing.T) {
+	s := New()
+	h := s.PutOutput([]byte("x"))
+	v, _ := s.Get(h)
+	p := RenderPreview(strings.Repeat("h\xff", 10000), v)
+	if len(p) > DefaultMaxPreview || !utf8.ValidString(p) {
+		t.Errorf("preview with a huge invalid handle: %d bytes, valid %v", len(p), utf8.ValidString(p))
+	}
+}
+
+func TestPutOutputClassifies(t *testing.T) {
+	tests := []struct {
+		name string
+		out  string
+		kind Kind
+		json string
+	}{
+		{"stdout 42 stays text", "42", KindText, `"42"`},
+		{"true stays text", "true\n", KindText, `"true\n"`},
+		{"json string stays text", `"hi"`, KindText, `"\"hi\""`},
+		{"object", " {\"a\": 1}\n", KindObject, `{"a": 1}`},
+		{"array", "[1, 2]", KindArray, `[1, 2]`},
+		{"broken json is text", `{"a": `, KindText, `"{\"a\": "`},
+		{"two values are text", `[1] [2]`, KindText, `"[1] [2]"`},
+		{"empty", "", KindText, `""`},
+		{"binary", "\x89PNG\r\n\x1a\n\x00\x00\xff", KindBinary, `"` + base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00\xff")) + `"`},
+		{"html stays unescaped", "<a href=\"x\">&</a>", KindText, `"<a href=\"x\">&</a>"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New()
+			v, _ := s.Get(s.PutOutput([]byte(tt.out)))
+			if v.Kind() != tt.kind {
+				t.Errorf("kind = %v, want %v", v.Kind(), tt.kind)
+			}
+			if got := string(v.JSON()); got != tt.json {
+				t.Errorf("JSON = %s, want %s", got, tt.json)
+			}
+			if !json.Valid(v.JSON()) {
+				t.Errorf("JSON is not valid: %s", v.JSON())
+			}
+		})
+	}
+}
+
+func TestBinaryValue(t *testing.T) {
+	data := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0, 0xff}, 1000)...)
+	s := New()
+	h := s.PutOutput(data)
+	v, _ := s.Get(h)
+	if v.Kind() != KindBinary || v.Len() != len(data) || v.ContentType() != "image/png" {
+		t.Fatalf("kind %v len %d type %q", v.Kind(), v.Len(), v.ContentType())
+	}
+	sum := v.Digest()
+	want := fmt.Sprintf("r1 = binary(len=2.0 KiB, type=image/png, sha256=%x…)", sum[:8])
+	if p := RenderPreview(h, v); p != want {
+		t.Errorf("preview:\n got %s\nwant %s", p, want)
+	}
+	var back []byte
+	if err := json.Unmarshal(v.JSON(), &back); err != nil || !bytes.Equal(back, data) {
+		t.Errorf("JSON does not round-trip the bytes: %v", err)
+	}
+	// A Go string that is not UTF-8 is kept as binary, not altered.
+	_, bv := mustPut(t, s, "ok\xffno")
+	if bv.Kind() != KindBinary || string(bv.Bytes()) != "ok\xffno" {
+		t.Errorf("invalid UTF-8 string stored as %v %q", bv.Kind(), bv.Bytes())
+	}
+}
+
+func TestPut(t *testing.T) {
+	s := New()
+	if _, err := s.Put(raw(`{"a":`)); !errors.Is(err, ErrInvalidJSON) {
+		t.Errorf("invalid RawMessage: err = %v, want ErrInvalidJSON", err)
+	}
+	if _, err := s.Put(make(chan int)); err == nil {
+		t.Error("Put(chan) succeeded")
+	}
+	if s.Len() != 0 {
+		t.Errorf("failed Puts used %d handles", s.Len())
+	}
+	tests := []struct {
+		name string
+		v    any
+		kind Kind
+		len  int
+		json string
+	}{
+		{"struct", struct {
+			A int    `json:"a"`
+			B string `json:"b"`
+		}{1, "<x>"}, KindObject, 2, `{"a":1,"b":"<x>"}`},
+		{"slice", []string{"a", "b"}, KindArray, 2, `["a","b"]`},
+		{"string", "héllo", KindText, 6, `"héllo"`},
+		{"bytes are binary", []byte("hi"), KindBinary, 2, `"aGk="`},
+		{"raw keeps spacing", raw(` [1, 2 ,3] `), KindArray, 3, `[1, 2 ,3]`},
+		{"float", 1.5, KindNumber, 0, `1.5`},
+		{"nil", nil, KindNull, 0, `null`},
+		{"raw string decoded", raw(`"\u00e9\n"`), KindText, 3, `"é\n"`},
+		{"duplicate keys counted", raw(`{"a":1,"a":2}`), KindObject, 2, `{"a":1,"a":2}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, v := mustPut(t, s, tt.v)
+			if v.Kind() != tt.kind || v.Len() != tt.len || string(v.JSON()) != tt.json {
+				t.Errorf("got %v len %d %s, want %v len %d %s", v.Kind(), v.Len(), v.JSON(), tt.kind, tt.len, tt.json)
+			}
+		})
+	}
+	// Storing a Value again gives a new handle for the same value.
+	_, v := mustPut(t, s, raw(`[1,2]`))
+	h2, v2 := mustPut(t, s, v)
+	if string(v2.JSON()) != "[1,2]" || h2 == "" {
+		t.Errorf("re-put Value: %s %s", h2, v2.JSON())
+	}
+}
+
+func TestZeroValueIsNull(t *testing.T) {
+	var v Value
+	if v.Kind() != KindNull || string(v.JSON()) != "null" || RenderPreview("r1", v) != "r1 = null" {
+		t.Errorf("zero Value: %v %s %s", v.Kind(), v.JSON(), RenderPreview("r1", v))
+	}
+}
+
+func TestTextLines(t *testing.T) {
+	for text, want := range map[string]int{"": 0, "a": 1, "a\n": 1, "a\nb": 2, "\n": 1, "\n\n": 2, "a\n\nb\n": 3} {
+		s := New()
+		v, _ := s.Get(s.PutOutput([]byte(text)))
+		if v.Lines() != want {
+			t.Errorf("lines of %q = %d, want %d", text, v.Lines(), want)
+		}
+		// A JSON string field counts lines the same way.
+		b, _ := json.Marshal(text)
+		if _, got := stringStats(b); got != want {
+			t.Errorf("stringStats lines of %q = %d, want %d", text, got, want)
+		}
+	}
+}
+
+func TestScanJSONAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`1`, `-0`, `-0.5e+10`, `01`, `1.`, `.5`, `1e`, `-`, `+1`, `"a`, `"\x"`, `"\u12"`, "\"\x01\"", `"\ud800"`,
+		`[1,]`, `[,1]`, `{"a"}`, `{"a":1,}`, `{1:2}`, `[1 2]`, `{}`, `[]`, ` [ ] `, `nul`, `true false`, "\"\xff\"",
+		`{"a":[{"b":null}]}`, `[[[]]]`, `]`, `}`, ``, ` `, `[1]x`, `"\/"`, "[\"\u2028\"]",
+	} {
+		_, _, err := scanJSON([]byte(in))
+		want := json.Valid([]byte(in)) && utf8.ValidString(in) // JSON text must be UTF-8 (RFC 8259 §8.1)
+		if got := err == nil; got != want {
+			t.Errorf("scanJSON(%q) valid = %v, want %v (err %v)", in, got, want, err)
+		}
+	}
+}
+
+func TestDeepNestingDoesNotOverflow(t *testing.T) {
+	const depth = 5_000_000
+	data := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+	s := New()
+	v, _ := s.Get(s.PutOutput(data))
+	if v.Kind() != KindArray || v.Len() != 1 {
+		t.Fatalf("kind %v len %d", v.Kind(), v.Len())
+	}
+	if p := RenderPreview("r1", v); p != "r1 = array(len=1, [array(len=1)])" {
+		t.Errorf("preview = %s", p)
+	}
+}
+
+func TestConcurrentPutGet(t *testing.T) {
+	s := New()
+	const workers, each = 8, 200
+	var wg sync.WaitGroup
+	handles := make([][]string, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				h := s.PutOutput(fmt.Appendf(nil, `{"w":%d,"i":%d}`, w, i))
+				handles[w] = append(handles[w], h)
+				v, ok := s.Get(h)
+				if !ok || !strings.Contains(string(v.JSON()), fmt.Sprintf(`"i":%d`, i)) {
+					t.Errorf("Get(%s) = %s, %v", h, v.JSON(), ok)
+				}
+				_ = RenderPreview(h, v)
+				_ = s.Len()
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, hs := range handles {
+		for _, h := range hs {
+			if seen[h] {
+				t.Errorf("handle %s handed out twice", h)
+			}
+			seen[h] = true
+		}
+	}
+	for i := 1; i <= workers*each; i++ {
+		if !seen[fmt.Sprintf("r%d", i)] {
+			t.Errorf("handle r%d missing: handles are not contiguous", i)
+		}
+	}
+}
+
+func TestReferenceHintNamesTheTypedForm(t *testing.T) {
+	hint := ReferenceHint("r7")
+	for _, want := range []string{`"$r7"`, `"$r7.<field>"`, `"$r7.0"`, "read_value"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("hint lacks %s: %s", want, hint)
+		}
+	}
+	if !strings.HasPrefix(hint, "\n") {
+		t.Errorf("hint does not start a new line: %q", hint)
+	}
+}
+
+func TestObserve(t *testing.T) {
+	s := New(WithInlineLimit(64))
+	small := s.Observe([]byte(`{"a":1}`))
+	if small.Previewed || small.Handle != "r1" || small.Text != "{\"a\":1}\n[stored as r1: pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]" {
+		t.Errorf("small result: %+v", small)
+	}
+	big := s.Observe(bytes.Repeat([]byte("line\n"), 100))
+	if !big.Previewed || !strings.HasPrefix(big.Text, "r2 = text(len=500 B, lines=100") || !strings.HasSuffix(big.Text, ReferenceHint("r2")) {
+		t.Errorf("large result: %+v", big)
+	}
+	bin := s.Observe([]byte{0xff})
+	if !bin.Previewed || !strings.Contains(bin.Text, "binary(len=1 B") {
+		t.Errorf("binary result: %+v", bin)
+	}
+	never := New(WithInlineLimit(-1)).Observe([]byte(`1`))
+	if !never.Previewed {
+		t.Errorf("negative inline limit still inlined: %+v", never)
+	}
+}
+
+// TestPreviewGolden checks the preview of a set of realistic values against
+// testdata/previews.golden; run with -update to rewrite it after a
+// deliberate change of format.
+func TestPreviewGolden(t *testing.T) {
+	listing := make([]map[string]any, 240)
+	for i := range listing {
+		listing[i] = map[string]any{"path": fmt.Sprintf("src/pkg%02d/file%03d.go", i/10, i), "size": 1000 + i*37, "dir": false}
+	}
+	rows := make([]map[string]any, 100)
+	for i := range rows {
+		rows[i] = map[string]any{"id": i, "email": fmt.Sprintf("user%d@example.com", i), "tags": []string{"a", "b"}}
+	}
+	log := strings.Repeat("2026-12-02T12:00:00Z INFO request ok path=/v1/items status=200\n", 2000) + "2026-12-02T12:00:01Z ERROR disk full\n"
+	cases := []struct {
+		name string
+		v    any
+	}{
+		{"file listing", listing},
+		{"query rows", map[string]any{"rows": rows, "count": 100, "query": "select id, email, tags from users"}},
+		{"read_file envelope", map[string]any{"content": "package main\n\n" + strings.Repeat("// comment line\n", 3000), "path": "./main.go", "size_bytes": 48014, "total_lines": 3002}},
+		{"log text", log},
+		{"unicode text", strings.Repeat("Grüße aus Köln — 東京 😀\n", 200)},
+		{"wide object", func() map[string]int {
+			m := map[string]int{}
+			for i := range 300 {
+				m[fmt.Sprintf("field_%03d", i)] = i
+			}
+			return m
+		}()},
+		{"nested arrays", [][]int{{1, 2}, {3}, {}, {4, 5, 6}, {7}, {8, 9}, {10}}},
+		{"mixed scalars", []any{nil, true, 1.25, "s", map[string]any{}, []any{}}},
+	}
+	var got bytes.Buffer
+	for _, c := range cases {
+		fmt.Fprintf(&got, "# %s\n%s\n\n", c.name, preview(t, c.v))
+	}
+	path := filepath.Join("testdata", "previews.golden")
+	if *update {
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestPreviewGolden -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got.String()); diff != "" {
+		t.Errorf("previews differ from %s (-want +got):\n%s", path, diff)
+	}
+}
