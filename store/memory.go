@@ -1,0 +1,215 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Memory is a [Store] and [Cleaner] that keeps everything in memory, for
+// tests and for embedding where nothing must survive the process. It has
+// the grant, expiry and cleanup semantics of [Dir]; its bodies are copies it
+// owns and never changes, so it does not hash them again on Get.
+// A Memory is safe for concurrent use.
+type Memory struct {
+	cfg config
+
+	mu      sync.Mutex
+	closed  bool
+	gen     uint64                      // last body generation handed out
+	bodies  map[string]memBody          // by key
+	grants  map[string]map[string]grant // by session, then key
+	refs    map[string]int64            // by key: the latest expiry of any grant on it
+	handles map[string][]HandleRecord   // by session
+}
+
+type memBody struct {
+	data []byte // never modified
+	gen  uint64 // changes when the key is stored again after a deletion
+}
+
+// NewMemory returns an empty memory store configured by opts: none, or one
+// [Options] (more than one panics).
+func NewMemory(opts ...Options) *Memory {
+	return &Memory{
+		cfg:     resolve(opts),
+		bodies:  make(map[string]memBody),
+		grants:  make(map[string]map[string]grant),
+		refs:    make(map[string]int64),
+		handles: make(map[string][]HandleRecord),
+	}
+}
+
+// Put implements [Store.Put]; it copies body.
+func (m *Memory) Put(session string, body []byte) (string, error) {
+	if err := CheckSession(session); err != nil {
+		return "", err
+	}
+	key := KeyOf(body)
+	g := m.cfg.newGrant(m.cfg.now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return "", ErrClosed
+	}
+	if _, ok := m.bodies[key]; !ok {
+		m.gen++
+		m.bodies[key] = memBody{data: append([]byte(nil), body...), gen: m.gen}
+	}
+	gs := m.grants[session]
+	if gs == nil {
+		gs = make(map[string]grant)
+		m.grants[session] = gs
+	}
+	if old, ok := gs[key]; ok {
+		g = old.merge(g)
+	}
+	gs[key] = g
+	m.refs[key] = max(m.refs[key], g.expires)
+	return key, nil
+}
+
+// Get implements [Store.Get].
+func (m *Memory) Get(session, key string) ([]byte, error) {
+	if err := CheckSession(session); err != nil {
+		return nil, err
+	}
+	if err := CheckKey(key); err != nil {
+		return nil, err
+	}
+	t := m.cfg.now().UnixNano()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	g, granted := m.grants[session][key]
+	_, referenced := m.refs[key]
+	b, stored := m.bodies[key]
+	m.mu.Unlock()
+	switch {
+	case !granted && (stored || referenced):
+		return nil, fmt.Errorf("%w: session %q did not store %s", ErrDenied, session, key)
+	case !granted:
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	case !live(g.expires, t):
+		return nil, fmt.Errorf("%w: grant of session %q on %s ran out at %s", ErrExpired, session, key, time.Unix(0, g.expires).UTC().Format(time.RFC3339))
+	case !stored:
+		return nil, fmt.Errorf("%w: body %s is missing", ErrIntegrity, key)
+	}
+	return append([]byte(nil), b.data...), nil
+}
+
+// AppendHandle implements [Store.AppendHandle]; it copies rec.Meta.
+func (m *Memory) AppendHandle(session string, rec HandleRecord) error {
+	if err := CheckSession(session); err != nil {
+		return err
+	}
+	if err := rec.check(); err != nil {
+		return err
+	}
+	rec = rec.clone()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.handles[session] = append(m.handles[session], rec)
+	return nil
+}
+
+// Handles implements [Store.Handles]; the records' Meta are copies.
+func (m *Memory) Handles(session string) ([]HandleRecord, error) {
+	if err := CheckSession(session); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	hs := m.handles[session]
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	out := make([]HandleRecord, len(hs))
+	for i, r := range hs {
+		out[i] = r.clone()
+	}
+	return out, nil
+}
+
+// Close implements [Store.Close]. It drops every body, grant and handle.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		m.bodies, m.grants, m.refs, m.handles = nil, nil, nil, nil
+	}
+	return nil
+}
+
+// Plan implements [Cleaner.Plan]. A Memory holds no files, so its plan
+// lists only bodies and its Keep is always empty.
+func (m *Memory) Plan(now time.Time) (Plan, error) {
+	t := now.UnixNano()
+	p := Plan{Now: now}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Plan{}, ErrClosed
+	}
+	for key, b := range m.bodies {
+		expires, referenced := m.refs[key]
+		it := Item{Name: "bodies/" + key, Key: key, Size: int64(len(b.data)), snap: snapshot{owner: m, path: key, gen: b.gen}}
+		switch {
+		case referenced && live(expires, t):
+			p.Retained++
+			continue
+		case referenced:
+			it.Reason = ReasonExpired
+		default:
+			it.Reason = ReasonUnreferenced
+		}
+		p.Delete = append(p.Delete, it)
+	}
+	sort.Slice(p.Delete, func(i, j int) bool { return p.Delete[i].Name < p.Delete[j].Name })
+	return p, nil
+}
+
+// Apply implements [Cleaner.Apply]. A body is deleted only if it is the one
+// the plan saw (not deleted and stored again since) and no grant on it is
+// live at the earlier of p.Now and the clock. Apply never fails except on a
+// closed store.
+func (m *Memory) Apply(p Plan) (Report, error) {
+	t := applyTime(p, m.cfg.now())
+	var r Report
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Report{}, ErrClosed
+	}
+	for _, it := range p.Delete {
+		key := it.snap.path
+		b, stored := m.bodies[key]
+		expires, referenced := m.refs[key]
+		switch {
+		case it.snap.owner != m:
+			it.Reason = ReasonNotPlanned
+		case !stored:
+			it.Reason = ReasonGone
+		case b.gen != it.snap.gen:
+			it.Reason = ReasonChanged
+		case referenced && live(expires, t):
+			it.Reason = ReasonReferenced
+		default:
+			delete(m.bodies, key)
+			r.Deleted = append(r.Deleted, it)
+			continue
+		}
+		r.Skipped = append(r.Skipped, it)
+	}
+	return r, nil
+}

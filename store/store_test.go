@@ -1,0 +1,967 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// clock is a settable clock for Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// backend opens a fresh store of one kind.
+type backend struct {
+	name string
+	open func(t *testing.T, opts Options) Store
+}
+
+var backends = []backend{
+	{"memory", func(t *testing.T, opts Options) Store {
+		m := NewMemory(opts)
+		t.Cleanup(func() { m.Close() })
+		return m
+	}},
+	{"dir", func(t *testing.T, opts Options) Store {
+		return openDir(t, t.TempDir(), opts)
+	}},
+}
+
+func openDir(t testing.TB, dir string, opts ...Options) *Dir {
+	t.Helper()
+	d, err := OpenDir(dir, opts...)
+	if err != nil {
+		t.Fatalf("OpenDir: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func mustPut(t testing.TB, st Store, session string, body []byte) string {
+	t.Helper()
+	key, err := st.Put(session, body)
+	if err != nil {
+		t.Fatalf("Put(%q): %v", session, err)
+	}
+	return key
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestRoundTrip(t *testing.T) {
+	bodies := []struct {
+		name string
+		body []byte
+	}{
+		{"empty", []byte{}},
+		{"nil", nil},
+		{"text", []byte("hello world")},
+		{"binary", []byte{0, 1, 2, 0xff, 0, '\n'}},
+		{"1MiB", randomBytes(1<<20, 1)},
+	}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			st := be.open(t, Options{})
+			for _, tc := range bodies {
+				t.Run(tc.name, func(t *testing.T) {
+					key := mustPut(t, st, "s1", tc.body)
+					if want := KeyOf(tc.body); key != want {
+						t.Errorf("Put key = %s, want %s", key, want)
+					}
+					got, err := st.Get("s1", key)
+					if err != nil {
+						t.Fatalf("Get: %v", err)
+					}
+					if !bytes.Equal(got, tc.body) {
+						t.Fatalf("Get returned %d bytes, want %d equal bytes", len(got), len(tc.body))
+					}
+					if len(got) > 0 {
+						got[0] ^= 0xff // the caller owns the copy
+						again, err := st.Get("s1", key)
+						if err != nil || !bytes.Equal(again, tc.body) {
+							t.Fatalf("Get after modifying a returned body = %v, %v", len(again), err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestPutCopiesBody(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			st := be.open(t, Options{})
+			body := []byte("original")
+			key := mustPut(t, st, "s", body)
+			body[0] = 'X'
+			got, err := st.Get("s", key)
+			if err != nil || string(got) != "original" {
+				t.Fatalf("Get = %q, %v; want %q", got, err, "original")
+			}
+		})
+	}
+}
+
+func TestDedupe(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	d := openDir(t, dir, Options{Now: clk.Now})
+	body := randomBytes(4096, 2)
+	var keys []string
+	for _, s := range []string{"a", "b", "a", "c", "a"} {
+		keys = append(keys, mustPut(t, d, s, body))
+	}
+	for _, k := range keys[1:] {
+		if k != keys[0] {
+			t.Fatalf("keys differ: %v", keys)
+		}
+	}
+	names := listDir(t, filepath.Join(dir, bodiesName))
+	if diff := cmp.Diff([]string{keys[0]}, names); diff != "" {
+		t.Errorf("bodies/ (-want +got):\n%s", diff)
+	}
+	// Same clock, same expiry: repeated Puts by "a" recorded one grant.
+	if got := grantRecords(t, dir, "a"); got != 1 {
+		t.Errorf("session a has %d grant records, want 1", got)
+	}
+	clk.Advance(time.Hour) // a renewal extends the grant and is recorded
+	mustPut(t, d, "a", body)
+	if got := grantRecords(t, dir, "a"); got != 2 {
+		t.Errorf("after a renewal session a has %d grant records, want 2", got)
+	}
+
+	m := NewMemory()
+	for _, s := range []string{"a", "b", "a"} {
+		mustPut(t, m, s, body)
+	}
+	if len(m.bodies) != 1 {
+		t.Errorf("memory holds %d bodies, want 1", len(m.bodies))
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func grantRecords(t *testing.T, root, session string) int {
+	t.Helper()
+	dir, err := sessionPath(root, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, payloads, _, err := readLog(filepath.Join(dir, grantsLog), logGrants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(payloads)
+}
+
+func TestGetErrors(t *testing.T) {
+	const ttl = time.Hour
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			clk := newClock()
+			st := be.open(t, Options{TTL: ttl, Now: clk.Now})
+			key := mustPut(t, st, "a", []byte("secret"))
+			unknown := KeyOf([]byte("never stored"))
+			tests := []struct {
+				name    string
+				advance time.Duration
+				session string
+				key     string
+				want    error
+			}{
+				{"owner reads", 0, "a", key, nil},
+				{"other session denied", 0, "b", key, ErrDenied},
+				{"unknown key", 0, "a", unknown, ErrNotFound},
+				{"unknown key other session", 0, "b", unknown, ErrNotFound},
+				{"invalid key", 0, "a", "../" + key[3:], ErrInvalidKey},
+				{"invalid session", 0, "../a", key, ErrInvalidSession},
+				{"last nanosecond", ttl - time.Nanosecond, "a", key, nil},
+				{"expired at ttl", time.Nanosecond, "a", key, ErrExpired},
+				{"expired other session still denied", 0, "b", key, ErrDenied},
+				{"expired long after", 1000 * time.Hour, "a", key, ErrExpired},
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					clk.Advance(tc.advance)
+					got, err := st.Get(tc.session, tc.key)
+					if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+						t.Fatalf("Get(%q, %.8s…) error = %v, want %v", tc.session, tc.key, err, tc.want)
+					}
+					if err != nil {
+						if got != nil {
+							t.Errorf("Get returned %d bytes with an error", len(got))
+						}
+						if !strings.HasPrefix(err.Error(), "store: ") {
+							t.Errorf("error %q lacks the store: prefix", err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestRenewal(t *testing.T) {
+	const ttl = time.Hour
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			clk := newClock()
+			st := be.open(t, Options{TTL: ttl, Now: clk.Now})
+			key := mustPut(t, st, "a", []byte("v"))
+			clk.Advance(ttl)
+			if _, err := st.Get("a", key); !errors.Is(err, ErrExpired) {
+				t.Fatalf("Get after ttl: %v, want ErrExpired", err)
+			}
+			mustPut(t, st, "a", []byte("v"))
+			clk.Advance(ttl - time.Nanosecond)
+			if _, err := st.Get("a", key); err != nil {
+				t.Fatalf("Get after renewal: %v", err)
+			}
+		})
+	}
+}
+
+func TestNeverExpires(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			clk := newClock()
+			st := be.open(t, Options{TTL: -1, Now: clk.Now})
+			key := mustPut(t, st, "a", []byte("forever"))
+			clk.Advance(200 * 365 * 24 * time.Hour)
+			if _, err := st.Get("a", key); err != nil {
+				t.Fatalf("Get after 200 years: %v", err)
+			}
+		})
+	}
+}
+
+func TestDefaultTTL(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			clk := newClock()
+			st := be.open(t, Options{Now: clk.Now})
+			key := mustPut(t, st, "a", []byte("v"))
+			clk.Advance(DefaultTTL - time.Nanosecond)
+			if _, err := st.Get("a", key); err != nil {
+				t.Fatalf("Get just before DefaultTTL: %v", err)
+			}
+			clk.Advance(time.Nanosecond)
+			if _, err := st.Get("a", key); !errors.Is(err, ErrExpired) {
+				t.Fatalf("Get at DefaultTTL: %v, want ErrExpired", err)
+			}
+		})
+	}
+}
+
+func TestTamper(t *testing.T) {
+	body := randomBytes(10_000, 3)
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		tamper func(path string) error
+		repair bool // a later Put of the same body restores it
+	}{
+		{"flip a byte", func(p string) error {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			b[len(b)/2] ^= 1
+			return os.WriteFile(p, b, 0o600)
+		}, true},
+		{"truncate", func(p string) error { return os.Truncate(p, int64(len(body)-1)) }, true},
+		{"empty", func(p string) error { return os.Truncate(p, 0) }, true},
+		{"extend", func(p string) error {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.Write([]byte{0})
+			return err
+		}, true},
+		{"symlink to the right bytes", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Symlink(outside, p)
+		}, true},
+		{"missing", os.Remove, true},
+		{"directory", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Mkdir(p, 0o700)
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := openDir(t, dir)
+			key := mustPut(t, d, "a", body)
+			path := filepath.Join(dir, bodiesName, key)
+			if err := tc.tamper(path); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.Get("a", key)
+			if !errors.Is(err, ErrIntegrity) || got != nil {
+				t.Fatalf("Get after tampering = %d bytes, %v; want nil, ErrIntegrity", len(got), err)
+			}
+			_, err = d.Put("a", body)
+			if !tc.repair {
+				if err == nil {
+					t.Fatal("Put over a directory succeeded")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Put to repair: %v", err)
+			}
+			if got, err := d.Get("a", key); err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("Get after repair: %d bytes, %v", len(got), err)
+			}
+			if b, err := os.ReadFile(outside); err != nil || !bytes.Equal(b, body) {
+				t.Fatalf("file outside the store changed: %v", err)
+			}
+		})
+	}
+}
+
+var badKeys = []string{
+	"",
+	"..",
+	"../x",
+	"/etc/passwd",
+	"bodies/../../etc/passwd",
+	strings.Repeat("a", KeyLen-1),
+	strings.Repeat("a", KeyLen+1),
+	strings.Repeat("A", KeyLen),
+	strings.ToUpper(KeyOf(nil)),
+	KeyOf(nil)[:KeyLen-1] + "/",
+	KeyOf(nil)[:KeyLen-1] + "\x00",
+	"../" + KeyOf(nil)[3:],
+	"./" + KeyOf(nil)[2:],
+	strings.Repeat("g", KeyLen),
+	" " + KeyOf(nil)[1:],
+}
+
+var badSessions = []string{
+	"",
+	".",
+	"..",
+	"../x",
+	"a/b",
+	"/abs",
+	`a\b`,
+	"a b",
+	"a\x00",
+	"é",
+	"C:",
+	strings.Repeat("x", MaxSessionLen+1),
+}
+
+func TestTraversal(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			st := be.open(t, Options{})
+			for _, key := range badKeys {
+				if _, err := st.Get("a", key); !errors.Is(err, ErrInvalidKey) {
+					t.Errorf("Get(a, %q) = %v, want ErrInvalidKey", key, err)
+				}
+				if err := st.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); key != "" && !errors.Is(err, ErrInvalidRecord) {
+					t.Errorf("AppendHandle with key %q = %v, want ErrInvalidRecord", key, err)
+				}
+			}
+			key := mustPut(t, st, "a", []byte("v"))
+			for _, s := range badSessions {
+				if _, err := st.Put(s, []byte("v")); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("Put(%q) = %v, want ErrInvalidSession", s, err)
+				}
+				if _, err := st.Get(s, key); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("Get(%q) = %v, want ErrInvalidSession", s, err)
+				}
+				if err := st.AppendHandle(s, HandleRecord{Handle: "r1"}); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("AppendHandle(%q) = %v, want ErrInvalidSession", s, err)
+				}
+				if _, err := st.Handles(s); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("Handles(%q) = %v, want ErrInvalidSession", s, err)
+				}
+			}
+		})
+	}
+	// Nothing was created next to the store directory, and only session
+	// "a" inside it.
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "store")
+	d := openDir(t, dir)
+	mustPut(t, d, "a", []byte("v"))
+	for _, s := range badSessions {
+		d.Put(s, []byte("v"))
+		d.AppendHandle(s, HandleRecord{Handle: "r1"})
+	}
+	for _, key := range badKeys {
+		d.Get("a", key)
+		d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key})
+	}
+	if diff := cmp.Diff([]string{"store"}, listDir(t, parent)); diff != "" {
+		t.Errorf("parent directory (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{sessionName("a")}, listDir(t, filepath.Join(dir, sessionsName))); diff != "" {
+		t.Errorf("sessions/ (-want +got):\n%s", diff)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	opts := Options{TTL: time.Hour, Now: clk.Now}
+	d := openDir(t, dir, opts)
+	ka := mustPut(t, d, "a", []byte("alpha"))
+	kb := mustPut(t, d, "b", []byte("beta"))
+	recs := []HandleRecord{
+		{Handle: "r1", Key: ka, Kind: "text", Size: 5, Meta: []byte("idx")},
+		{Handle: "r2", Kind: "null"},
+	}
+	for _, r := range recs {
+		if err := d.AppendHandle("a", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(30 * time.Minute)
+	kc := mustPut(t, d, "a", []byte("gamma"))
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A longer TTL on reopen does not extend grants already recorded.
+	d = openDir(t, dir, Options{TTL: 100 * time.Hour, Now: clk.Now})
+	got, err := d.Handles("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(recs, got); diff != "" {
+		t.Errorf("Handles after reopen (-want +got):\n%s", diff)
+	}
+	check := func(session, key, want string, wantErr error) {
+		t.Helper()
+		got, err := d.Get(session, key)
+		if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) || string(got) != want {
+			t.Errorf("Get(%s, %.8s…) = %q, %v; want %q, %v", session, key, got, err, want, wantErr)
+		}
+	}
+	check("a", ka, "alpha", nil)
+	check("b", kb, "beta", nil)
+	check("b", ka, "", ErrDenied)
+	check("a", kb, "", ErrDenied)
+	clk.Advance(45 * time.Minute) // 75 minutes after the first Puts
+	check("a", ka, "", ErrExpired)
+	check("b", kb, "", ErrExpired)
+	check("a", kc, "gamma", nil)
+}
+
+func TestHandles(t *testing.T) {
+	key := KeyOf([]byte("x"))
+	recs := []HandleRecord{
+		{Handle: "r1", Key: key, Kind: "array", Size: 100, Meta: []byte{1, 2, 3}},
+		{Handle: "r2"},
+		{Handle: "r1", Key: key, Kind: "array", Size: 100, Meta: []byte("renewed metadata")},
+		{Handle: strings.Repeat("h", MaxHandleLen), Kind: strings.Repeat("k", MaxKindLen), Size: 1 << 62, Meta: randomBytes(100_000, 4)},
+	}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			st := be.open(t, Options{})
+			if got, err := st.Handles("nobody"); got != nil || err != nil {
+				t.Fatalf("Handles of an unknown session = %v, %v; want nil, nil", got, err)
+			}
+			for _, r := range recs {
+				if err := st.AppendHandle("s", r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.AppendHandle("s", HandleRecord{Handle: "r9", Meta: []byte{}}); err != nil {
+				t.Fatal(err)
+			}
+			want := append(append([]HandleRecord(nil), recs...), HandleRecord{Handle: "r9"})
+			got, err := st.Handles("s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Handles (-want +got):\n%s", diff)
+			}
+			got[0].Meta[0] = 99 // the caller owns the records
+			again, _ := st.Handles("s")
+			if diff := cmp.Diff(want, again); diff != "" {
+				t.Errorf("Handles after modifying a result (-want +got):\n%s", diff)
+			}
+			if got, _ := st.Handles("other"); got != nil {
+				t.Errorf("Handles of another session = %v", got)
+			}
+		})
+	}
+}
+
+func TestAppendHandleInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  HandleRecord
+	}{
+		{"empty handle", HandleRecord{}},
+		{"long handle", HandleRecord{Handle: strings.Repeat("r", MaxHandleLen+1)}},
+		{"long kind", HandleRecord{Handle: "r1", Kind: strings.Repeat("k", MaxKindLen+1)}},
+		{"negative size", HandleRecord{Handle: "r1", Size: -1}},
+		{"large meta", HandleRecord{Handle: "r1", Meta: make([]byte, MaxMetaSize+1)}},
+		{"bad key", HandleRecord{Handle: "r1", Key: "abc"}},
+	}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			st := be.open(t, Options{})
+			for _, tc := range tests {
+				if err := st.AppendHandle("s", tc.rec); !errors.Is(err, ErrInvalidRecord) {
+					t.Errorf("%s: AppendHandle = %v, want ErrInvalidRecord", tc.name, err)
+				}
+			}
+			if got, err := st.Handles("s"); got != nil || err != nil {
+				t.Errorf("Handles after invalid appends = %v, %v; want nil, nil", got, err)
+			}
+		})
+	}
+}
+
+// handleLog returns the path of the handle log of session in the store at
+// root.
+func handleLog(t *testing.T, root, session string) string {
+	t.Helper()
+	dir, err := sessionPath(root, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, handlesLog)
+}
+
+func TestHandlesTornTail(t *testing.T) {
+	dir := t.TempDir()
+	d := openDir(t, dir)
+	recs := []HandleRecord{
+		{Handle: "r1", Kind: "text", Size: 1, Meta: []byte("one")},
+		{Handle: "r2", Kind: "text", Size: 2, Meta: []byte("two")},
+		{Handle: "r3", Kind: "text", Size: 3, Meta: []byte("three")},
+	}
+	for _, r := range recs[:2] {
+		if err := d.AppendHandle("s", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := handleLog(t, dir, "s")
+	intact, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.AppendHandle("s", recs[2]); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	extra := HandleRecord{Handle: "r4", Kind: "bool", Size: 4}
+
+	tails := map[string][]byte{
+		"zeros":   make([]byte, 100),
+		"garbage": randomBytes(37, 5),
+		"magic":   []byte(recMagic + "\xff\xff"),
+	}
+	for cut := len(intact); cut < len(full); cut++ {
+		tails["cut at "+strings.Repeat("+", cut-len(intact))] = full[len(intact):cut]
+	}
+	for name, tail := range tails {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(path, append(append([]byte(nil), intact...), tail...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d := openDir(t, dir)
+			got, err := d.Handles("s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(recs[:2], got); diff != "" {
+				t.Fatalf("Handles with a torn tail (-want +got):\n%s", diff)
+			}
+			if err := d.AppendHandle("s", extra); err != nil {
+				t.Fatal(err)
+			}
+			got, err = d.Handles("s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(append(recs[:2:2], extra), got); diff != "" {
+				t.Fatalf("Handles after appending past a torn tail (-want +got):\n%s", diff)
+			}
+			d.Close()
+		})
+	}
+
+	t.Run("torn header", func(t *testing.T) {
+		if err := os.WriteFile(path, full[:5], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := openDir(t, dir)
+		if got, err := d.Handles("s"); got != nil || err != nil {
+			t.Fatalf("Handles with a torn header = %v, %v; want nil, nil", got, err)
+		}
+		if err := d.AppendHandle("s", extra); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.Handles("s"); err != nil || len(got) != 1 {
+			t.Fatalf("Handles = %v, %v; want [r4]", got, err)
+		}
+		d.Close()
+	})
+
+	t.Run("damage before an intact record", func(t *testing.T) {
+		damaged := append([]byte(nil), full...)
+		damaged[len(intact)-2] ^= 1 // inside r2, followed by r3
+		if err := os.WriteFile(path, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := openDir(t, dir)
+		if got, err := d.Handles("s"); !errors.Is(err, ErrIntegrity) || got != nil {
+			t.Fatalf("Handles = %v, %v; want nil, ErrIntegrity", got, err)
+		}
+		if err := d.AppendHandle("s", extra); !errors.Is(err, ErrIntegrity) {
+			t.Fatalf("AppendHandle to a damaged log = %v, want ErrIntegrity", err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, damaged) {
+			t.Fatal("a damaged log was modified")
+		}
+		d.Close()
+	})
+}
+
+func TestGrantLogDamage(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	d := openDir(t, dir, Options{Now: clk.Now})
+	ka := mustPut(t, d, "a", []byte("one"))
+	clk.Advance(time.Second)
+	kb := mustPut(t, d, "a", []byte("two"))
+	kOther := mustPut(t, d, "b", []byte("other"))
+	d.Close()
+	sdir, _ := sessionPath(dir, "a")
+	path := filepath.Join(sdir, grantsLog)
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("torn tail", func(t *testing.T) {
+		if err := os.WriteFile(path, full[:len(full)-3], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := openDir(t, dir, Options{Now: clk.Now})
+		if _, err := d.Get("a", ka); err != nil {
+			t.Errorf("Get of the intact grant: %v", err)
+		}
+		if _, err := d.Get("a", kb); !errors.Is(err, ErrDenied) {
+			t.Errorf("Get of the torn grant = %v, want ErrDenied", err)
+		}
+		mustPut(t, d, "a", []byte("two")) // grants again past the torn tail
+		d.Close()
+		d = openDir(t, dir, Options{Now: clk.Now})
+		if _, err := d.Get("a", kb); err != nil {
+			t.Errorf("Get after re-granting: %v", err)
+		}
+		d.Close()
+	})
+
+	t.Run("damage before an intact record", func(t *testing.T) {
+		damaged := append([]byte(nil), full...)
+		damaged[len(damaged)-70] ^= 1 // inside the first grant, before the second
+		if err := os.WriteFile(path, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := openDir(t, dir, Options{Now: clk.Now})
+		if _, err := d.Get("a", ka); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Get from the damaged session = %v, want ErrIntegrity", err)
+		}
+		if _, err := d.Put("a", []byte("three")); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Put to the damaged session = %v, want ErrIntegrity", err)
+		}
+		if _, err := d.Plan(clk.Now()); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Plan with a damaged session = %v, want ErrIntegrity", err)
+		}
+		if _, err := d.Get("b", kOther); err != nil {
+			t.Errorf("Get from an intact session: %v", err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, damaged) {
+			t.Error("a damaged log was modified")
+		}
+		d.Close()
+	})
+
+	t.Run("log of another session", func(t *testing.T) {
+		bdir, _ := sessionPath(dir, "b")
+		if err := os.WriteFile(path, full, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bdir, grantsLog), full, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := openDir(t, dir, Options{Now: clk.Now})
+		if _, err := d.Get("b", ka); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Get through a copied log = %v, want ErrIntegrity", err)
+		}
+		if _, err := d.Get("a", ka); err != nil {
+			t.Errorf("Get from the real session: %v", err)
+		}
+		d.Close()
+	})
+}
+
+func TestLocked(t *testing.T) {
+	dir := t.TempDir()
+	d := openDir(t, dir)
+	if _, err := OpenDir(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second OpenDir = %v, want ErrLocked", err)
+	}
+	d.Close()
+	d2 := openDir(t, dir)
+	d2.Close()
+}
+
+func TestOpenDirRefuses(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(dir string) error
+	}{
+		{"other format", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, formatName), []byte("something else\n"), 0o600)
+		}},
+		{"bodies is a symlink", func(dir string) error {
+			return os.Symlink(os.TempDir(), filepath.Join(dir, bodiesName))
+		}},
+		{"sessions is a file", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, sessionsName), nil, 0o600)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := OpenDir(dir); err == nil {
+				d.Close()
+				t.Fatal("OpenDir succeeded")
+			}
+			// The lock was released: fixing the problem lets it open.
+			for _, n := range []string{formatName, bodiesName, sessionsName} {
+				os.Remove(filepath.Join(dir, n))
+			}
+			openDir(t, dir).Close()
+		})
+	}
+	if _, err := OpenDir(""); err == nil {
+		t.Error(`OpenDir("") succeeded`)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			st := be.open(t, Options{})
+			key := mustPut(t, st, "a", []byte("v"))
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			if _, err := st.Put("a", []byte("v")); !errors.Is(err, ErrClosed) {
+				t.Errorf("Put = %v", err)
+			}
+			if _, err := st.Get("a", key); !errors.Is(err, ErrClosed) {
+				t.Errorf("Get = %v", err)
+			}
+			if err := st.AppendHandle("a", HandleRecord{Handle: "r1"}); !errors.Is(err, ErrClosed) {
+				t.Errorf("AppendHandle = %v", err)
+			}
+			if _, err := st.Handles("a"); !errors.Is(err, ErrClosed) {
+				t.Errorf("Handles = %v", err)
+			}
+			c := st.(Cleaner)
+			if _, err := c.Plan(time.Now()); !errors.Is(err, ErrClosed) {
+				t.Errorf("Plan = %v", err)
+			}
+			if _, err := c.Apply(Plan{}); !errors.Is(err, ErrClosed) {
+				t.Errorf("Apply = %v", err)
+			}
+		})
+	}
+}
+
+func TestFailing(t *testing.T) {
+	boom := errors.New("disk on fire")
+	for _, tc := range []struct {
+		in, want error
+	}{{boom, boom}, {nil, ErrUnavailable}} {
+		st := Failing(tc.in)
+		if key, err := st.Put("a", []byte("v")); key != "" || !errors.Is(err, tc.want) {
+			t.Errorf("Put = %q, %v; want \"\", %v", key, err, tc.want)
+		}
+		if b, err := st.Get("a", KeyOf([]byte("v"))); b != nil || !errors.Is(err, tc.want) {
+			t.Errorf("Get = %v, %v", b, err)
+		}
+		if err := st.AppendHandle("a", HandleRecord{Handle: "r1"}); !errors.Is(err, tc.want) {
+			t.Errorf("AppendHandle = %v", err)
+		}
+		if recs, err := st.Handles("a"); recs != nil || !errors.Is(err, tc.want) {
+			t.Errorf("Handles = %v, %v", recs, err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("Close = %v", err)
+		}
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	d := openDir(t, dir)
+	key := mustPut(t, d, "a", []byte("v"))
+	if err := d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	sdir, _ := sessionPath(dir, "a")
+	want := map[string]os.FileMode{
+		dir:                                 0o700 | os.ModeDir,
+		filepath.Join(dir, bodiesName):      0o700 | os.ModeDir,
+		filepath.Join(dir, sessionsName):    0o700 | os.ModeDir,
+		sdir:                                0o700 | os.ModeDir,
+		filepath.Join(dir, formatName):      0o600,
+		filepath.Join(dir, lockName):        0o600,
+		filepath.Join(dir, bodiesName, key): 0o600,
+		filepath.Join(sdir, grantsLog):      0o600,
+		filepath.Join(sdir, handlesLog):     0o600,
+	}
+	for path, mode := range want {
+		info, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode() != mode {
+			t.Errorf("%s has mode %s, want %s", path, info.Mode(), mode)
+		}
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			clk := newClock()
+			st := be.open(t, Options{TTL: time.Hour, Now: clk.Now})
+			shared := randomBytes(50_000, 6)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					session := "s" + string(rune('0'+g))
+					for i := range 20 {
+						own := randomBytes(1000+i, uint64(g*100+i))
+						for _, body := range [][]byte{shared, own} {
+							key, err := st.Put(session, body)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if got, err := st.Get(session, key); err != nil || !bytes.Equal(got, body) {
+								t.Errorf("Get: %d bytes, %v", len(got), err)
+								return
+							}
+						}
+						if err := st.AppendHandle(session, HandleRecord{Handle: "r" + string(rune('1'+i%9)), Key: KeyOf(own)}); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Go(func() { // cleanups racing the writers delete nothing live
+				c := st.(Cleaner)
+				for range 20 {
+					p, err := c.Plan(clk.Now())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					r, err := c.Apply(p)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(r.Deleted) > 0 {
+						t.Errorf("Apply deleted %v while every body is live", r.Deleted)
+					}
+				}
+			})
+			wg.Wait()
+			for g := range 8 {
+				session := "s" + string(rune('0'+g))
+				recs, err := st.Handles(session)
+				if err != nil || len(recs) != 20 {
+					t.Fatalf("Handles(%s) = %d records, %v; want 20", session, len(recs), err)
+				}
+				for _, r := range recs {
+					if _, err := st.Get(session, r.Key); err != nil {
+						t.Errorf("Get(%s, %.8s…): %v", session, r.Key, err)
+					}
+				}
+			}
+		})
+	}
+}
