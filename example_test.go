@@ -1,0 +1,56 @@
+package values_test
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentvalues/values"
+)
+
+// An agent loop stores every tool result and puts what Observe returns in
+// the transcript: small results whole, large ones as a bounded preview with
+// the line that says how to reach the rest.
+func Example() {
+	vals := values.New()
+
+	// A tool printed a 100-row table as JSON.
+	var out strings.Builder
+	out.WriteString("[")
+	for i := range 100 {
+		if i > 0 {
+			out.WriteString(",")
+		}
+		fmt.Fprintf(&out, `{"id":%d,"name":"user%d"}`, i, i)
+	}
+	out.WriteString("]")
+
+	obs := vals.Observe([]byte(out.String()))
+	fmt.Println(obs.Text)
+
+	// Every row is still there.
+	v, _ := vals.Get(obs.Handle)
+	fmt.Println(v.Kind(), v.Len(), v.Size())
+	// Output:
+	// r1 = array(len=100, [:3]=[{id:0,name:"user0"}, {id:1,name:"user1"}, {id:2,name:"user2"}], [-2:]=[{id:98,name:"user98"}, {id:99,name:"user99"}])
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// array 100 2581
+}
+
+// A preview states the kind and true size of a value and shows as much of
+// it as its bound allows; here the bound is set small.
+func ExampleRenderPreview() {
+	vals := values.New(values.WithMaxPreview(160))
+	for _, out := range []string{
+		`{"content": "` + strings.Repeat(`line\n`, 3000) + `", "path": "./big.txt", "size_bytes": 15000}`,
+		"FIRST LINE\n" + strings.Repeat("x", 5000) + "\nLAST LINE",
+		"42",
+	} {
+		h := vals.PutOutput([]byte(out))
+		v, _ := vals.Get(h)
+		fmt.Println(values.RenderPreview(h, v))
+	}
+	// Output:
+	// r1 = json(content: text(len=15 KiB, lines=3000), path: "./big.txt", size_bytes: 15000, bytes=18057)
+	// r2 = text(len=4.9 KiB, lines=3, head="FIRST LINE\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…", tail="…xxxxxxxxxxxxxxxxxxxxxxx\nLAST LINE")
+	// r3 = text(len=2 B, lines=1) "42"
+}
