@@ -53,13 +53,31 @@ type Item struct {
 	snap snapshot // what Apply checks again; zero for an item Plan did not make
 }
 
-// snapshot is what Plan saw of an item, for Apply to compare against.
+// snapshot is what Plan saw of an item, for Apply to check again.
 type snapshot struct {
-	owner any // the store that made the plan
-	temp  bool
-	path  string      // Dir: the file to delete
-	info  os.FileInfo // Dir: Lstat of path at plan time
-	gen   uint64      // Memory: generation of the body
+	owner     any // the store that made the plan
+	name, key string
+	size      int64
+	reason    Reason
+	temp      bool
+	path      string      // Dir: the file to delete
+	info      os.FileInfo // Dir: Lstat of path
+	digest    [32]byte    // Dir: SHA-256 of the file's bytes
+	gen       uint64      // Memory: generation of the body
+}
+
+// planned returns an item of a plan made by owner.
+func planned(sn snapshot, r Reason) Item {
+	sn.reason = r
+	return Item{Name: sn.name, Key: sn.key, Size: sn.size, Reason: r, snap: sn}
+}
+
+// asPlanned returns it as its plan made it, undoing edits of its fields.
+func (it Item) asPlanned() Item {
+	if it.snap.owner == nil {
+		return it
+	}
+	return planned(it.snap, it.snap.reason)
 }
 
 // Reason says why a cleanup lists an item. The zero Reason is not used.

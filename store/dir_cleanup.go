@@ -1,8 +1,10 @@
 package store
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,7 +14,8 @@ import (
 )
 
 // Plan implements [Cleaner.Plan]. It reads the store directory, bodies/
-// and sessions/ (never following a symbolic link) and changes nothing. It
+// and sessions/ (never following a symbolic link) and changes nothing; it
+// reads each file it lists for deletion whole, to record its digest. It
 // lists for deletion the bodies that no grant live at now references and
 // the abandoned temporary files ([TempPrefix]) in the store directory and
 // bodies/; everything else it does not own, and every symbolic link, goes
@@ -96,7 +99,9 @@ func (d *Dir) planRoot(p *Plan) error {
 		case e.name == formatName || e.name == lockName || e.name == bodiesName || e.name == sessionsName:
 			p.keep(e, e.name, wrongType(e.info))
 		default:
-			d.planOther(p, d.root, e.name, e)
+			if err := d.planOther(p, d.root, e.name, e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -111,7 +116,9 @@ func (d *Dir) planBodies(p *Plan) error {
 	for _, e := range es {
 		name := bodiesName + "/" + e.name
 		if CheckKey(e.name) != nil {
-			d.planOther(p, d.bodies, name, e)
+			if err := d.planOther(p, d.bodies, name, e); err != nil {
+				return err
+			}
 			continue
 		}
 		if !e.info.Mode().IsRegular() {
@@ -122,46 +129,83 @@ func (d *Dir) planBodies(p *Plan) error {
 		expires, referenced := d.refs[e.name]
 		busy := d.keyLocks[e.name] != nil
 		d.mu.Unlock()
-		it := Item{Name: name, Key: e.name, Size: e.info.Size(), snap: snapshot{owner: d, path: filepath.Join(d.bodies, e.name), info: e.info}}
+		reason := ReasonUnreferenced
 		switch {
 		case busy:
-			it.Reason = ReasonInUse
-			p.Keep = append(p.Keep, it)
+			p.keep(e, name, ReasonInUse)
 			continue
 		case referenced && live(expires, t):
 			p.Retained++
 			continue
 		case referenced:
-			it.Reason = ReasonExpired
-		default:
-			it.Reason = ReasonUnreferenced
+			reason = ReasonExpired
 		}
-		p.Delete = append(p.Delete, it)
+		sn := snapshot{owner: d, name: name, key: e.name, path: filepath.Join(d.bodies, e.name)}
+		if err := d.planDelete(p, sn, e.info, reason); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
+// planDelete adds the file of sn, last seen as info, to p.Delete with its
+// digest. A file that is gone or replaced by now is left out.
+func (d *Dir) planDelete(p *Plan, sn snapshot, info os.FileInfo, r Reason) error {
+	digest, err := fileDigest(sn.path, info)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errReplaced) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sn.info, sn.size, sn.digest = info, info.Size(), digest
+	p.Delete = append(p.Delete, planned(sn, r))
+	return nil
+}
+
+var errReplaced = errors.New("store: file replaced")
+
+// fileDigest returns the SHA-256 of the file at path, which must still be
+// the file described by info.
+func fileDigest(path string, info os.FileInfo) ([32]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if !os.SameFile(info, opened) {
+		return [32]byte{}, errReplaced
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return [32]byte{}, err
+	}
+	return [32]byte(h.Sum(nil)), nil
+}
+
 // planOther plans an entry of dir whose name is not one the store gives
 // its files: an abandoned temporary file or something foreign.
-func (d *Dir) planOther(p *Plan, dir, name string, e entry) {
+func (d *Dir) planOther(p *Plan, dir, name string, e entry) error {
 	if !strings.HasPrefix(e.name, TempPrefix) || !e.info.Mode().IsRegular() {
 		reason := ReasonForeign
 		if e.info.Mode()&fs.ModeSymlink != 0 {
 			reason = ReasonSymlink
 		}
 		p.keep(e, name, reason)
-		return
+		return nil
 	}
-	it := Item{Name: name, Size: e.info.Size(), Reason: ReasonAbandonedTemp, snap: snapshot{owner: d, temp: true, path: filepath.Join(dir, e.name), info: e.info}}
 	d.mu.Lock()
 	busy := dir == d.bodies && d.temps[e.name]
 	d.mu.Unlock()
 	if busy {
-		it.Reason = ReasonInUse
-		p.Keep = append(p.Keep, it)
-		return
+		p.keep(e, name, ReasonInUse)
+		return nil
 	}
-	p.Delete = append(p.Delete, it)
+	return d.planDelete(p, snapshot{owner: d, name: name, temp: true, path: filepath.Join(dir, e.name)}, e.info, ReasonAbandonedTemp)
 }
 
 func (d *Dir) planSessions(p *Plan) error {
@@ -218,7 +262,8 @@ func (p *Plan) keep(e entry, name string, r Reason) {
 // body is live at the earlier of p.Now and the clock (so a grant renewed
 // since the plan keeps the body), that a temporary file is not being
 // written, and that the file is the one the plan saw: same file identity,
-// size, mode and modification time. Only then does it remove the file;
+// size, mode, modification time and SHA-256 of its bytes (so Apply reads
+// each file again). Only then does it remove the file;
 // otherwise it skips the item with the reason. A failed removal skips the
 // item with ReasonFailed and is reported in the returned error, which joins
 // all such failures; Apply still goes on with the other items.
@@ -234,6 +279,7 @@ func (d *Dir) Apply(p Plan) (Report, error) {
 		dirty = make(map[string]bool) // directories to fsync
 	)
 	for _, it := range p.Delete {
+		it = it.asPlanned()
 		reason, err := d.applyItem(it.snap, t)
 		if err != nil {
 			errs = append(errs, err)
@@ -291,6 +337,14 @@ func removeSame(sn snapshot) (Reason, error) {
 		return ReasonFailed, fmt.Errorf("store: %w", err)
 	case !os.SameFile(info, sn.info) || info.Size() != sn.info.Size() || info.Mode() != sn.info.Mode() || !info.ModTime().Equal(sn.info.ModTime()):
 		return ReasonChanged, nil
+	}
+	switch digest, err := fileDigest(sn.path, info); {
+	case errors.Is(err, fs.ErrNotExist):
+		return ReasonGone, nil
+	case errors.Is(err, errReplaced) || err == nil && digest != sn.digest:
+		return ReasonChanged, nil
+	case err != nil:
+		return ReasonFailed, fmt.Errorf("store: %w", err)
 	}
 	if err := os.Remove(sn.path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

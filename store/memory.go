@@ -163,17 +163,15 @@ func (m *Memory) Plan(now time.Time) (Plan, error) {
 	}
 	for key, b := range m.bodies {
 		expires, referenced := m.refs[key]
-		it := Item{Name: "bodies/" + key, Key: key, Size: int64(len(b.data)), snap: snapshot{owner: m, path: key, gen: b.gen}}
+		sn := snapshot{owner: m, name: bodiesName + "/" + key, key: key, size: int64(len(b.data)), gen: b.gen}
 		switch {
 		case referenced && live(expires, t):
 			p.Retained++
-			continue
 		case referenced:
-			it.Reason = ReasonExpired
+			p.Delete = append(p.Delete, planned(sn, ReasonExpired))
 		default:
-			it.Reason = ReasonUnreferenced
+			p.Delete = append(p.Delete, planned(sn, ReasonUnreferenced))
 		}
-		p.Delete = append(p.Delete, it)
 	}
 	sort.Slice(p.Delete, func(i, j int) bool { return p.Delete[i].Name < p.Delete[j].Name })
 	return p, nil
@@ -181,8 +179,8 @@ func (m *Memory) Plan(now time.Time) (Plan, error) {
 
 // Apply implements [Cleaner.Apply]. A body is deleted only if it is the one
 // the plan saw (not deleted and stored again since) and no grant on it is
-// live at the earlier of p.Now and the clock. Apply never fails except on a
-// closed store.
+// live at the earlier of p.Now and the clock. Apply fails only on a closed
+// store.
 func (m *Memory) Apply(p Plan) (Report, error) {
 	t := applyTime(p, m.cfg.now())
 	var r Report
@@ -192,7 +190,8 @@ func (m *Memory) Apply(p Plan) (Report, error) {
 		return Report{}, ErrClosed
 	}
 	for _, it := range p.Delete {
-		key := it.snap.path
+		it = it.asPlanned()
+		key := it.snap.key
 		b, stored := m.bodies[key]
 		expires, referenced := m.refs[key]
 		switch {

@@ -511,7 +511,7 @@ func TestHandles(t *testing.T) {
 		{Handle: "r1", Key: key, Kind: "array", Size: 100, Meta: []byte{1, 2, 3}},
 		{Handle: "r2"},
 		{Handle: "r1", Key: key, Kind: "array", Size: 100, Meta: []byte("renewed metadata")},
-		{Handle: strings.Repeat("h", MaxHandleLen), Kind: strings.Repeat("k", MaxKindLen), Size: 1 << 62, Meta: randomBytes(100_000, 4)},
+		{Handle: strings.Repeat("h", MaxHandleLen), Kind: strings.Repeat("k", MaxKindLen), Size: 1 << 62, Meta: randomBytes(20_000, 4)},
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
