@@ -4,7 +4,6 @@ package store
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -184,20 +183,6 @@ func crashChild(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 		fmt.Printf("stored %s\n", key)
-	}
-}
-
-// fill fills b with bytes derived from seed.
-func fill(b []byte, seed string) {
-	x := uint64(len(seed)) | 1
-	for _, c := range []byte(seed) {
-		x = x*0x100000001b3 ^ uint64(c)
-	}
-	for i := 0; i+8 <= len(b); i += 8 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		binary.LittleEndian.PutUint64(b[i:], x)
 	}
 }
 

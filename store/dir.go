@@ -254,22 +254,15 @@ func (d *Dir) loadGrants() error {
 		if id == "" {
 			continue // no grants yet; the session's state is made on first use
 		}
-		s := d.newSession(id)
-		s.dirReady = true
-		for _, p := range payloads {
-			key, g, err := decodeGrant(p)
-			if err != nil {
-				d.damaged[name] = err
-				delete(d.sess, id)
-				s = nil
-				break
-			}
-			s.grants[key] = s.grants[key].merge(g)
-		}
-		if s == nil {
+		grants, err := decodeGrants(payloads)
+		if err != nil {
+			d.damaged[name] = err
 			continue
 		}
-		for key, g := range s.grants {
+		s := d.newSession(id)
+		s.dirReady = true
+		s.grants = grants
+		for key, g := range grants {
 			if old, ok := d.refs[key]; !ok || g.expires > old {
 				d.refs[key] = g.expires
 			}
@@ -633,7 +626,9 @@ func (d *Dir) AppendHandle(session string, rec HandleRecord) error {
 }
 
 // Handles implements [Store.Handles]. It reads the session's handle log
-// from disk on every call. The records' Meta share one buffer per call.
+// from disk on every call. The records of one call share their memory: the
+// Meta of all of them are slices of one buffer, so keeping one record
+// keeps the whole log in memory.
 func (d *Dir) Handles(session string) ([]HandleRecord, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
@@ -655,11 +650,9 @@ func (d *Dir) Handles(session string) ([]HandleRecord, error) {
 	if len(payloads) == 0 {
 		return nil, nil
 	}
-	recs := make([]HandleRecord, len(payloads))
-	for i, p := range payloads {
-		if recs[i], err = decodeHandle(p); err != nil {
-			return nil, fmt.Errorf("%w (session %q, record %d)", err, session, i)
-		}
+	recs, err := decodeHandles(payloads)
+	if err != nil {
+		return nil, fmt.Errorf("%w (session %q)", err, session)
 	}
 	return recs, nil
 }

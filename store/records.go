@@ -53,16 +53,30 @@ func encodeGrant(key string, g grant) []byte {
 	return binary.LittleEndian.AppendUint64(b, uint64(g.expires))
 }
 
-func decodeGrant(p []byte) (string, grant, error) {
-	if len(p) != 1+32+16 || p[0] != recGrant {
-		return "", grant{}, fmt.Errorf("%w: bad grant record", ErrIntegrity)
+// decodeGrants decodes grant payloads into a map by key, merging the
+// grants on one key. The keys share one allocation.
+func decodeGrants(payloads [][]byte) (map[string]grant, error) {
+	arena := make([]byte, 0, len(payloads)*KeyLen)
+	for i, p := range payloads {
+		if len(p) != 1+32+16 || p[0] != recGrant {
+			return nil, fmt.Errorf("%w: bad grant record %d", ErrIntegrity, i)
+		}
+		arena = hex.AppendEncode(arena, p[1:33])
 	}
-	key := hex.EncodeToString(p[1:33])
-	g := grant{
-		granted: int64(binary.LittleEndian.Uint64(p[33:41])),
-		expires: int64(binary.LittleEndian.Uint64(p[41:49])),
+	keys := string(arena)
+	grants := make(map[string]grant, len(payloads))
+	for i, p := range payloads {
+		key := keys[i*KeyLen : (i+1)*KeyLen]
+		g := grant{
+			granted: int64(binary.LittleEndian.Uint64(p[33:41])),
+			expires: int64(binary.LittleEndian.Uint64(p[41:49])),
+		}
+		if old, ok := grants[key]; ok {
+			g = old.merge(g)
+		}
+		grants[key] = g
 	}
-	return key, g, nil
+	return grants, nil
 }
 
 func encodeHandle(r HandleRecord) []byte {
@@ -76,24 +90,50 @@ func encodeHandle(r HandleRecord) []byte {
 	return append(b, r.Meta...)
 }
 
-// decodeHandle decodes a handle payload. The record's Meta aliases p.
+// decodeHandle decodes one handle payload; see decodeHandles.
 func decodeHandle(p []byte) (HandleRecord, error) {
-	if len(p) == 0 || p[0] != recHandle {
-		return HandleRecord{}, fmt.Errorf("%w: bad handle record", ErrIntegrity)
+	recs, err := decodeHandles([][]byte{p})
+	if err != nil {
+		return HandleRecord{}, err
 	}
-	d := decoder{p: p[1:]}
-	var r HandleRecord
-	r.Handle = string(d.str(MaxHandleLen))
-	r.Key = string(d.str(KeyLen))
-	r.Kind = string(d.str(MaxKindLen))
-	r.Size = int64(d.uint64())
-	if meta := d.str(MaxMetaSize); len(meta) > 0 {
-		r.Meta = meta[:len(meta):len(meta)]
+	return recs[0], nil
+}
+
+// decodeHandles decodes handle payloads. The records' Meta alias the
+// payloads, and their strings share one allocation: reading a session back
+// costs a few allocations, not several per record.
+func decodeHandles(payloads [][]byte) ([]HandleRecord, error) {
+	recs := make([]HandleRecord, len(payloads))
+	lens := make([]uint8, 0, 3*len(payloads)) // of each record's strings
+	arena := make([]byte, 0, len(payloads)*(KeyLen+16))
+	for i, p := range payloads {
+		if len(p) == 0 || p[0] != recHandle {
+			return nil, fmt.Errorf("%w: bad handle record %d", ErrIntegrity, i)
+		}
+		d := decoder{p: p[1:]}
+		handle := d.str(MaxHandleLen)
+		key := d.str(KeyLen)
+		kind := d.str(MaxKindLen)
+		size := int64(d.uint64())
+		meta := d.str(MaxMetaSize)
+		if d.err != nil || len(d.p) != 0 || len(handle) == 0 || len(key) != 0 && !isKey(key) || size < 0 {
+			return nil, fmt.Errorf("%w: bad handle record %d", ErrIntegrity, i)
+		}
+		recs[i].Size = size
+		if len(meta) > 0 {
+			recs[i].Meta = meta[:len(meta):len(meta)]
+		}
+		lens = append(lens, uint8(len(handle)), uint8(len(key)), uint8(len(kind)))
+		arena = append(append(append(arena, handle...), key...), kind...)
 	}
-	if d.err != nil || len(d.p) != 0 || r.check() != nil {
-		return HandleRecord{}, fmt.Errorf("%w: bad handle record", ErrIntegrity)
+	s := string(arena)
+	for i := range recs {
+		l := lens[3*i : 3*i+3]
+		recs[i].Handle, s = s[:l[0]], s[l[0]:]
+		recs[i].Key, s = s[:l[1]], s[l[1]:]
+		recs[i].Kind, s = s[:l[2]], s[l[2]:]
 	}
-	return r, nil
+	return recs, nil
 }
 
 func appendStr(b []byte, s string) []byte {

@@ -205,15 +205,32 @@ func KeyOf(body []byte) string {
 // separators and dots, fails with an error matching [ErrInvalidKey]; a
 // valid key therefore names a file in the store directory and nothing else.
 func CheckKey(key string) error {
+	if isKey(key) {
+		return nil
+	}
 	if len(key) != KeyLen {
 		return fmt.Errorf("%w: %q is %d bytes, want %d lowercase hex digits", ErrInvalidKey, clip(key), len(key), KeyLen)
 	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return fmt.Errorf("%w: %q has %q at byte %d, want lowercase hex digits", ErrInvalidKey, clip(key), c, i)
+	return fmt.Errorf("%w: %q holds a byte other than 0-9 a-f", ErrInvalidKey, clip(key))
+}
+
+// isKey reports whether k is KeyLen lowercase hex digits.
+func isKey[T string | []byte](k T) bool {
+	if len(k) != KeyLen {
+		return false
+	}
+	for i := range KeyLen {
+		if !keyDigits[k[i]] {
+			return false
 		}
 	}
-	return nil
+	return true
+}
+
+// keyDigits marks the bytes a key is made of. It is never modified.
+var keyDigits = [256]bool{
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true,
+	'8': true, '9': true, 'a': true, 'b': true, 'c': true, 'd': true, 'e': true, 'f': true,
 }
 
 // CheckSession reports whether id is a valid session id: 1 to

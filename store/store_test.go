@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -77,6 +78,20 @@ func randomBytes(n int, seed uint64) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
+}
+
+// fill fills b with bytes derived from seed.
+func fill(b []byte, seed string) {
+	x := uint64(len(seed)) | 1
+	for _, c := range []byte(seed) {
+		x = x*0x100000001b3 ^ uint64(c)
+	}
+	for i := 0; i+8 <= len(b); i += 8 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		binary.LittleEndian.PutUint64(b[i:], x)
+	}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -576,7 +591,7 @@ func TestAppendHandleInvalid(t *testing.T) {
 
 // handleLog returns the path of the handle log of session in the store at
 // root.
-func handleLog(t *testing.T, root, session string) string {
+func handleLog(t testing.TB, root, session string) string {
 	t.Helper()
 	dir, err := sessionPath(root, session)
 	if err != nil {
@@ -965,3 +980,10 @@ func TestConcurrent(t *testing.T) {
 		})
 	}
 }
+
+var (
+	_ Store   = (*Dir)(nil)
+	_ Store   = (*Memory)(nil)
+	_ Cleaner = (*Dir)(nil)
+	_ Cleaner = (*Memory)(nil)
+)
