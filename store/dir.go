@@ -54,7 +54,6 @@ type Dir struct {
 
 	mu       sync.Mutex             // guards the fields below
 	sess     map[string]*dirSession // by session id
-	loaded   map[string]*dirSession // by directory name, as found at open
 	refs     map[string]int64       // by key: the latest expiry of any grant on it
 	damaged  map[string]error       // by session directory name: why its grants could not be read
 	keyLocks map[string]*keyLock    // by key, while a Put or Apply works on it
@@ -134,7 +133,6 @@ func OpenDir(dir string, opts ...Options) (*Dir, error) {
 		cfg:      cfg,
 		lock:     lock,
 		sess:     make(map[string]*dirSession),
-		loaded:   make(map[string]*dirSession),
 		refs:     make(map[string]int64),
 		damaged:  make(map[string]error),
 		keyLocks: make(map[string]*keyLock),
@@ -457,7 +455,7 @@ func sameContent(path string, body []byte) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	buf := make([]byte, min(len(body), 1<<20)+1)
+	buf := make([]byte, min(len(body), 64<<10)+1)
 	for rest := body; ; {
 		n, err := f.Read(buf)
 		if n > len(rest) || !bytes.Equal(buf[:n], rest[:n]) {

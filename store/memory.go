@@ -10,7 +10,9 @@ import (
 // Memory is a [Store] and [Cleaner] that keeps everything in memory, for
 // tests and for embedding where nothing must survive the process. It has
 // the grant, expiry and cleanup semantics of [Dir]; its bodies are copies it
-// owns and never changes, so it does not hash them again on Get.
+// owns and never changes, so it does not hash them again on Get. Grants
+// and handle records are kept until Close, expired grants included, so
+// that Get can say [ErrExpired]; only bodies are removed by [Memory.Apply].
 // A Memory is safe for concurrent use.
 type Memory struct {
 	cfg config
