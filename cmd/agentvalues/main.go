@@ -1,0 +1,77 @@
+// Command agentvalues brings the values library to people who do not write
+// Go.
+//
+// Usage:
+//
+//	agentvalues demo [DIR]
+//	agentvalues preview [FILE|-]
+//	agentvalues proxy [flags] -- COMMAND [ARGS...]
+//
+// demo runs a scripted agent loop over real tools on DIR (default: the Go
+// installation's src directory) and shows, turn by turn, what the model
+// sends, what the tool receives and what enters the transcript, then how
+// many bytes the transcript saved.
+//
+// preview prints the preview and hint of FILE (or standard input) as
+// [values.SessionValues.PutOutput] would store it.
+//
+// proxy is an MCP server on standard input and output that starts COMMAND as
+// the downstream MCP server and puts handles, previews, $r references and
+// read_value in front of its tools (see package mcpproxy). Flags:
+//
+//	-threshold N    results larger than N bytes come back as a preview (default 8192)
+//	-max-preview N  bound on a preview's length in bytes (default 2048)
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage:
+  agentvalues demo [DIR]                      scripted agent loop over real tools on DIR
+  agentvalues preview [FILE|-]                preview and hint of a file or stdin
+  agentvalues proxy [flags] -- COMMAND [ARGS...]
+                                              MCP proxy on stdio in front of COMMAND
+`
+
+// errUsage reports a command line that cannot be run; main prints the usage.
+var errUsage = errors.New("bad usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "demo":
+		err = demoCommand(args[1:], stdout)
+	case "preview":
+		err = previewCommand(args[1:], stdin, stdout)
+	case "proxy":
+		err = proxyCommand(args[1:], stdin, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "agentvalues: %v\n%s", err, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "agentvalues: %v\n", err)
+		return 1
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// runMainEnv, set in the environment of the test binary, makes it run as
+// the agentvalues command, so tests can start the real command as a child.
+const runMainEnv = "AGENTVALUES_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestPreview(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"json array", "[1, 2, 3]\n", "r1 = array(len=3, [1, 2, 3])"},
+		{"number output stays text", "42", `r1 = text(len=2 B, lines=1) "42"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			if code := run([]string{"preview"}, strings.NewReader(tc.in), &out, &errs); code != 0 {
+				t.Fatalf("exit %d: %s", code, errs.String())
+			}
+			got := out.String()
+			if !strings.HasPrefix(got, tc.want+"\n[r1 holds the full value") || !strings.HasSuffix(got, "]\n") {
+				t.Errorf("preview printed %q, want %q and the hint", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPreviewFile(t *testing.T) {
+	name := t.TempDir() + "/big.txt"
+	if err := os.WriteFile(name, []byte("FIRST LINE\n"+strings.Repeat("x", 5000)+"\nLAST LINE"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"preview", name}, nil, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	if !strings.HasPrefix(out.String(), `r1 = text(len=`) || !strings.Contains(out.String(), `FIRST LINE`) || !strings.Contains(out.String(), `LAST LINE`) {
+		t.Errorf("preview of a file: %q", out.String())
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"proxy"}, {"proxy", "-threshold", "x", "--", "true"}, {"preview", "a", "b"}} {
+		var out, errs bytes.Buffer
+		if code := run(args, strings.NewReader(""), &out, &errs); code != 2 || !strings.Contains(errs.String(), "usage:") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and the usage", args, code, errs.String())
+		}
+	}
+}
+
+// syncWriter is a strings.Builder safe for a child process's output.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}

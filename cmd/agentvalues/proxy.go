@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// connectTimeout bounds starting the downstream server and its handshake;
+// generous, since `npx -y` may download the server first.
+const connectTimeout = 2 * time.Minute
+
+// proxyCommand runs the MCP proxy: MCP on stdin/stdout upstream, COMMAND
+// downstream. It returns when the client disconnects or on SIGINT/SIGTERM.
+func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint")
+	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	command := fs.Args()
+	if len(command) == 0 {
+		return fmt.Errorf("%w: proxy needs the downstream server's COMMAND after --", errUsage)
+	}
+	if *threshold == 0 {
+		*threshold = -1 // 0 on the command line means: preview everything
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stderr = stderr // the server's own diagnostics stay visible
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd}, &mcpproxy.Options{
+		Threshold: *threshold,
+		Values:    values.New(values.WithMaxPreview(*maxPreview)),
+		Log:       stderr,
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	upstream := &mcp.IOTransport{
+		Reader:        io.NopCloser(stdin),
+		Writer:        nopWriteCloser{stdout},
+		MaxLineLength: -1, // arguments of any size
+	}
+	if err := p.Run(ctx, upstream); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

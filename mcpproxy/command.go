@@ -1,0 +1,169 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultTerminateDuration is how long [CommandTransport] waits, after
+// closing the server's standard input, for it to exit before it sends
+// SIGTERM, and again before SIGKILL. The MCP stdio specification asks a
+// client to give the server a reasonable time to exit on its own.
+const DefaultTerminateDuration = 5 * time.Second
+
+// A CommandTransport is an [mcp.Transport] that starts a command and speaks
+// newline-delimited JSON-RPC with it over its standard input and output.
+//
+// Unlike [mcp.CommandTransport], it puts no bound on the size of an inbound
+// message (mcp.CommandTransport stops at [mcp.DefaultMaxLineLength], 16 MiB),
+// so a tool result of any size reaches the proxy, which stores it. The
+// command's standard error is left as the caller set it on Command (nil
+// discards it).
+//
+// Closing the connection closes the command's standard input, waits
+// TerminateDuration for it to exit, then sends SIGTERM, waits again, and
+// finally kills it.
+//
+// A CommandTransport is used for at most one connection.
+type CommandTransport struct {
+	// Command is the server to run. Its Stdin and Stdout must be nil: the
+	// transport connects them.
+	Command *exec.Cmd
+	// TerminateDuration bounds each wait during Close. Zero or negative
+	// means DefaultTerminateDuration.
+	TerminateDuration time.Duration
+
+	exited  chan struct{} // closed when the command has been waited for
+	waitErr error         // the command's exit status; valid after exited is closed
+}
+
+// Connect starts the command and returns the connection to it.
+// It fails if the command cannot be started or was already started.
+func (t *CommandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	if t.Command == nil {
+		return nil, errors.New("mcpproxy: CommandTransport has no Command")
+	}
+	if t.exited != nil {
+		return nil, errors.New("mcpproxy: CommandTransport used twice")
+	}
+	if t.Command.Stdin != nil || t.Command.Stdout != nil {
+		return nil, errors.New("mcpproxy: CommandTransport needs Command.Stdin and Command.Stdout unset")
+	}
+	// Pipes of our own, rather than Cmd.StdoutPipe, so the command can be
+	// waited for as soon as it exits (Wait does not close our read end) and
+	// its exit status is known when the connection breaks.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcpproxy: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("mcpproxy: %w", err)
+	}
+	growPipe(outR)
+	t.Command.Stdin = inR
+	t.Command.Stdout = outW
+	setProcessGroup(t.Command)
+	if err := t.Command.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("mcpproxy: starting %s: %w", t.Command.Path, err)
+	}
+	// The child holds its own copies now.
+	inR.Close()
+	outW.Close()
+	t.exited = make(chan struct{})
+	go func() {
+		t.waitErr = t.Command.Wait()
+		close(t.exited)
+	}()
+	td := t.TerminateDuration
+	if td <= 0 {
+		td = DefaultTerminateDuration
+	}
+	pipes := &mcp.IOTransport{
+		Reader:        nopReadCloser{outR},
+		Writer:        &processCloser{stdin: inW, stdout: outR, t: t, wait: td},
+		MaxLineLength: -1, // no cap: results of any size are the point
+	}
+	return pipes.Connect(ctx)
+}
+
+// exitStatus describes how the command ended, waiting up to d for it to be
+// reaped. It returns "" if the command is still running.
+func (t *CommandTransport) exitStatus(d time.Duration) string {
+	if t.exited == nil {
+		return ""
+	}
+	select {
+	case <-t.exited:
+	case <-time.After(d):
+		return ""
+	}
+	if t.waitErr == nil {
+		return "exit status 0"
+	}
+	return t.waitErr.Error()
+}
+
+// nopReadCloser defers closing the read end of the pipe to processCloser,
+// which closes it only after the command has exited, so the server never
+// sees a broken pipe while it is still shutting down.
+type nopReadCloser struct{ io.Reader }
+
+func (nopReadCloser) Close() error { return nil }
+
+// processCloser is the write side of the connection: writes go to the
+// command's standard input, and Close shuts the command down.
+type processCloser struct {
+	stdin  *os.File
+	stdout *os.File
+	t      *CommandTransport
+	wait   time.Duration
+
+	once sync.Once
+	err  error
+}
+
+func (p *processCloser) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+func (p *processCloser) Close() error {
+	p.once.Do(func() { p.err = p.shutdown() })
+	return p.err
+}
+
+func (p *processCloser) shutdown() error {
+	defer p.stdout.Close() // unblocks a read still waiting on a stray grandchild
+	p.stdin.Close()
+	exited := func() bool {
+		select {
+		case <-p.t.exited:
+			return true
+		case <-time.After(p.wait):
+			return false
+		}
+	}
+	if exited() {
+		return nil
+	}
+	if signalProcess(p.t.Command, syscall.SIGTERM) == nil && exited() {
+		return nil
+	}
+	signalProcess(p.t.Command, syscall.SIGKILL)
+	if exited() {
+		return nil
+	}
+	return fmt.Errorf("mcpproxy: %s did not exit after SIGKILL", p.t.Command.Path)
+}

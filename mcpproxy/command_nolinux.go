@@ -1,0 +1,7 @@
+//go:build !linux
+
+package mcpproxy
+
+import "os"
+
+func growPipe(*os.File) {}

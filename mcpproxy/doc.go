@@ -1,0 +1,49 @@
+// Package mcpproxy puts agentvalues in front of any MCP server: handles,
+// previews, $r references and paging for every tool, with no code in the
+// client or the server.
+//
+// A [Proxy] is an MCP client of one downstream server and an MCP server for
+// the upstream client (the agent). It mirrors the downstream tools and adds
+// read_value. Every tool result is stored in a [values.SessionValues] under a
+// handle (r1, r2, …); a result larger than the threshold reaches the agent as
+// a bounded preview and a hint, a smaller one whole with a line naming its
+// handle. The handle also travels in the result's _meta under [MetaHandle].
+//
+//	p, err := mcpproxy.Connect(ctx, &mcpproxy.CommandTransport{
+//		Command: exec.Command("npx", "-y", "@modelcontextprotocol/server-filesystem", dir),
+//	}, nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close()
+//	return p.Run(ctx, &mcp.StdioTransport{MaxLineLength: -1})
+//
+// # References
+//
+// Any string argument of a mirrored tool that is exactly a reference
+// ("$r3", "$r3.rows.0.id") is replaced by the stored value before the call,
+// then the arguments are validated against the tool's input schema
+// ([values.SessionValues.Prepare]). A reference that does not resolve, or
+// arguments that do not validate, never reach the downstream server: the
+// agent gets a tool result with isError set and an explanation it can act on.
+//
+// # What is stored
+//
+// A result's structuredContent when it has one, byte for byte as the server
+// sent it; otherwise the text of its content blocks, joined with newlines
+// ([values.SessionValues.PutOutput]: JSON text becomes a JSON value). Two
+// refinements: structured content that is only the text again (an object with
+// a single string member equal to the text, as servers built on the
+// TypeScript SDK send) stores the text, so JSON inside it can be referenced;
+// and content with non-text blocks (images, audio, resources) stores the
+// JSON array of the blocks, so nothing is lost.
+//
+// # Limits
+//
+// Mirrored tools drop outputSchema, and previewed results drop
+// structuredContent: a preview cannot conform to an output schema. Messages
+// of any size are accepted from the downstream server ([CommandTransport]
+// has no line cap). If the downstream server goes away, the proxy writes one
+// line to its log and every later call of a mirrored tool returns an isError
+// result saying so; read_value keeps working on what is stored.
+package mcpproxy

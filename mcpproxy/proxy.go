@@ -1,0 +1,265 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	values "github.com/agentvalues/values"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultThreshold is the size in bytes above which a tool result reaches the
+// agent as a preview and a hint rather than whole. A result this small (about
+// 2,000 tokens) costs less to show than the read_value turn a preview would
+// invite; past it, the bounded preview (at most 2 KiB by default) saves.
+const DefaultThreshold = 8 << 10
+
+// MetaHandle is the key, in a tool result's _meta, of the handle under which
+// the proxy stored the result ("r3"). Results of read_value and results
+// refused before the call carry no handle.
+const MetaHandle = "agentvalues/handle"
+
+// Options configures a [Proxy]. The zero value, and a nil *Options, give the
+// documented defaults.
+type Options struct {
+	// Threshold is the size in bytes of a stored result above which the agent
+	// gets a preview and a hint instead of the whole result. The size is the
+	// text's length for a text value and the JSON encoding's otherwise.
+	// Zero means DefaultThreshold; negative previews every result.
+	Threshold int
+	// Values is the store results go to. Nil means values.New(): one store,
+	// and one handle sequence, per Proxy, shared by every upstream session.
+	Values *values.SessionValues
+	// Log receives one line for each event a person running the proxy should
+	// know of: the downstream server going away, a downstream tool that cannot
+	// be mirrored. Nil means os.Stderr.
+	Log io.Writer
+	// Name is the implementation name the proxy gives upstream. Empty means
+	// "agentvalues(<downstream name>)".
+	Name string
+}
+
+// A Proxy stands between one downstream MCP server and the agent. Create it
+// with [Connect]; serve it with [Proxy.Run] or connect [Proxy.Server] to a
+// transport; release it with [Proxy.Close].
+//
+// A Proxy is safe for concurrent use: tool calls run in parallel, and the
+// mirrored tool list follows the downstream server's list_changed
+// notifications while calls are in flight.
+type Proxy struct {
+	threshold int
+	values    *values.SessionValues
+	log       io.Writer
+
+	client    *mcp.Client
+	down      *mcp.ClientSession
+	transport mcp.Transport // as given to Connect, to describe a dead server
+	server    *mcp.Server
+	readValue *mcp.Tool
+
+	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
+
+	mu     sync.Mutex
+	gone   error // non-nil once the downstream server is gone
+	closed bool
+
+	progress sync.Map // progress token (string form) -> *mcp.ServerSession
+
+	refresh chan struct{} // a pending list_changed notification
+	ctx     context.Context
+	cancel  context.CancelFunc // called by Close: stops followToolList
+	wg      sync.WaitGroup
+}
+
+// Connect connects to the downstream MCP server through downstream (for a
+// local command, a [CommandTransport]), lists its tools and mirrors them.
+// ctx bounds the connection handshake and the first listing only.
+//
+// On failure nothing is left running.
+func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Proxy, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := &Proxy{
+		threshold: opts.Threshold,
+		values:    opts.Values,
+		log:       opts.Log,
+		transport: downstream,
+		tools:     make(map[string]*mirroredTool),
+		refresh:   make(chan struct{}, 1),
+	}
+	if p.threshold == 0 {
+		p.threshold = DefaultThreshold
+	}
+	if p.values == nil {
+		p.values = values.New()
+	}
+	if p.log == nil {
+		p.log = os.Stderr
+	}
+	p.client = mcp.NewClient(&mcp.Implementation{Name: "agentvalues", Version: version}, &mcp.ClientOptions{
+		// No roots: the proxy has none of its own to offer, so a server that
+		// takes its directories from roots falls back to its command line.
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case p.refresh <- struct{}{}:
+			default: // a refresh is already pending; it will see this change too
+			}
+		},
+		ProgressNotificationHandler: p.relayProgress,
+	})
+	down, err := p.client.Connect(ctx, rawTransport{downstream}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
+	}
+	p.down = down
+
+	name, instructions := opts.Name, ""
+	if init := down.InitializeResult(); init != nil {
+		if name == "" && init.ServerInfo != nil {
+			name = "agentvalues(" + init.ServerInfo.Name + ")"
+		}
+		instructions = init.Instructions
+	}
+	if name == "" {
+		name = "agentvalues"
+	}
+	if instructions != "" {
+		instructions += "\n\n"
+	}
+	instructions += serverInstructions
+	p.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	p.readValue = readValueTool()
+	p.server.AddTool(p.readValue, p.handleReadValue)
+
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if err := p.syncTools(ctx); err != nil {
+		p.cancel()
+		down.Close()
+		return nil, err
+	}
+	p.wg.Add(2)
+	go p.followToolList()
+	go p.watchDownstream()
+	return p, nil
+}
+
+// version is what the proxy reports as its implementation version.
+const version = "0.1.0"
+
+// serverInstructions tells the agent, once per session, how the proxy
+// changes the tools it sees.
+const serverInstructions = `Tool results are stored under handles (r1, r2, ...). A large result arrives as a bounded preview plus a hint; the whole value stays available. Pass a stored value, or a part of it, to any tool by writing a reference as the whole string argument: "$r1", "$r1.items.0.path" (object keys and array indexes; -1 is the last element). Read any stored value in pages with read_value.`
+
+// Server returns the MCP server that faces the agent. Connect it to a
+// transport with its Connect or Run method, or use [Proxy.Run].
+func (p *Proxy) Server() *mcp.Server { return p.server }
+
+// Values returns the store holding every tool result the proxy has seen.
+func (p *Proxy) Values() *values.SessionValues { return p.values }
+
+// Run serves the agent over upstream until the agent disconnects or ctx is
+// done, then closes the proxy. For stdio use
+// &mcp.StdioTransport{MaxLineLength: -1}, so arguments of any size arrive.
+func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
+	err := p.server.Run(ctx, upstream)
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close disconnects from the downstream server (for a [CommandTransport]:
+// closes its input and waits for it to exit, signalling it if it does not)
+// and stops the proxy's goroutines. Upstream sessions are not closed: calls
+// on them fail from now on. Close is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	err := p.down.Close()
+	p.wg.Wait()
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		err = nil
+	}
+	return err
+}
+
+// watchDownstream reports the downstream server going away, once.
+func (p *Proxy) watchDownstream() {
+	defer p.wg.Done()
+	err := p.down.Wait()
+	p.mu.Lock()
+	closing := p.closed
+	if !closing {
+		p.gone = downstreamGone(p.transport, err)
+	}
+	gone := p.gone
+	p.mu.Unlock()
+	if !closing {
+		fmt.Fprintf(p.log, "agentvalues: %v; calls to its tools now fail (read_value still works)\n", gone)
+	}
+}
+
+// downstreamGone describes why the downstream connection ended.
+func downstreamGone(t mcp.Transport, err error) error {
+	if ct, ok := t.(*CommandTransport); ok {
+		if status := ct.exitStatus(2 * time.Second); status != "" {
+			return fmt.Errorf("the downstream MCP server %s exited (%s)", commandName(ct), status)
+		}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("the downstream MCP server disconnected (%v)", err)
+	}
+	return errors.New("the downstream MCP server disconnected")
+}
+
+func commandName(ct *CommandTransport) string {
+	if ct.Command == nil {
+		return ""
+	}
+	return fmt.Sprintf("%q", strings.Join(ct.Command.Args, " "))
+}
+
+// downstreamErr returns why calls cannot reach the downstream server, or nil.
+func (p *Proxy) downstreamErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone != nil {
+		return p.gone
+	}
+	if p.closed {
+		return errors.New("the proxy is shut down")
+	}
+	return nil
+}
+
+// relayProgress forwards a downstream progress notification to the upstream
+// session whose call carries the same progress token.
+func (p *Proxy) relayProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+	ss, ok := p.progress.Load(tokenKey(req.Params.ProgressToken))
+	if !ok {
+		return
+	}
+	params := *req.Params
+	params.Meta = nil
+	_ = ss.(*mcp.ServerSession).NotifyProgress(ctx, &params)
+}
+
+// tokenKey identifies a progress token whatever number type decoding gave it.
+func tokenKey(tok any) string { return fmt.Sprint(tok) }

@@ -1,0 +1,510 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pipeTransports returns two connected transports with no cap on message
+// size (the SDK's in-memory transports stop at 16 MiB).
+func pipeTransports() (a, b mcp.Transport) {
+	ar, bw := io.Pipe()
+	br, aw := io.Pipe()
+	return &mcp.IOTransport{Reader: ar, Writer: aw, MaxLineLength: -1},
+		&mcp.IOTransport{Reader: br, Writer: bw, MaxLineLength: -1}
+}
+
+// syncBuffer is a bytes.Buffer safe for the proxy's log writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// A fixture is a proxy between an SDK client and a downstream test server.
+type fixture struct {
+	proxy     *Proxy
+	client    *mcp.ClientSession
+	log       *syncBuffer
+	listed    chan struct{}                        // receives after each upstream tools/list_changed
+	progress  chan *mcp.ProgressNotificationParams // progress the client received
+	downstrm  *mcp.ServerSession
+	server    *mcp.Server // the downstream server, when in process
+	calls     *serverCalls
+	transport mcp.Transport // the proxy's downstream transport
+}
+
+// newFixture starts the proxy over downstream (nil: an in-process test
+// server) and connects an SDK client to it.
+func newFixture(t *testing.T, downstream mcp.Transport, opts *Options) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := &fixture{log: &syncBuffer{}, listed: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 16)}
+	if downstream == nil {
+		f.server, f.calls = newTestServer()
+		st, pt := pipeTransports()
+		ss, err := f.server.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.downstrm = ss
+		downstream = pt
+	}
+	f.transport = downstream
+	if opts == nil {
+		opts = &Options{}
+	}
+	opts.Log = f.log
+	p, err := Connect(ctx, downstream, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.proxy = p
+	pst, ct := pipeTransports()
+	if _, err := p.Server().Connect(ctx, pst, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case f.listed <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			f.progress <- req.Params
+		},
+	})
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client = cs
+	t.Cleanup(func() {
+		cs.Close()
+		p.Close()
+		if f.downstrm != nil {
+			f.downstrm.Close()
+		}
+	})
+	return f
+}
+
+// call calls a tool through the proxy; a protocol error fails the test,
+// since the proxy must answer every call with a result.
+func (f *fixture) call(t *testing.T, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := f.client.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("%s %s: protocol error: %v", name, args, err)
+	}
+	return res
+}
+
+// text returns the text of a result's content blocks, joined by newlines.
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func handle(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	h, _ := res.Meta[MetaHandle].(string)
+	if h == "" {
+		t.Fatalf("result has no %s in _meta: %v", MetaHandle, res.Meta)
+	}
+	return h
+}
+
+// nextPage matches read_value's continuation line.
+var nextPage = regexp.MustCompile(`\[shown: bytes (\d+)-(\d+) of (\d+)[^\]]*"offset":(\d+)\}\]$`)
+
+// readAll pages through ref with read_value and returns the reassembled
+// bytes and the number of pages.
+func (f *fixture) readAll(t *testing.T, ref string, limit int) (string, int) {
+	t.Helper()
+	var all strings.Builder
+	offset, pages := 0, 0
+	for {
+		res := f.call(t, "read_value", fmt.Sprintf(`{"ref":%q,"offset":%d,"limit":%d}`, ref, offset, limit))
+		if res.IsError {
+			t.Fatalf("read_value %s at %d: %s", ref, offset, text(res))
+		}
+		page := text(res)
+		if len(page) > limit {
+			t.Fatalf("read_value page of %d bytes exceeds limit %d", len(page), limit)
+		}
+		pages++
+		m := nextPage.FindStringSubmatch(page)
+		if m == nil {
+			all.WriteString(page)
+			return all.String(), pages
+		}
+		from, _ := strconv.Atoi(m[1])
+		to, _ := strconv.Atoi(m[2])
+		next, _ := strconv.Atoi(m[4])
+		if from != offset || next != to+1 {
+			t.Fatalf("page at %d says bytes %d-%d, next %d", offset, from, to, next)
+		}
+		all.WriteString(page[:to-from+1])
+		offset = next
+	}
+}
+
+func TestToolsMirrored(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ctx := context.Background()
+	up, err := f.client.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range up.Tools {
+		names = append(names, tool.Name)
+		if tool.Name == "read_value" {
+			continue
+		}
+		if !strings.Contains(tool.Description, referenceNote) {
+			t.Errorf("%s: description %q does not mention references", tool.Name, tool.Description)
+		}
+		if tool.OutputSchema != nil {
+			t.Errorf("%s: outputSchema %v was not dropped", tool.Name, tool.OutputSchema)
+		}
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"big_text", "count", "echo", "list_items", "progress", "raw_structured", "read_value"}, names); diff != "" {
+		t.Errorf("mirrored tools (-want +got):\n%s", diff)
+	}
+
+	// Input schemas are the downstream ones.
+	var down []*mcp.Tool
+	for tool, err := range f.proxy.down.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		down = append(down, tool)
+	}
+	for _, d := range down {
+		i := slices.IndexFunc(up.Tools, func(u *mcp.Tool) bool { return u.Name == d.Name })
+		if diff := cmp.Diff(d.InputSchema, up.Tools[i].InputSchema); diff != "" {
+			t.Errorf("%s input schema (-downstream +upstream):\n%s", d.Name, diff)
+		}
+	}
+}
+
+func TestLargeResultPreviewedAndReferenced(t *testing.T) {
+	f := newFixture(t, nil, nil)
+
+	res := f.call(t, "list_items", `{"n":500}`)
+	h := handle(t, res)
+	if h != "r1" {
+		t.Fatalf("first handle = %q, want r1", h)
+	}
+	got := text(res)
+	if res.IsError || len(res.Content) != 1 || !strings.HasPrefix(got, "r1 = ") || !strings.Contains(got, `"$r1`) {
+		t.Fatalf("want a preview of r1 with its hint, got %q", got)
+	}
+	if len(got) > 4096 {
+		t.Errorf("preview is %d bytes", len(got))
+	}
+	if res.StructuredContent != nil {
+		t.Errorf("previewed result kept structuredContent")
+	}
+	want, _ := json.Marshal(listItems(500))
+	v, ok := f.proxy.Values().Get("r1")
+	if !ok {
+		t.Fatal("r1 not stored")
+	}
+	var gotItems, wantItems any
+	json.Unmarshal(v.JSON(), &gotItems)
+	json.Unmarshal(want, &wantItems)
+	if diff := cmp.Diff(wantItems, gotItems); diff != "" {
+		t.Errorf("stored r1 (-want +got):\n%s", diff)
+	}
+
+	// A later call receives the real value behind a reference.
+	res = f.call(t, "echo", `{"path":"$r1.items.57.path","value":"$r1.items.-1"}`)
+	if res.IsError {
+		t.Fatalf("echo: %s", text(res))
+	}
+	wantEcho := `{"path":"/files/f0057.txt","value":{"id":499,"path":"/files/f0499.txt","size":49900}}`
+	if got := res.Content[0].(*mcp.TextContent).Text; got != wantEcho {
+		t.Errorf("echo received %s, want %s", got, wantEcho)
+	}
+	// The small echo result comes back whole, with its handle named.
+	if h := handle(t, res); h != "r2" || !strings.Contains(text(res), `[stored as r2`) {
+		t.Errorf("small result: handle %q, text %q", h, text(res))
+	}
+
+	// read_value pages reassemble the full stored result.
+	all, pages := f.readAll(t, "r1", 4096)
+	if all != string(v.JSON()) {
+		t.Errorf("read_value pages reassemble %d bytes, want the %d stored", len(all), len(v.JSON()))
+	}
+	if pages < 2 {
+		t.Errorf("read %d pages of %d bytes with a 4 KiB limit", pages, len(all))
+	}
+}
+
+func TestSmallStructuredResultWhole(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	res := f.call(t, "list_items", `{"n":2}`)
+	if res.IsError || handle(t, res) != "r1" {
+		t.Fatalf("list_items: %s", text(res))
+	}
+	want, _ := json.Marshal(listItems(2))
+	got, _ := json.Marshal(res.StructuredContent)
+	var g, w any
+	json.Unmarshal(got, &g)
+	json.Unmarshal(want, &w)
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("structuredContent (-want +got):\n%s", diff)
+	}
+	if n := len(res.Content); n != 2 || !strings.Contains(text(res), `"path":"/files/f0001.txt"`) || !strings.HasSuffix(text(res), "\n[stored as r1: pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]") {
+		t.Errorf("want the content whole and a line naming r1, got %d blocks: %q", n, text(res))
+	}
+}
+
+// TestStructuredContentExact checks that structured content is stored, and
+// passed on, byte for byte as the server sent it: key order kept, integers
+// beyond 2^53 exact.
+func TestStructuredContentExact(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	res := f.call(t, "raw_structured", `{}`)
+	v, _ := f.proxy.Values().Get(handle(t, res))
+	if string(v.JSON()) != rawStructured {
+		t.Errorf("stored %s, want %s", v.JSON(), rawStructured)
+	}
+	if got, _ := json.Marshal(res.StructuredContent); len(got) == 0 {
+		t.Errorf("small result lost its structuredContent")
+	}
+	res = f.call(t, "echo", `{"value":"$r1.big"}`)
+	if got, want := res.Content[0].(*mcp.TextContent).Text, `{"value":4611686018427387905}`; got != want {
+		t.Errorf("echo received %s, want %s", got, want)
+	}
+}
+
+func TestBadReferencesRefused(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.call(t, "list_items", `{"n":100}`)
+	for _, tc := range []struct {
+		name, tool, args string
+		mention          []string
+	}{
+		{"unknown handle", "echo", `{"path":"$r9"}`, []string{"$r9"}},
+		{"no such path", "echo", `{"path":"$r1.items.100.path"}`, []string{"$r1.items.100.path"}},
+		{"wrong type from a reference", "count", `{"n":"$r1.items.0.path"}`, []string{"/n", "$r1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.calls.echo.Load()
+			res := f.call(t, tc.tool, tc.args)
+			if !res.IsError {
+				t.Fatalf("want an isError result, got %q", text(res))
+			}
+			for _, m := range tc.mention {
+				if !strings.Contains(text(res), m) {
+					t.Errorf("error %q does not mention %s", text(res), m)
+				}
+			}
+			if f.calls.echo.Load() != before {
+				t.Errorf("a bad call was forwarded downstream")
+			}
+		})
+	}
+}
+
+// checkTwentyMiB calls big_text for a result of over 20 MiB and checks it
+// is stored whole, previewed, and reachable by reference and read_value.
+func checkTwentyMiB(t *testing.T, f *fixture) {
+	t.Helper()
+	res := f.call(t, "big_text", fmt.Sprintf(`{"lines":%d}`, mib20Lines))
+	if res.IsError {
+		t.Fatalf("big_text: %s", text(res))
+	}
+	h := handle(t, res)
+	v, _ := f.proxy.Values().Get(h)
+	want := bigLines(mib20Lines)
+	if len(want) < 20<<20 {
+		t.Fatalf("test result is only %d bytes", len(want))
+	}
+	if string(v.JSON()) != want {
+		t.Fatalf("stored %d bytes, want the %d sent", len(v.JSON()), len(want))
+	}
+	if n := len(text(res)); n > 4096 {
+		t.Errorf("transcript text of a 20 MiB result is %d bytes", n)
+	}
+	res = f.call(t, "echo", fmt.Sprintf(`{"value":"$%s.-1"}`, h))
+	if got, wantEcho := res.Content[0].(*mcp.TextContent).Text, fmt.Sprintf(`{"value":"line %07d %s"}`, mib20Lines-1, strings.Repeat("x", 85)); got != wantEcho {
+		t.Errorf("echo of the last line: got %.200s", got)
+	}
+	tail := f.call(t, "read_value", fmt.Sprintf(`{"ref":%q,"offset":%d}`, h, len(want)-50))
+	if text(tail) != want[len(want)-50:] {
+		t.Errorf("last page = %q, want %q", text(tail), want[len(want)-50:])
+	}
+}
+
+func TestToolListChangesFollowed(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.server.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late result"}}}, nil
+		})
+	f.server.RemoveTools("count")
+	f.waitTools(t, func(names []string) bool {
+		return slices.Contains(names, "late") && !slices.Contains(names, "count")
+	})
+	if res := f.call(t, "late", `{}`); res.IsError || !strings.HasPrefix(text(res), "late result") {
+		t.Errorf("late: %q", text(res))
+	}
+}
+
+// waitTools waits for a tools/list_changed notification after which the
+// upstream tool names satisfy ok.
+func (f *fixture) waitTools(t *testing.T, ok func([]string) bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		res, err := f.client.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		if ok(names) {
+			return
+		}
+		select {
+		case <-f.listed:
+		case <-deadline:
+			t.Fatalf("tool list not updated; upstream has %v", names)
+		}
+	}
+}
+
+func TestProgressRelayed(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	params := &mcp.CallToolParams{Name: "progress", Arguments: json.RawMessage(`{}`)}
+	params.SetProgressToken("tok-7")
+	res, err := f.client.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("progress: %v %v", err, res)
+	}
+	for i := range 2 {
+		select {
+		case p := <-f.progress:
+			if p.ProgressToken != "tok-7" || p.Progress != float64(i+1) || p.Message != fmt.Sprintf("step %d", i+1) {
+				t.Errorf("progress notification %d = %+v", i+1, p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("progress notification %d not relayed", i+1)
+		}
+	}
+}
+
+func TestDownstreamGone(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.call(t, "list_items", `{"n":3}`)
+	f.downstrm.Close()
+	waitLog(t, f.log, "disconnected")
+	res := f.call(t, "echo", `{"path":"x"}`)
+	if !res.IsError || !strings.Contains(text(res), "echo was not called") || !strings.Contains(text(res), "disconnected") {
+		t.Errorf("call after the server went away: %q", text(res))
+	}
+	// What is stored stays readable.
+	if res := f.call(t, "read_value", `{"ref":"r1"}`); res.IsError {
+		t.Errorf("read_value after the server went away: %q", text(res))
+	}
+}
+
+func waitLog(t *testing.T, log *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(log.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log never said %q; it says %q", want, log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCommandTransport runs the test server as a child process: a result
+// of over 20 MiB crosses real pipes (past the SDK's 16 MiB line cap), and
+// the server's death is reported once on the log and to every later call.
+func TestCommandTransport(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	cmd.Stderr = os.Stderr
+	ct := &CommandTransport{Command: cmd}
+	f := newFixture(t, ct, nil)
+	checkTwentyMiB(t, f)
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, f.log, "exited (signal: killed)")
+	res := f.call(t, "echo", `{"path":"x"}`)
+	if !res.IsError || !strings.Contains(text(res), "exited (signal: killed)") {
+		t.Errorf("call after the server died: %q", text(res))
+	}
+	if strings.Count(f.log.String(), "\n") != 1 {
+		t.Errorf("want one log line, got %q", f.log.String())
+	}
+}
+
+// TestCommandTransportClose checks that closing the proxy ends the child.
+func TestCommandTransportClose(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	ct := &CommandTransport{Command: cmd}
+	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ct.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("child still running after Close")
+	}
+	if _, err := Connect(context.Background(), ct, nil); err == nil {
+		t.Error("a CommandTransport connected twice")
+	}
+}

@@ -1,0 +1,157 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file holds the downstream MCP server the tests put the proxy in
+// front of, built with the SDK. It runs in process, or as a child process
+// (the test binary itself, see TestMain) to test CommandTransport.
+
+// testServerEnv, set in the environment of the test binary, makes it serve
+// the test server on stdio instead of running tests.
+const testServerEnv = "MCPPROXY_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(testServerEnv) == "1" {
+		s, _ := newTestServer()
+		if err := s.Run(context.Background(), &mcp.StdioTransport{MaxLineLength: -1}); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// An item is one element of list_items' structured result.
+type item struct {
+	ID   int    `json:"id"`
+	Path string `json:"path"`
+	Size int    `json:"size"`
+}
+
+type listItemsIn struct {
+	N int `json:"n"`
+}
+
+type listItemsOut struct {
+	Items []item `json:"items"`
+	// Big is an integer beyond 2^53: the proxy must store it exactly.
+	Big int64 `json:"big"`
+}
+
+// listItems is the structured content list_items returns for n.
+func listItems(n int) listItemsOut {
+	out := listItemsOut{Items: make([]item, n), Big: 1<<62 + 1}
+	for i := range out.Items {
+		out.Items[i] = item{ID: i, Path: fmt.Sprintf("/files/f%04d.txt", i), Size: 100 * i}
+	}
+	return out
+}
+
+// bigLines is the text big_text returns: a JSON array of n strings of
+// 98 bytes each, "line 0000042 xxx…".
+func bigLines(n int) string {
+	pad := strings.Repeat("x", 85)
+	b := make([]byte, 0, n*101+2)
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"line `...)
+		b = fmt.Appendf(b, "%07d", i)
+		b = append(b, ' ')
+		b = append(b, pad...)
+		b = append(b, '"')
+	}
+	b = append(b, ']')
+	return string(b)
+}
+
+// mib20Lines is how many bigLines make a result of over 20 MiB.
+const mib20Lines = 21 << 20 / 100
+
+// rawStructured is the structured content raw_structured returns: keys out
+// of order and an integer beyond 2^53, which a decode into map[string]any
+// and re-encode would change.
+const rawStructured = `{"zeta":1,"big":4611686018427387905,"alpha":[1.50,"x"]}`
+
+// serverCalls counts the calls each tool of an in-process test server got.
+type serverCalls struct {
+	echo atomic.Int64
+}
+
+// newTestServer returns the downstream test server:
+//   - list_items {n}: structured content {items: [{id, path, size}], big}
+//     with an output schema;
+//   - echo {path?, value?}: returns the raw arguments it received as text;
+//   - count {n: integer}: returns n as text;
+//   - big_text {lines}: returns bigLines(lines) as text;
+//   - raw_structured {}: returns rawStructured as structured content;
+//   - progress {}: sends two progress notifications, then returns "done".
+func newTestServer() (*mcp.Server, *serverCalls) {
+	calls := &serverCalls{}
+	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_items", Description: "List n items."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in listItemsIn) (*mcp.CallToolResult, listItemsOut, error) {
+			return nil, listItems(in.N), nil
+		})
+	s.AddTool(&mcp.Tool{
+		Name:        "echo",
+		Description: "Return the arguments.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"value":{}},"additionalProperties":false}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		calls.echo.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "count",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "big_text",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"lines":{"type":"integer","minimum":0}},"required":["lines"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Lines int }
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: bigLines(in.Lines)}}}, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "raw_structured",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: "see structuredContent"}},
+			StructuredContent: json.RawMessage(rawStructured),
+		}, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "progress",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := range 2 {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: req.Params.GetProgressToken(),
+				Progress:      float64(i + 1),
+				Total:         2,
+				Message:       fmt.Sprintf("step %d", i+1),
+			})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	return s, calls
+}

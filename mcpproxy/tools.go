@@ -1,0 +1,179 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	values "github.com/agentvalues/values"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// referenceNote ends the description of every mirrored tool.
+const referenceNote = `(Via agentvalues: any argument may be a stored-result reference such as "$r1" or "$r1.items.0.path"; the stored value is substituted before the call.)`
+
+// listTimeout bounds one re-listing of the downstream tools after a
+// list_changed notification, so a stuck server cannot stall later refreshes.
+const listTimeout = 30 * time.Second
+
+// A mirroredTool is a downstream tool as the proxy offers it upstream.
+type mirroredTool struct {
+	name   string
+	def    *mcp.Tool      // what the agent sees; nil if the tool is not offered
+	schema *values.Schema // the compiled input schema arguments are prepared against, or nil
+	key    string         // the downstream definition's JSON, to notice changes
+}
+
+// followToolList re-lists the downstream tools after each list_changed
+// notification until the proxy is closed.
+func (p *Proxy) followToolList() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.refresh:
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, listTimeout)
+		err := p.syncTools(ctx)
+		cancel()
+		if err != nil && p.downstreamErr() == nil {
+			fmt.Fprintf(p.log, "agentvalues: %v\n", err)
+		}
+	}
+}
+
+// syncTools makes the upstream tool list match the downstream one: new and
+// changed tools are (re)added, vanished ones removed. A tool that cannot be
+// offered is reported to the log once per definition and left out.
+//
+// Connect calls it once, then only followToolList does: never two at once,
+// so p.tools needs no lock.
+func (p *Proxy) syncTools(ctx context.Context) error {
+	var listed []*mcp.Tool
+	for t, err := range p.down.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcpproxy: listing the downstream tools: %w", err)
+		}
+		listed = append(listed, t)
+	}
+
+	current := p.tools
+
+	seen := make(map[string]bool, len(listed))
+	var changed []*mirroredTool
+	for _, t := range listed {
+		if t == nil || seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		key, err := json.Marshal(t)
+		if err != nil {
+			continue // cannot happen for a decoded tool
+		}
+		if old := current[t.Name]; old != nil && old.key == string(key) {
+			continue
+		}
+		m := &mirroredTool{name: t.Name, key: string(key)}
+		if t.Name == p.readValue.Name {
+			fmt.Fprintf(p.log, "agentvalues: the downstream tool %q is hidden by the proxy's own\n", t.Name)
+		} else if def, schema, err := mirror(t); def == nil {
+			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", t.Name, err)
+		} else {
+			if err != nil {
+				fmt.Fprintf(p.log, "agentvalues: arguments of %q are resolved but left to the downstream server to validate: %v\n", t.Name, err)
+			}
+			m.def, m.schema = def, schema
+		}
+		changed = append(changed, m)
+	}
+	var removed []string
+	for name, m := range current {
+		if !seen[name] {
+			if m.def != nil {
+				removed = append(removed, name)
+			}
+			delete(current, name)
+		}
+	}
+	slices.Sort(removed)
+	if len(removed) > 0 {
+		p.server.RemoveTools(removed...)
+	}
+	for _, m := range changed {
+		if m.def != nil {
+			if err := p.addTool(m); err != nil {
+				fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", m.name, err)
+				m.def = nil
+			}
+		}
+		if old := current[m.name]; m.def == nil && old != nil && old.def != nil {
+			p.server.RemoveTools(m.name)
+		}
+		current[m.name] = m
+	}
+	return nil
+}
+
+// addTool registers m upstream. The SDK panics on schemas it rejects; a
+// downstream server's tool list is input, so that becomes an error.
+func (p *Proxy) addTool(m *mirroredTool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	p.server.AddTool(m.def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return p.callTool(ctx, req, m)
+	})
+	return nil
+}
+
+// mirror builds the upstream form of a downstream tool: same name, title,
+// annotations and input schema; the description gains referenceNote; the
+// output schema is dropped, since a previewed result cannot conform to it.
+//
+// A tool whose input schema the proxy cannot compile (one that loads a
+// remote $ref, say) is still offered, with a nil schema and a non-nil error
+// saying why: its arguments are resolved, and checked for unresolved
+// references, but validating them is left to the downstream server.
+func mirror(t *mcp.Tool) (*mcp.Tool, *values.Schema, error) {
+	schema, ok := t.InputSchema.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("input schema is %T, not a JSON object", t.InputSchema)
+	}
+	switch typ := schema["type"]; typ {
+	case "object":
+	case nil:
+		// Arguments are always an object; say so, as the SDK requires.
+		schema = maps.Clone(schema)
+		schema["type"] = "object"
+	default:
+		return nil, nil, fmt.Errorf(`input schema has type %v, not "object"`, typ)
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("input schema: %w", err)
+	}
+	compiled, cerr := values.CompileSchema(raw)
+	if cerr != nil {
+		// A nil schema still refuses unresolved references.
+		compiled, cerr = nil, fmt.Errorf("compiling its input schema: %w", cerr)
+	}
+	desc := referenceNote
+	if t.Description != "" {
+		desc = t.Description + "\n\n" + referenceNote
+	}
+	return &mcp.Tool{
+		Meta:        t.Meta,
+		Annotations: t.Annotations,
+		Description: desc,
+		InputSchema: json.RawMessage(raw),
+		Name:        t.Name,
+		Title:       t.Title,
+		Icons:       t.Icons,
+	}, compiled, cerr
+}
