@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -506,33 +507,35 @@ var quoteExtra = func() (t [256]uint8) {
 }()
 
 // quotedSize returns len(appendQuoted(nil, s)) without writing it, eight
-// bytes at a time where none needs an escape.
+// bytes at a time: each '"' and '\\' adds one byte, each control character
+// one or five.
 func quotedSize(s []byte) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+		low7  = 0x7f7f7f7f7f7f7f7f
+	)
 	n := len(s) + 2
 	for len(s) >= 8 {
-		if w := binary.LittleEndian.Uint64(s); needsEscape(w) {
-			for _, c := range s[:8] {
-				n += int(quoteExtra[c])
-			}
-		}
+		w := binary.LittleEndian.Uint64(s)
 		s = s[8:]
+		// Exact byte-wise tests (no carry crosses a byte): the high bit of
+		// a byte of qb is set where w holds '"' or '\\', of ctrl where it
+		// holds a byte below 0x20.
+		q := w ^ (ones * '"')
+		b := w ^ (ones * '\\')
+		qb := ^((q & low7) + low7 | q) | ^((b & low7) + low7 | b)
+		ctrl := ^((w & low7) + ones*0x20*3 | w) & highs
+		n += bits.OnesCount64(qb & highs)
+		for ctrl != 0 {
+			n += int(quoteExtra[byte(w>>(bits.TrailingZeros64(ctrl)&^7))])
+			ctrl &= ctrl - 1
+		}
 	}
 	for _, c := range s {
 		n += int(quoteExtra[c])
 	}
 	return n
-}
-
-// needsEscape reports whether any byte of w is '"', '\\' or a control
-// character (the exact byte-wise tests of "Bit Twiddling Hacks").
-func needsEscape(w uint64) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	q := w ^ (ones * '"')
-	b := w ^ (ones * '\\')
-	return ((w-ones*0x20)&^w|(q-ones)&^q|(b-ones)&^b)&highs != 0
 }
 
 // refPath is a parsed reference: a handle and the path after it.

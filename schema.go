@@ -21,7 +21,17 @@ var ErrSchemaRef = errors.New("schema refers outside itself")
 
 // schemaURL is the base URL of every compiled schema. Relative references
 // resolve against it, to URLs no loader serves.
-const schemaURL = "mem:///tool-input.json"
+const (
+	schemaBase = "mem:///"
+	schemaURL  = schemaBase + "tool-input.json"
+)
+
+// schemaErr rewords an error of the schema compiler.
+func schemaErr(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "jsonschema: ")
+	msg = strings.ReplaceAll(msg, schemaURL, "schema")
+	return errors.New("values: invalid schema: " + msg)
+}
 
 // Schema is a compiled JSON Schema for a tool's input. It is safe for
 // concurrent use.
@@ -42,10 +52,11 @@ func CompileSchema(raw []byte) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("%w: %q is not part of the schema, and schemas are never loaded from files or the network", ErrSchemaRef, u)
+		return nil, fmt.Errorf("%w: %q is not part of the schema, and schemas are never loaded from files or the network",
+			ErrSchemaRef, strings.TrimPrefix(u, schemaBase))
 	}
 	if err := c.AddResource(schemaURL, bytes.NewReader(raw)); err != nil {
-		return nil, fmt.Errorf("values: invalid schema: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
+		return nil, schemaErr(err)
 	}
 	s, err := c.Compile(schemaURL)
 	if err != nil {
@@ -56,7 +67,7 @@ func CompileSchema(raw []byte) (*Schema, error) {
 		if errors.As(err, &se) && se.Err != nil {
 			err = se.Err
 		}
-		return nil, fmt.Errorf("values: invalid schema: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
+		return nil, schemaErr(err)
 	}
 	return &Schema{s: s}, nil
 }
