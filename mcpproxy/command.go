@@ -33,7 +33,8 @@ const DefaultTerminateDuration = 5 * time.Second
 // TerminateDuration for it to exit, then sends SIGTERM, waits again, and
 // finally kills it.
 //
-// A CommandTransport is used for at most one connection.
+// A CommandTransport is used for at most one connection; the connection it
+// returns is safe for concurrent use, as [mcp.Connection] requires.
 type CommandTransport struct {
 	// Command is the server to run. Its Stdin and Stdout must be nil: the
 	// transport connects them.

@@ -19,7 +19,7 @@
 // the downstream MCP server and puts handles, previews, $r references and
 // read_value in front of its tools (see package mcpproxy). Flags:
 //
-//	-threshold N    results larger than N bytes come back as a preview (default 8192)
+//	-threshold N    results larger than N bytes come back as a preview (default 8192; 0 previews all)
 //	-max-preview N  bound on a preview's length in bytes (default 2048)
 package main
 

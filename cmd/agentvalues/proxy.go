@@ -25,7 +25,7 @@ const connectTimeout = 2 * time.Minute
 func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint")
+	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
