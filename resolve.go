@@ -94,8 +94,9 @@ func (r *Resolution) Unresolved() []Reference {
 
 // Resolve replaces every reference in the tool arguments args (one JSON
 // value, usually an object) with the JSON of the value it names, and
-// returns the result and the references it resolved, as written
-// ("$r3.rows.0"), in document order, repeats included.
+// returns the result and the references it resolved, as written (JSON
+// escapes decoded, "$r3.rows.0"), in document order, repeats included, for
+// logging.
 //
 // A reference is a whole JSON string value, never an object key, in the
 // grammar of the package documentation, at any depth. A whole value is
@@ -114,11 +115,14 @@ func (r *Resolution) Unresolved() []Reference {
 // accepted. Resolve never modifies args, and returns args itself when it
 // holds nothing to replace. When the result would be larger than the
 // store's bound ([WithMaxResolved], default 64 MiB), Resolve fails with
-// [ErrTooLarge] as soon as that is certain, before building anything.
+// [ErrTooLarge] as soon as that is certain, before building anything; so
+// does a call whose distinct paths would scan more than 16 times that bound
+// of stored JSON (say 17 paths into one 64 MiB value).
 //
-// Cost: one pass over args, a scan of each referenced value up to the part a
-// path names (each distinct reference is looked up once per call), one copy
-// of each substituted value (plus a length pass over text values), and one
+// Cost: one pass over args; for a reference with a path, a scan of the
+// stored JSON along the path, skipping what it does not name, without
+// decoding (each distinct reference is looked up once per call); one copy
+// of each substituted value (plus a length pass over text values); and one
 // allocation for the result. Resolving 1 KiB of arguments holding three
 // distinct references to small values makes 7 allocations: the result, the
 // list of references, the three reference strings and two to plan the
@@ -152,6 +156,7 @@ type resolver struct {
 	bound int // the store's bound on the result
 	total int // size of the result with the edits planned so far
 	meta  int // bytes of pointers reported, held to the bound too
+	scan  int // bytes of stored JSON that path lookups may scan so far
 	edits []edit
 	hits  []hit          // one per distinct reference string
 	memo  map[string]int // reference → index in hits, once there are many
@@ -188,6 +193,13 @@ type hit struct {
 // search before a map takes over: small calls stay allocation-light and
 // calls with many references stay linear.
 const memoAfter = 16
+
+// scanFactor bounds the work of path lookups in one call: looking up a
+// path scans the stored JSON it goes through, and the values scanned may
+// total at most scanFactor times the bound on the result (1 GiB by
+// default), so that many distinct paths into one large value fail fast
+// with ErrTooLarge rather than take seconds.
+const scanFactor = 16
 
 // initialRefs is the capacity the lists of a call start with, so that a
 // call with a few references allocates each list once.
@@ -361,6 +373,14 @@ func (r *resolver) str(start, end int) error {
 		if !ok {
 			return nil // "$r1." and the like: not a reference
 		}
+		if p.segs != "" {
+			if v, ok := r.s.Get(p.handle); ok {
+				r.scan += v.Size()
+				if r.scan > scanFactor*r.bound {
+					return fmt.Errorf("values: %w: looking up %d distinct paths would scan more than %s of stored JSON", ErrTooLarge, len(r.hits)+1, size(scanFactor*r.bound))
+				}
+			}
+		}
 		h := hit{ref: ref}
 		h.whole, h.part, h.err = r.s.lookup(p)
 		if h.err == nil {
@@ -525,7 +545,7 @@ func quotedSize(s []byte) int {
 		q := w ^ (ones * '"')
 		b := w ^ (ones * '\\')
 		qb := ^((q & low7) + low7 | q) | ^((b & low7) + low7 | b)
-		ctrl := ^((w & low7) + ones*0x20*3 | w) & highs
+		ctrl := ^((w & low7) + ones*0x60 | w) & highs
 		n += bits.OnesCount64(qb & highs)
 		for ctrl != 0 {
 			n += int(quoteExtra[byte(w>>(bits.TrailingZeros64(ctrl)&^7))])
