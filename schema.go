@@ -153,7 +153,8 @@ type Violation struct {
 //	/rows: want array, got object (from $r3)
 //	/limit: "$r9" is not a stored value; stored: r1…r4
 //
-// At most 20 are listed, each clipped to a few hundred bytes.
+// The arguments themselves are shown as "(root)". At most 20 violations are
+// listed, each clipped to a few hundred bytes, then "… and N more".
 func (e *ValidationError) Error() string {
 	n := len(e.Violations) + e.Omitted
 	var b []byte
