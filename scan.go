@@ -184,11 +184,12 @@ func scanKey(d []byte, i int) (int, span, error) {
 }
 
 // scanString validates the string starting at the quote d[i] and returns the
-// index after its closing quote.
+// index after its closing quote. It looks at eight bytes at a time up to the
+// first byte that needs a closer look, so a short plain string (a key, a
+// name) costs one or two loads.
 func scanString(d []byte, i int) (int, error) {
 	i++
 	for {
-		// Eight bytes at a time up to the first that needs a closer look.
 		for i+8 <= len(d) {
 			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
@@ -270,35 +271,40 @@ func scanScalar(d []byte, i int) (int, error) {
 	if d[i] == '-' {
 		i++
 	}
-	digits := func() bool {
-		j := i
-		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
-			i++
-		}
-		return i > j
-	}
 	switch {
 	case i < len(d) && d[i] == '0':
 		i++
-	case !digits():
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		i = skipDigits(d, i+1)
+	default:
 		return i, syntaxErr(d, start, "want a value")
 	}
 	if i < len(d) && d[i] == '.' {
-		i++
-		if !digits() {
-			return i, syntaxErr(d, i, "want digits after '.'")
+		j := skipDigits(d, i+1)
+		if j == i+1 {
+			return j, syntaxErr(d, j, "want digits after '.'")
 		}
+		i = j
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
 		i++
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		if !digits() {
-			return i, syntaxErr(d, i, "want digits in exponent")
+		j := skipDigits(d, i)
+		if j == i {
+			return j, syntaxErr(d, j, "want digits in exponent")
 		}
+		i = j
 	}
 	return i, nil
+}
+
+func skipDigits(d []byte, i int) int {
+	for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func scanLiteral(d []byte, i int, lit string) (int, error) {
