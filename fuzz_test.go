@@ -61,8 +61,11 @@ func FuzzScanJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// UseNumber: valid JSON such as 1e1000 does not fit a float64.
 		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
 			t.Fatal(err)
 		}
 		switch v := v.(type) {
@@ -139,6 +142,32 @@ func FuzzClip(f *testing.F) {
 			if r := appendRawString(nil, js, budget); len(r) > max(budget, len(js)) && len(r) > budget || !json.Valid(r) {
 				t.Fatalf("appendRawString(%s, %d) = %s", js, budget, r)
 			}
+		}
+	})
+}
+
+func FuzzQuote(f *testing.F) {
+	for _, seed := range []string{"", "plain", "a\"b\\c\n\x00\x1f\x7f", "é€😀 <&>", strings.Repeat("abcdefg\"", 9)} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		if !utf8.Valid(s) {
+			return // text values are valid UTF-8 by construction
+		}
+		q := appendQuoted([]byte("prefix"), s)
+		if !bytes.HasPrefix(q, []byte("prefix")) {
+			t.Fatalf("appendQuoted dropped dst: %q", q)
+		}
+		q = q[len("prefix"):]
+		if len(q) != quotedLen(s) {
+			t.Fatalf("len %d, quotedLen says %d", len(q), quotedLen(s))
+		}
+		var back string
+		if err := json.Unmarshal(q, &back); err != nil || back != string(s) {
+			t.Fatalf("appendQuoted(%q) = %s does not decode back (%v)", s, q, err)
+		}
+		if n, _ := stringStats(q); n != len(s) || string(appendUnescaped(nil, q)) != string(s) {
+			t.Fatalf("stringStats/appendUnescaped disagree on %s", q)
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package values
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -23,9 +25,19 @@ var quoteSafe = func() (t [256]bool) {
 // Unlike encoding/json it does not escape <, > and &, so the tool receives
 // the text a person would expect to see.
 func appendQuoted(dst []byte, s []byte) []byte {
+	if cap(dst)-len(dst) < len(s)+2 {
+		dst = append(make([]byte, 0, len(dst)+len(s)+len(s)/16+2), dst...)
+	}
 	dst = append(dst, '"')
 	for len(s) > 0 {
 		i := 0
+		for i+8 <= len(s) {
+			if m := quoteBytes(binary.LittleEndian.Uint64(s[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 		for i < len(s) && quoteSafe[s[i]] {
 			i++
 		}
@@ -37,6 +49,20 @@ func appendQuoted(dst []byte, s []byte) []byte {
 		s = s[i+1:]
 	}
 	return append(dst, '"')
+}
+
+// quoteBytes returns a mask with the high bit set of each byte of w that
+// appendQuoted must escape: '"', '\\' and control characters. Each byte is
+// tested on its own (no carries cross bytes), so every set bit is exact.
+func quoteBytes(w uint64) uint64 {
+	const (
+		ones  = 0x0101010101010101
+		low7  = 0x7f7f7f7f7f7f7f7f
+		highs = 0x8080808080808080
+	)
+	q := w ^ (ones * '"')
+	b := w ^ (ones * '\\')
+	return (^((q & low7) + low7 | q) | ^((b & low7) + low7 | b) | ^((w & low7) + ones*0x60 | w)) & highs
 }
 
 // appendEscape appends the JSON escape of the byte c, which is '"', '\\'
