@@ -184,7 +184,10 @@ func appendRefJSON(dst []byte, ref string) []byte {
 // an error. A negative offset is an error wrapping [ErrNegativeOffset].
 //
 // A malformed ref is an error wrapping [ErrBadRef], an unknown handle
-// [ErrUnknownHandle], a path that does not exist [ErrNoPath].
+// [ErrUnknownHandle], a path that does not exist [ErrNoPath], and a value
+// kept only in the durable store that cannot be read back [ErrUnavailable].
+// Each page of such a value reads it back whole (the store verifies its
+// digest), so paging it costs one read of the value per page.
 //
 // Cost: finding a path costs what a reference lookup does; after that a
 // page costs time and memory proportional to the page, whatever the size of

@@ -50,11 +50,27 @@ const (
 // Value), whatever the value or handle: when the parts do not fit, items and
 // fields are dropped and marked, and as a last resort the line is clipped.
 // Its cost is proportional to the preview, not to the value.
+//
+// For a value kept only in the durable store ([WithMemoryLimit], [Open])
+// it returns the preview recorded when the value was stored, when handle
+// is the value's own and that preview fits the bound. Otherwise, rarely,
+// it reads the value back to render it, and when that fails it states the
+// kind and size and that the value is unavailable.
 func RenderPreview(handle string, v Value) string {
 	x := v.get()
 	limit := x.max
 	if limit == 0 {
 		limit = DefaultMaxPreview
+	}
+	if x.disk != nil {
+		if p, ok := x.cachedPreview(handle, limit); ok {
+			return p
+		}
+		m, _, err := x.loaded()
+		if err != nil {
+			return unavailablePreview(handle, x, limit)
+		}
+		x = m
 	}
 	b := make([]byte, 0, 256)
 	b = appendHandle(b, handle)

@@ -55,7 +55,8 @@ type Reference struct {
 	Pointer string
 	// Err is nil when the reference was resolved. Otherwise the string was
 	// left as written, and Err, which wraps [ErrUnknownHandle] or
-	// [ErrNoPath], says why in words a model can act on.
+	// [ErrNoPath] (or [ErrUnavailable] for a value that cannot be read back
+	// from the durable store), says why in words a model can act on.
 	Err error
 }
 
@@ -671,7 +672,7 @@ func nextSegment(p string, i int) (seg string, next int) {
 // lookup finds what r names. whole is the stored value; part is nil when r has no path, and
 // otherwise the JSON of the part of whole the path names (a subslice of
 // the stored bytes, which must not be modified). Its errors wrap
-// [ErrUnknownHandle] or [ErrNoPath].
+// [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
 func (s *SessionValues) lookup(r refPath) (whole Value, part []byte, err error) {
 	s.mu.RLock()
 	n := len(s.vals)
@@ -685,6 +686,9 @@ func (s *SessionValues) lookup(r refPath) (whole Value, part []byte, err error) 
 			return Value{}, nil, fmt.Errorf("values: %q is %w; no values are stored yet", written, ErrUnknownHandle)
 		}
 		return Value{}, nil, fmt.Errorf("values: %q is %w; stored: %s", written, ErrUnknownHandle, storedRange(n))
+	}
+	if whole, err = s.materialize(r, whole); err != nil { // read back a value kept only in the durable store
+		return Value{}, nil, err
 	}
 	if r.segs == "" {
 		return whole, nil, nil

@@ -38,6 +38,14 @@
 // Every limit is an [Option] with a documented default: the preview bound
 // ([WithMaxPreview], 2 KiB) and the size up to which [SessionValues.Observe]
 // shows a result whole ([WithInlineLimit], the preview bound).
+//
+// # Durability
+//
+// Optionally ([WithDurable]) every value is also persisted to a [Durable]
+// store, values above a memory limit ([WithMemoryLimit], 4 MiB) are then
+// kept only there, and [Open] reopens the session in a new process with its
+// handles, previews, references and reads intact. A store failure never
+// fails a Put ([WithStoreErrors], [SessionValues.Durable]).
 package values
 
 import (
@@ -82,8 +90,10 @@ func (k Kind) String() string {
 var ErrInvalidJSON = errSyntax
 
 // Value is one stored value. It is immutable and safe for concurrent use;
-// copying a Value is cheap and shares the stored bytes. The zero Value is
-// the JSON null.
+// copying a Value is cheap and shares the stored bytes. A value kept only in
+// the durable store ([WithMemoryLimit], [Open]) reads its bytes back when a
+// method needs them; its kind, sizes, digest and content type are in
+// memory. The zero Value is the JSON null.
 type Value struct{ v *value }
 
 type value struct {
@@ -95,6 +105,8 @@ type value struct {
 	ctype string // binary: sniffed content type
 	elems []node // preview index of arrays and objects
 	max   int    // preview bound in effect when stored
+	size  int    // byte size of raw, for a value whose raw is in the durable store
+	disk  *disk  // non-nil for a value kept only in the durable store (raw is nil)
 }
 
 var nullValue = &value{kind: KindNull, raw: []byte("null")}
@@ -121,17 +133,36 @@ func (v Value) Lines() int { return v.get().lines }
 
 // Size returns the byte size of the value as stored: its JSON, its text or
 // its binary bytes.
-func (v Value) Size() int { return len(v.get().raw) }
+func (v Value) Size() int {
+	x := v.get()
+	if x.disk != nil {
+		return x.size
+	}
+	return len(x.raw)
+}
 
 // JSON returns a new copy of the value's JSON encoding: the stored JSON of
 // arrays, objects and scalars, a JSON string for text, and a JSON string
-// holding the standard base64 encoding of binary values.
-func (v Value) JSON() []byte { return v.AppendJSON(nil) }
+// holding the standard base64 encoding of binary values. For a value kept
+// only in the durable store ([WithMemoryLimit], [Open]) it reads the bytes
+// back, and returns nil when they cannot be read; [Value.Load] says why.
+func (v Value) JSON() []byte {
+	x, _, err := v.get().loaded()
+	if err != nil {
+		return nil
+	}
+	return Value{x}.AppendJSON(nil)
+}
 
 // AppendJSON appends the value's JSON encoding, as returned by [Value.JSON],
-// to dst and returns the extended slice.
+// to dst and returns the extended slice. For a value kept only in the
+// durable store it reads the bytes back, and returns dst unchanged when
+// they cannot be read.
 func (v Value) AppendJSON(dst []byte) []byte {
-	x := v.get()
+	x, _, err := v.get().loaded()
+	if err != nil {
+		return dst
+	}
 	switch x.kind {
 	case KindText:
 		return appendQuoted(dst, x.raw)
@@ -145,7 +176,12 @@ func (v Value) AppendJSON(dst []byte) []byte {
 
 // Bytes returns a new copy of the value's own bytes: the text of a text
 // value, the bytes of a binary value, and the JSON of every other kind.
-func (v Value) Bytes() []byte { return bytes.Clone(v.get().raw) }
+// For a value kept only in the durable store it reads them back, and
+// returns nil when they cannot be read; [Value.Load] says why.
+func (v Value) Bytes() []byte {
+	b, _ := v.Load()
+	return b
+}
 
 // Digest returns the SHA-256 of a binary value's bytes, and the zero array
 // for other kinds.
@@ -161,6 +197,12 @@ type config struct {
 	maxPreview  int
 	inlineLimit int
 	maxResolved int // see WithMaxResolved; 0 selects the default
+
+	// See durable.go.
+	durable      Durable
+	session      string
+	memLimit     int
+	onStoreError func(handle string, err error)
 }
 
 // Option configures a [SessionValues]. The zero value of each option's
@@ -191,8 +233,10 @@ func WithInlineLimit(n int) Option { return func(c *config) { c.inlineLimit = n 
 // safe for concurrent use.
 type SessionValues struct {
 	cfg  config
+	dur  *durability // nil unless WithDurable
 	mu   sync.RWMutex
-	vals []Value
+	vals []Value // by handle number - 1; lostValue for a handle lost before Open
+	lost int     // number of lostValue entries
 }
 
 // New returns an empty store configured by opts.
@@ -210,18 +254,19 @@ func New(opts ...Option) *SessionValues {
 	if c.inlineLimit == 0 {
 		c.inlineLimit = c.maxPreview
 	}
-	return &SessionValues{cfg: c}
+	return &SessionValues{cfg: c, dur: newDurability(&c)}
 }
 
 // Len returns the number of values stored.
 func (s *SessionValues) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.vals)
+	return len(s.vals) - s.lost
 }
 
 // Get returns the value stored under handle ("r1", "r2", …). It reports
-// false for a handle that was never handed out or is not of that form.
+// false for a handle that was never handed out or is not of that form, and
+// for one lost before the session was reopened (see [Open]).
 func (s *SessionValues) Get(handle string) (Value, bool) {
 	i, ok := parseHandle(handle)
 	if !ok {
@@ -229,7 +274,7 @@ func (s *SessionValues) Get(handle string) (Value, bool) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if i > len(s.vals) {
+	if i > len(s.vals) || s.vals[i-1].v == lostValue {
 		return Value{}, false
 	}
 	return s.vals[i-1], true
@@ -237,10 +282,13 @@ func (s *SessionValues) Get(handle string) (Value, bool) {
 
 // Handles returns the handles of every stored value, in order.
 func (s *SessionValues) Handles() []string {
-	n := s.Len()
-	hs := make([]string, n)
-	for i := range hs {
-		hs[i] = handleName(i + 1)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	hs := make([]string, 0, len(s.vals)-s.lost)
+	for i, v := range s.vals {
+		if v.v != lostValue {
+			hs = append(hs, handleName(i+1))
+		}
 	}
 	return hs
 }
@@ -262,14 +310,21 @@ func parseHandle(h string) (int, bool) {
 
 func handleName(i int) string { return "r" + strconv.Itoa(i) }
 
-// add stores v and returns its handle.
+// add stores v and returns its handle; with WithDurable, once persisted.
 func (s *SessionValues) add(v *value) string {
 	v.max = s.cfg.maxPreview
 	s.mu.Lock()
 	s.vals = append(s.vals, Value{v})
 	n := len(s.vals)
+	if s.dur != nil {
+		s.dur.stored = append(s.dur.stored, false)
+	}
 	s.mu.Unlock()
-	return handleName(n)
+	h := handleName(n)
+	if s.dur != nil {
+		s.persist(n, h, v)
+	}
+	return h
 }
 
 // Put stores v and returns its handle.
@@ -279,10 +334,15 @@ func (s *SessionValues) add(v *value) string {
 // [json.RawMessage] is validated and stored as received (a JSON string in
 // it becomes text); an invalid one is an error wrapping [ErrInvalidJSON].
 // Like [SessionValues.PutOutput], Put keeps a []byte or json.RawMessage
-// itself rather than a copy: the caller must not modify it afterwards. A [Value] is stored again under a new handle. Anything
-// else is stored as its encoding/json encoding, without HTML escaping;
-// a value encoding/json cannot encode is an error. No handle is used up by
-// a failed Put.
+// itself rather than a copy: the caller must not modify it afterwards. A
+// [Value] is stored again under a new handle; one kept only in the durable
+// store is read back first, and is an error wrapping [ErrUnavailable] when
+// it cannot be. Anything else is stored as its encoding/json encoding,
+// without HTML escaping; a value encoding/json cannot encode is an error.
+// No handle is used up by a failed Put.
+//
+// With [WithDurable], Put returns once the value is persisted, or its
+// persistence has failed: a store failure never fails a Put.
 func (s *SessionValues) Put(v any) (string, error) {
 	var x *value
 	switch v := v.(type) {
@@ -297,7 +357,11 @@ func (s *SessionValues) Put(v any) (string, error) {
 			return "", err
 		}
 	case Value:
-		c := *v.get()
+		m, _, err := v.get().loaded()
+		if err != nil {
+			return "", fmt.Errorf("values: %w", err)
+		}
+		c := *m
 		x = &c
 	default:
 		var buf bytes.Buffer
@@ -321,7 +385,8 @@ func (s *SessionValues) Put(v any) (string, error) {
 // "42"), and anything else becomes a binary value.
 //
 // The store keeps out itself rather than a copy, so that a 100 MB result
-// costs 100 MB once: the caller must not modify out after the call.
+// costs 100 MB once: the caller must not modify out after the call. With
+// [WithDurable] it persists the value as [SessionValues.Put] does.
 func (s *SessionValues) PutOutput(out []byte) string {
 	return s.add(classify(out))
 }
@@ -404,9 +469,9 @@ type Observation struct {
 // Either way the text is at most the inline limit or the preview bound,
 // plus one hint line.
 func (s *SessionValues) Observe(out []byte) Observation {
-	h := s.PutOutput(out)
-	v, _ := s.Get(h)
-	x := v.get()
+	x := classify(out)
+	h := s.add(x)
+	v := Value{x} // with its bytes, even if the store has dropped them
 	if x.kind == KindBinary || len(x.raw) > s.cfg.inlineLimit {
 		return Observation{Handle: h, Text: RenderPreview(h, v) + ReferenceHint(h), Previewed: true}
 	}

@@ -1,0 +1,613 @@
+package values
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// This file holds the opt-in durable layer: persisting every stored value
+// through a [Durable], keeping large values only there, and reopening a
+// session by id ([Open]). The package store provides Durable
+// implementations (store.ForValues); this package never imports it.
+
+// Durable is where a [SessionValues] persists its values: a body store and
+// an append-only table of handle records per session. Implementations must
+// be safe for concurrent use. store.ForValues adapts the stores of the
+// package github.com/agentvalues/values/store.
+type Durable interface {
+	// PutBody stores body for session and returns its key. A key is
+	// returned only for a body that is durable and readable by session
+	// through Body; on error the key is ignored. PutBody must not modify
+	// body.
+	PutBody(session string, body []byte) (key string, err error)
+	// Body returns the bytes stored under key for session, verified
+	// against the key (bytes that do not match are an error, never
+	// returned). The caller may keep and modify the result.
+	Body(session, key string) ([]byte, error)
+	// AppendRecord appends r to session's handle table. The table is
+	// append-only and crash-safe: after a crash, Records returns every
+	// record whose AppendRecord returned nil, and each record is either
+	// whole or absent.
+	AppendRecord(session string, r Record) error
+	// Records returns session's records in append order, nil for a session
+	// without records.
+	Records(session string) ([]Record, error)
+}
+
+// Record is one entry of a session's handle table, as a [SessionValues]
+// writes it: the handle, the key of its body, and what its preview and
+// accessors need without reading the body. Meta is JSON whose format is
+// private to this package; it holds the value's length, lines, content
+// type and digest, and its preview as rendered for Handle.
+type Record struct {
+	Handle string // "r3"
+	Key    string // the body's key, as returned by Durable.PutBody
+	Kind   string // Kind.String() of the value
+	Size   int64  // the body's size in bytes
+	Meta   []byte
+}
+
+// ErrUnavailable is wrapped by the error returned when the bytes of a value
+// kept only in the durable store cannot be read back; the error wraps the
+// store's error too. [Value.Load] returns it, [SessionValues.Read] fails
+// with it, and a reference to such a value is left unresolved with it
+// ([Reference.Err]).
+var ErrUnavailable = errors.New("value unavailable")
+
+// DefaultMemoryLimit is the default of [WithMemoryLimit] for a durable
+// store: values up to 4 MiB stay in memory, where previews, references and
+// reads cost nothing extra; larger ones are read back from the store when
+// their bytes are needed.
+const DefaultMemoryLimit = 4 << 20
+
+// WithDurable makes the store persist every value through d under the
+// session id session: each Put, PutOutput and Observe stores the value's
+// bytes with [Durable.PutBody] and then appends its handle record with
+// [Durable.AppendRecord], before returning. Records are appended in handle
+// order: a Put waits for the records of earlier handles, though bodies are
+// written concurrently.
+//
+// A store failure never fails a Put. The value stays in memory for the
+// life of the SessionValues (never dropped by [WithMemoryLimit]), the
+// failure goes to the [WithStoreErrors] callback, and
+// [SessionValues.Durable] reports false for the handle. No record is
+// appended for a body that failed; a handle whose record append failed is
+// not in the table either. Such a handle is unknown to a session reopened
+// with [Open].
+//
+// [New] with WithDurable starts a new session: session must have no
+// records yet, and at most one SessionValues may write a session at a
+// time. Use [Open] to continue a session. A nil d leaves the store in
+// memory only.
+func WithDurable(d Durable, session string) Option {
+	return func(c *config) { c.durable, c.session = d, session }
+}
+
+// WithMemoryLimit sets the size in bytes above which a durably stored
+// value is kept only in the durable store: once its body and record are
+// stored its bytes are dropped from memory and read back from the store
+// each time they are needed (its preview, kind and sizes stay in memory).
+// 0 selects [DefaultMemoryLimit]; a negative n keeps every value in memory.
+// It has no effect without [WithDurable]. A [Value] obtained before the
+// bytes were dropped keeps them alive until it is no longer used, and so
+// does the caller's own reference to the slice it passed to
+// [SessionValues.PutOutput] or [SessionValues.Observe], which the store
+// keeps rather than copies.
+func WithMemoryLimit(n int) Option { return func(c *config) { c.memLimit = n } }
+
+// WithStoreErrors sets the callback told of each failure to persist a
+// value: the handle and an error wrapping the [Durable]'s error. It is
+// called on the goroutine of the Put, before the Put returns, and outside
+// any lock of the store, so it may call the store; calls for concurrent
+// Puts may be concurrent. Nil, the default, ignores failures, which
+// [SessionValues.Durable] still reports.
+func WithStoreErrors(f func(handle string, err error)) Option {
+	return func(c *config) { c.onStoreError = f }
+}
+
+// durability is the state of a store configured WithDurable.
+type durability struct {
+	d       Durable
+	session string
+	limit   int // values larger than this are dropped once durable; < 0: never
+	onErr   func(handle string, err error)
+
+	stored []bool // whether each handle is durable; guarded by SessionValues.mu
+
+	mu   sync.Mutex // orders record appends
+	turn sync.Cond  // signalled when next changes
+	next int        // number of the handle whose record is appended next
+}
+
+func newDurability(c *config) *durability {
+	if c.durable == nil {
+		return nil
+	}
+	d := &durability{d: c.durable, session: c.session, limit: c.memLimit, onErr: c.onStoreError, next: 1}
+	if d.limit == 0 {
+		d.limit = DefaultMemoryLimit
+	}
+	d.turn.L = &d.mu
+	return d
+}
+
+// inTurn waits until the records of the handles before number n have been
+// appended (or given up), runs f if not nil, and passes the turn on, also
+// when f panics.
+func (d *durability) inTurn(n int, f func()) {
+	d.mu.Lock()
+	defer func() {
+		d.next = n + 1
+		d.turn.Broadcast()
+		d.mu.Unlock()
+	}()
+	for d.next < n {
+		d.turn.Wait()
+	}
+	if f != nil {
+		f()
+	}
+}
+
+// persist stores the body and record of x, just added as handle number n,
+// and then, once both are durable, marks it so and drops its bytes from
+// memory when it is over the limit. A failure goes to the callback.
+func (s *SessionValues) persist(n int, h string, x *value) {
+	d := s.dur
+	done := false
+	defer func() {
+		if !done { // PutBody panicked: give up the turn so later Puts go on
+			d.inTurn(n, nil)
+		}
+	}()
+	key, err := d.d.PutBody(d.session, x.raw)
+	if err != nil {
+		err = fmt.Errorf("values: storing %s: %w", h, err)
+	}
+	preview := ""
+	var rec Record
+	if err == nil {
+		preview = RenderPreview(h, Value{x})
+		rec = Record{Handle: h, Key: key, Kind: x.kind.String(), Size: int64(len(x.raw)), Meta: encodeMeta(x, preview)}
+	}
+	done = true
+	d.inTurn(n, func() {
+		if err == nil {
+			if err = d.d.AppendRecord(d.session, rec); err != nil {
+				err = fmt.Errorf("values: recording %s: %w", h, err)
+			}
+		}
+	})
+	if err != nil {
+		if d.onErr != nil {
+			d.onErr(h, err)
+		}
+		return
+	}
+	var kept *value
+	if d.limit >= 0 && len(x.raw) > d.limit {
+		kept = onDisk(x, len(x.raw), &disk{src: d, key: key, handle: h, preview: preview})
+	}
+	s.mu.Lock()
+	d.stored[n-1] = true
+	if kept != nil {
+		s.vals[n-1] = Value{kept}
+	}
+	s.mu.Unlock()
+}
+
+// Durable reports whether the value under handle is durably stored: its
+// body stored and its record appended, by this SessionValues or, for a
+// store returned by [Open], before it was opened. It is false for a store
+// without [WithDurable], for an unknown handle, for a value whose
+// persistence failed and while a Put is still persisting its value.
+func (s *SessionValues) Durable(handle string) bool {
+	i, ok := parseHandle(handle)
+	if !ok || s.dur == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return i <= len(s.dur.stored) && s.dur.stored[i-1]
+}
+
+// Open reopens the session with id session that a store configured
+// [WithDurable](d, session) persisted, with every handle it recorded, and
+// returns a store that goes on persisting to d. opts configure it as for
+// [New]; a WithDurable among them is overridden by d and session. A
+// session without records opens empty, which makes Open also the way to
+// start a session that may have to be reopened.
+//
+// Open reads the records only, never a body: each value's preview, kind,
+// length, lines, size, digest and content type come from its record, and
+// its bytes are read back on first use (by [Value.JSON], a reference, a
+// read). A value within the memory limit ([WithMemoryLimit]) is then kept
+// in memory; a larger one is read back each time. [RenderPreview] returns
+// the preview recorded when the value was stored, unless it is asked for
+// another handle or is longer than the store's preview bound: only then
+// does it read the body to render a new one.
+//
+// Handles go on after the highest recorded one, so no recorded handle is
+// ever handed out again. A handle whose persistence failed (see
+// [WithDurable]) was not recorded: after Open it is unknown ([SessionValues.Get]
+// reports false, a reference to it is unresolved with [ErrUnknownHandle],
+// and [SessionValues.Len] and [SessionValues.Handles] leave it out). When
+// such handles were the last ones before the process ended, nothing
+// records them, and their numbers are handed out again after Open.
+//
+// Open fails with the error of [Durable.Records], and with an error for a
+// record it did not write (a handle not of the form r1, r2, …, a handle
+// recorded twice, an unknown kind or malformed Meta).
+func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
+	s := New(append(opts[:len(opts):len(opts)], WithDurable(d, session))...)
+	if d == nil {
+		return s, nil
+	}
+	recs, err := d.Records(session)
+	if err != nil {
+		return nil, fmt.Errorf("values: opening session %q: %w", session, err)
+	}
+	top := 0
+	for i := range recs {
+		n, ok := parseHandle(recs[i].Handle)
+		if !ok || n > maxOpenHandle {
+			return nil, fmt.Errorf("values: opening session %q: record %d: %q is not a handle r1, r2, … up to r%d", session, i, clipString(recs[i].Handle), maxOpenHandle)
+		}
+		top = max(top, n)
+	}
+	vals := make([]Value, top)
+	for i := range recs {
+		n, _ := parseHandle(recs[i].Handle)
+		if vals[n-1].v != nil {
+			return nil, fmt.Errorf("values: opening session %q: handle %s is recorded twice; was the session written by two stores at once?", session, recs[i].Handle)
+		}
+		if recs[i].Key == "" { // a handle recorded without a body
+			vals[n-1] = Value{lostValue}
+			continue
+		}
+		x, err := s.fromRecord(&recs[i])
+		if err != nil {
+			return nil, fmt.Errorf("values: opening session %q: record %d (%s): %w", session, i, recs[i].Handle, err)
+		}
+		vals[n-1] = Value{x}
+	}
+	stored := make([]bool, top)
+	for i := range vals {
+		switch vals[i].v {
+		case nil:
+			vals[i] = Value{lostValue}
+			s.lost++
+		case lostValue:
+			s.lost++
+		default:
+			stored[i] = true
+		}
+	}
+	s.vals, s.dur.stored, s.dur.next = vals, stored, top+1
+	return s, nil
+}
+
+// maxOpenHandle bounds the highest handle number Open accepts, so that a
+// damaged or foreign record cannot make it allocate without bound: far
+// more values than any session stores.
+const maxOpenHandle = 1 << 26
+
+// lostValue stands, in a reopened store, for a handle that was handed out
+// but never recorded. It is never modified.
+var lostValue = &value{}
+
+// recordMeta is the Meta of a Record, encoded as JSON.
+type recordMeta struct {
+	V       int    `json:"v"`               // format version, metaVersion
+	N       int    `json:"n,omitempty"`     // Value.Len
+	Lines   int    `json:"lines,omitempty"` // Value.Lines
+	CType   string `json:"ctype,omitempty"` // binary: Value.ContentType
+	SHA256  string `json:"sha256,omitempty"`
+	Max     int    `json:"max"`     // preview bound Preview was rendered with
+	Preview string `json:"preview"` // RenderPreview of the value for Record.Handle
+}
+
+const metaVersion = 1
+
+func encodeMeta(x *value, preview string) []byte {
+	m := recordMeta{V: metaVersion, N: x.n, Lines: x.lines, CType: x.ctype, Max: x.max, Preview: preview}
+	if x.kind == KindBinary {
+		m.SHA256 = hex.EncodeToString(x.sum[:])
+	}
+	b, _ := json.Marshal(&m) // cannot fail: only strings and ints
+	return b
+}
+
+// decodeMeta decodes what encodeMeta wrote: a flat JSON object of strings
+// and numbers, validated as it is read, without reflection (Open decodes
+// one Meta per handle). Unknown fields are ignored.
+func decodeMeta(b []byte) (recordMeta, error) {
+	var m recordMeta
+	malformed := func(err error) (recordMeta, error) { return recordMeta{}, fmt.Errorf("malformed meta: %w", err) }
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return malformed(syntaxErr(b, i, "want an object"))
+	}
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			j, k, err := scanKey(b, i)
+			if err != nil {
+				return malformed(err)
+			}
+			i = skipSpace(b, j)
+			start := i
+			switch {
+			case i >= len(b) || b[i] == '{' || b[i] == '[':
+				return malformed(syntaxErr(b, i, "want a string or number"))
+			case b[i] == '"':
+				i, err = scanString(b, i)
+			default:
+				i, err = scanScalar(b, i)
+			}
+			if err != nil {
+				return malformed(err)
+			}
+			if !m.set(b[k.start:k.end], b[start:i]) {
+				return malformed(fmt.Errorf("field %s has the wrong type", clip(b[k.start:k.end], 40)))
+			}
+			i = skipSpace(b, i)
+			if i < len(b) && b[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return malformed(syntaxErr(b, i, "want ',' or '}'"))
+		}
+	}
+	if i = skipSpace(b, i); i != len(b) {
+		return malformed(syntaxErr(b, i, "unexpected data after the object"))
+	}
+	return m, nil
+}
+
+// set sets the field named by the quoted key k to the validated JSON
+// string or number v, and reports false when v has the wrong type.
+func (m *recordMeta) set(k, v []byte) (ok bool) {
+	switch {
+	case keyEquals(k, "v"):
+		m.V, ok = metaInt(v)
+	case keyEquals(k, "n"):
+		m.N, ok = metaInt(v)
+	case keyEquals(k, "lines"):
+		m.Lines, ok = metaInt(v)
+	case keyEquals(k, "max"):
+		m.Max, ok = metaInt(v)
+	case keyEquals(k, "ctype"):
+		m.CType, ok = metaString(v)
+	case keyEquals(k, "sha256"):
+		m.SHA256, ok = metaString(v)
+	case keyEquals(k, "preview"):
+		m.Preview, ok = metaString(v)
+	default:
+		ok = true
+	}
+	return ok
+}
+
+// metaInt parses a validated JSON number that is a non-negative int.
+func metaInt(v []byte) (int, bool) {
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' || n > (maxHandle-9)/10 {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, len(v) > 0
+}
+
+// metaString decodes a validated JSON string.
+func metaString(v []byte) (string, bool) {
+	if v[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), true
+	}
+	u := appendUnescaped(make([]byte, 0, len(v)-2), v)      // never longer than the escaped form
+	return unsafe.String(unsafe.SliceData(u), len(u)), true // u is never modified
+}
+
+// fromRecord builds the disk-only value a record describes.
+func (s *SessionValues) fromRecord(r *Record) (*value, error) {
+	m, err := decodeMeta(r.Meta)
+	if err != nil {
+		return nil, err
+	}
+	if m.V != metaVersion {
+		return nil, fmt.Errorf("meta format %d, want %d", m.V, metaVersion)
+	}
+	k, ok := kindNamed(r.Kind)
+	if !ok {
+		return nil, fmt.Errorf("unknown kind %q", clipString(r.Kind))
+	}
+	if r.Size < 0 || int64(int(r.Size)) != r.Size {
+		return nil, fmt.Errorf("size %d out of range", r.Size)
+	}
+	x := value{kind: k, n: m.N, lines: m.Lines, ctype: m.CType, max: s.cfg.maxPreview}
+	if m.SHA256 != "" {
+		if n, err := hex.Decode(x.sum[:], []byte(m.SHA256)); err != nil || n != len(x.sum) {
+			return nil, fmt.Errorf("malformed sha256 %q", clipString(m.SHA256))
+		}
+	}
+	if !utf8.ValidString(m.Preview) { // not written by encodeMeta: render it again when asked
+		m.Preview = ""
+	}
+	d := &disk{src: s.dur, key: r.Key, handle: r.Handle, preview: m.Preview}
+	d.keep = s.dur.limit < 0 || r.Size <= int64(s.dur.limit)
+	return onDisk(&x, int(r.Size), d), nil
+}
+
+func kindNamed(name string) (Kind, bool) {
+	for k, n := range kindNames {
+		if n == name {
+			return Kind(k), true
+		}
+	}
+	return 0, false
+}
+
+func clipString(s string) string { return string(clip([]byte(s), 80)) }
+
+// disk is what a value kept only in the durable store needs to read its
+// bytes back and to show its preview without them.
+type disk struct {
+	src     *durability
+	key     string
+	handle  string // the handle preview was rendered for
+	preview string
+	keep    bool                  // keep the bytes in memory once read back
+	cache   atomic.Pointer[value] // the value with its bytes, once read back, when keep
+}
+
+// onDisk returns a copy of x, of byte size size, whose bytes are read back
+// through d. The copy and d are one allocation.
+func onDisk(x *value, size int, d *disk) *value {
+	p := &struct {
+		v value
+		d disk
+	}{v: *x}
+	p.v.raw, p.v.size, p.v.disk = nil, size, &p.d
+	p.d.src, p.d.key, p.d.handle, p.d.preview, p.d.keep = d.src, d.key, d.handle, d.preview, d.keep
+	return &p.v
+}
+
+// loaded returns x itself when its bytes are in memory, and otherwise a
+// copy of x holding its bytes read back from the store; shared reports
+// whether the copy's bytes are kept by the store (so must not be handed
+// out to be modified). Bytes read back are checked again as Put checks
+// them (JSON valid and of the recorded kind, text valid UTF-8), so that a
+// record that does not match its body is an error rather than a value the
+// rest of the package would misread. The error wraps ErrUnavailable and
+// has no "values: " prefix, for the caller to add with its context.
+func (x *value) loaded() (m *value, shared bool, err error) {
+	d := x.disk
+	if d == nil {
+		return x, true, nil
+	}
+	if c := d.cache.Load(); c != nil {
+		return c, true, nil
+	}
+	b, err := d.src.d.Body(d.src.session, d.key)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: reading %s back: %w", ErrUnavailable, d.handle, err)
+	}
+	if m, err = x.rebuild(b); err != nil {
+		return nil, false, fmt.Errorf("%w: %s read back: %w", ErrUnavailable, d.handle, err)
+	}
+	if d.keep {
+		if !d.cache.CompareAndSwap(nil, m) {
+			return d.cache.Load(), true, nil
+		}
+		return m, true, nil
+	}
+	return m, false, nil
+}
+
+// rebuild returns the in-memory value of x's kind whose bytes are b, or an
+// error when b is not such a value.
+func (x *value) rebuild(b []byte) (*value, error) {
+	if len(b) != x.size {
+		return nil, fmt.Errorf("got %d bytes, want %d", len(b), x.size)
+	}
+	switch x.kind {
+	case KindText:
+		if !utf8.Valid(b) {
+			return nil, errors.New("text is not valid UTF-8")
+		}
+		fallthrough
+	case KindBinary:
+		c := *x
+		c.raw, c.disk = b, nil
+		return &c, nil
+	}
+	y, err := newJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("invalid %s: %w", x.kind, err)
+	}
+	if y.kind != x.kind || len(y.raw) != len(b) {
+		return nil, fmt.Errorf("recorded as %s, read back as %s of %d bytes", x.kind, y.kind, len(y.raw))
+	}
+	y.max = x.max
+	return y, nil
+}
+
+// materialize returns whole, the value r names, with its bytes in memory:
+// read back for a value kept only in the durable store. The error, for a
+// handle lost before a reopen or a value that cannot be read back, says
+// which reference failed.
+func (s *SessionValues) materialize(r refPath, whole Value) (Value, error) {
+	x := whole.v
+	if x == nil || x.disk == nil && x != lostValue {
+		return whole, nil
+	}
+	if x == lostValue {
+		return Value{}, fmt.Errorf("values: %q is %w: it was handed out before the session was reopened but never stored durably", r.String(), ErrUnknownHandle)
+	}
+	m, _, err := x.loaded()
+	if err != nil {
+		return Value{}, fmt.Errorf("values: %q: %w", r.String(), err)
+	}
+	return Value{m}, nil
+}
+
+// cachedPreview returns the recorded preview of a disk-only value, when it
+// was rendered for handle and fits limit.
+func (x *value) cachedPreview(handle string, limit int) (string, bool) {
+	d := x.disk
+	if d == nil || d.preview == "" || d.handle != handle || len(d.preview) > limit {
+		return "", false
+	}
+	return d.preview, true
+}
+
+// Load returns a new copy of the value's bytes, as [Value.Bytes] does, and
+// for a value kept only in the durable store ([WithMemoryLimit], [Open])
+// reads them back, failing with an error wrapping [ErrUnavailable] and the
+// store's error when it cannot.
+func (v Value) Load() ([]byte, error) {
+	m, shared, err := v.get().loaded()
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	if shared {
+		return bytes.Clone(m.raw), nil
+	}
+	return m.raw, nil
+}
+
+// unavailablePreview is the preview of a disk-only value whose bytes cannot
+// be read back: "r3 = array(len=100, bytes=5.0 MiB, unavailable)".
+func unavailablePreview(handle string, x *value, limit int) string {
+	b := appendHandle(make([]byte, 0, 96), handle)
+	b = append(b, " = "...)
+	b = append(b, x.kind.String()...)
+	b = append(b, '(')
+	if x.kind == KindArray || x.kind == KindObject || x.kind == KindText || x.kind == KindBinary {
+		b = append(b, "len="...)
+		b = strconv.AppendInt(b, int64(x.n), 10)
+		b = append(b, ", "...)
+	}
+	b = append(b, "bytes="...)
+	b = strconv.AppendInt(b, int64(x.size), 10)
+	b = append(b, ", unavailable)"...)
+	return string(appendClipped(nil, b, limit))
+}

@@ -1,0 +1,852 @@
+package values_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentvalues/values"
+	"github.com/agentvalues/values/store"
+)
+
+// The tests of durable.go live here, outside the package, because they use
+// the package store, which imports this one.
+
+const testSession = "session-1"
+
+// counting wraps a Durable, counts the bodies read back and can be made to
+// fail reads, writes of bodies, or the record of one handle.
+type counting struct {
+	values.Durable
+	reads      atomic.Int64
+	failReads  atomic.Bool
+	failBodies atomic.Bool
+	failRecord string // handle whose AppendRecord fails
+}
+
+var errInjected = errors.New("injected failure")
+
+func (c *counting) Body(session, key string) ([]byte, error) {
+	c.reads.Add(1)
+	if c.failReads.Load() {
+		return nil, fmt.Errorf("test: %w", errInjected)
+	}
+	return c.Durable.Body(session, key)
+}
+
+func (c *counting) PutBody(session string, body []byte) (string, error) {
+	if c.failBodies.Load() {
+		return "", fmt.Errorf("test: %w", errInjected)
+	}
+	return c.Durable.PutBody(session, body)
+}
+
+func (c *counting) AppendRecord(session string, r values.Record) error {
+	if r.Handle == c.failRecord {
+		return fmt.Errorf("test: %w", errInjected)
+	}
+	return c.Durable.AppendRecord(session, r)
+}
+
+const testMemLimit = 64 << 10
+
+// putKinds stores a value of every kind, two of them over testMemLimit,
+// and returns their handles.
+func putKinds(t *testing.T, s *values.SessionValues) []string {
+	t.Helper()
+	var rows, big strings.Builder
+	rows.WriteString(`[`)
+	for i := range 50 {
+		if i > 0 {
+			rows.WriteString(",")
+		}
+		fmt.Fprintf(&rows, `{"id":%d,"name":"user%d"}`, i, i)
+	}
+	rows.WriteString(`]`)
+	big.WriteString(`[`)
+	for i := range 5000 {
+		if i > 0 {
+			big.WriteString(",")
+		}
+		fmt.Fprintf(&big, `{"id":%d,"text":"row %d of a large result"}`, i, i)
+	}
+	big.WriteString(`]`)
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0, 0xff, 7}, 400)...)
+	var hs []string
+	put := func(v any) {
+		h, err := s.Put(v)
+		if err != nil {
+			t.Fatalf("Put(%T): %v", v, err)
+		}
+		hs = append(hs, h)
+	}
+	hs = append(hs, s.PutOutput([]byte(rows.String())))                                            // r1 array
+	put(map[string]any{"name": "query", "rows": []int{10, 20, 30, 40}})                            // r2 object
+	put(strings.Repeat("a line of text\n", 300) + "LAST")                                          // r3 text
+	put(json.RawMessage(`42`))                                                                     // r4 number
+	put(true)                                                                                      // r5 bool
+	put(nil)                                                                                       // r6 null
+	put(png)                                                                                       // r7 binary
+	hs = append(hs, s.PutOutput([]byte("FIRST\n"+strings.Repeat("x", 2*testMemLimit)+"\nLAST\n"))) // r8 big text
+	put("hi")                                                                                      // r9 short text
+	hs = append(hs, s.Observe([]byte(big.String())).Handle)                                        // r10 big array
+	put("")                                                                                        // r11 empty text
+	return hs
+}
+
+// snapshot is everything a store shows of its values.
+type snapshot struct {
+	Handles  []string
+	Previews map[string]string
+	JSON     map[string]string
+	Shape    map[string]string
+	Pages    map[string]string
+	Resolved string
+}
+
+func takeSnapshot(t *testing.T, s *values.SessionValues) snapshot {
+	t.Helper()
+	sn := snapshot{Handles: s.Handles(), Previews: map[string]string{}, JSON: map[string]string{}, Shape: map[string]string{}, Pages: map[string]string{}}
+	for _, h := range sn.Handles {
+		v, ok := s.Get(h)
+		if !ok {
+			t.Fatalf("Get(%s) = false", h)
+		}
+		sn.Previews[h] = values.RenderPreview(h, v)
+		sn.JSON[h] = string(v.JSON())
+		sn.Shape[h] = fmt.Sprintf("%v len=%d lines=%d size=%d sha=%x type=%q bytes=%d", v.Kind(), v.Len(), v.Lines(), v.Size(), v.Digest(), v.ContentType(), len(v.Bytes()))
+		sn.Pages[h] = readAll(t, s, h)
+	}
+	out, refs, err := s.Resolve([]byte(`{"last":"$r2.rows.-1","row":"$r1.7","text":"$r8","big":"$r10.4999.text"}`))
+	if err != nil || len(refs) != 4 {
+		t.Fatalf("Resolve: %v, resolved %q", err, refs)
+	}
+	sn.Resolved = string(out)
+	return sn
+}
+
+// readAll pages ref with a small limit and reassembles it.
+func readAll(t *testing.T, s *values.SessionValues, ref string) string {
+	t.Helper()
+	var b strings.Builder
+	for off, n := 0, 0; ; n++ {
+		p, err := s.Read(ref, off, 16<<10)
+		if err != nil {
+			t.Fatalf("Read(%s, %d): %v", ref, off, err)
+		}
+		b.WriteString(p.Content)
+		if !p.More {
+			return b.String()
+		}
+		off = p.Next
+	}
+}
+
+// stores runs f against a Memory store and a Dir store; reopen gives the
+// store as a new process would see it.
+func stores(t *testing.T, f func(t *testing.T, st func() store.Store, reopen func() store.Store)) {
+	t.Run("memory", func(t *testing.T) {
+		m := store.NewMemory()
+		t.Cleanup(func() { m.Close() })
+		f(t, func() store.Store { return m }, func() store.Store { return m })
+	})
+	t.Run("dir", func(t *testing.T) {
+		dir := t.TempDir()
+		d, err := store.OpenDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		f(t, func() store.Store { return d }, func() store.Store {
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if d, err = store.OpenDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		})
+	})
+}
+
+func TestDurableRoundTrip(t *testing.T) {
+	stores(t, func(t *testing.T, st func() store.Store, reopen func() store.Store) {
+		c := &counting{Durable: store.ForValues(st())}
+		var failures []string
+		s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(testMemLimit),
+			values.WithStoreErrors(func(h string, err error) { failures = append(failures, h+": "+err.Error()) }))
+		hs := putKinds(t, s)
+		if len(failures) != 0 {
+			t.Fatalf("store failures: %q", failures)
+		}
+		for _, h := range hs {
+			if !s.Durable(h) {
+				t.Errorf("Durable(%s) = false", h)
+			}
+		}
+		if c.reads.Load() != 0 {
+			t.Fatalf("Put read %d bodies back", c.reads.Load())
+		}
+		// Only the two values over the limit were dropped from memory.
+		for _, h := range hs {
+			before := c.reads.Load()
+			v, _ := s.Get(h)
+			v.JSON()
+			want := int64(0)
+			if h == "r8" || h == "r10" {
+				want = 1
+			}
+			if got := c.reads.Load() - before; got != want {
+				t.Errorf("JSON of %s (%d bytes) read %d bodies back, want %d", h, v.Size(), got, want)
+			}
+		}
+		before := takeSnapshot(t, s)
+
+		c2 := &counting{Durable: store.ForValues(reopen())}
+		s2, err := values.Open(c2, testSession, values.WithMemoryLimit(testMemLimit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hs {
+			v, _ := s2.Get(h)
+			if got := values.RenderPreview(h, v); got != before.Previews[h] {
+				t.Errorf("preview of %s after Open:\n got %s\nwant %s", h, got, before.Previews[h])
+			}
+			if !s2.Durable(h) {
+				t.Errorf("Durable(%s) = false after Open", h)
+			}
+		}
+		if n := c2.reads.Load(); n != 0 {
+			t.Fatalf("Open and previews read %d bodies back, want none", n)
+		}
+		after := takeSnapshot(t, s2)
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("after Open (-before +after):\n%s", diff)
+		}
+		// A value within the limit is read back once and kept; one over it
+		// is read back each time.
+		for h, want := range map[string]int64{"r1": 0, "r3": 0, "r8": 2, "r10": 2} {
+			before := c2.reads.Load()
+			v, _ := s2.Get(h)
+			v.JSON()
+			v.JSON()
+			if got := c2.reads.Load() - before; got != want {
+				t.Errorf("two JSON calls on %s read %d bodies back, want %d", h, got, want)
+			}
+		}
+		// Numbering goes on after the reopen.
+		if h := s2.PutOutput([]byte("after the reopen")); h != "r12" || !s2.Durable(h) {
+			t.Errorf("first Put after Open: %s, durable %v; want r12, true", h, s2.Durable(h))
+		}
+		if s2.Len() != 12 {
+			t.Errorf("Len = %d, want 12", s2.Len())
+		}
+	})
+}
+
+// A store failure never fails a Put, never shows up as durable and never
+// reaches a reopened session.
+func TestDurableStoreFailure(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	failing := store.ForValues(store.Failing(nil))
+	var mu sync.Mutex
+	failed := map[string]error{}
+	s := values.New(values.WithDurable(failWrites{w: failing, r: store.ForValues(mem)}, testSession), values.WithMemoryLimit(1024),
+		values.WithStoreErrors(func(h string, err error) {
+			mu.Lock()
+			failed[h] = err
+			mu.Unlock()
+		}))
+	hs := putKinds(t, s)
+	if len(failed) != len(hs) {
+		t.Errorf("callback told of %d failures, want %d", len(failed), len(hs))
+	}
+	for _, h := range hs {
+		if err := failed[h]; !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("failure of %s = %v, want store.ErrUnavailable", h, err)
+		}
+		if s.Durable(h) {
+			t.Errorf("Durable(%s) = true", h)
+		}
+		v, _ := s.Get(h)
+		if b, err := v.Load(); err != nil || len(b) != v.Size() {
+			t.Errorf("%s: Load = %d bytes, %v; want it in memory", h, len(b), err)
+		}
+	}
+	takeSnapshot(t, s) // everything works in memory
+
+	s2, err := values.Open(store.ForValues(mem), testSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Len() != 0 || len(s2.Handles()) != 0 {
+		t.Errorf("reopened: Len %d, handles %q; want none", s2.Len(), s2.Handles())
+	}
+	if _, ok := s2.Get("r1"); ok {
+		t.Error("Get(r1) = true after reopening a session whose writes failed")
+	}
+	if _, err := values.Open(failing, testSession); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Open on a failing store: %v, want store.ErrUnavailable", err)
+	}
+}
+
+// failWrites writes to one Durable and reads from another.
+type failWrites struct{ w, r values.Durable }
+
+func (f failWrites) PutBody(s string, b []byte) (string, error) { return f.w.PutBody(s, b) }
+func (f failWrites) AppendRecord(s string, r values.Record) error {
+	return f.w.AppendRecord(s, r)
+}
+func (f failWrites) Body(s, k string) ([]byte, error)          { return f.r.Body(s, k) }
+func (f failWrites) Records(s string) ([]values.Record, error) { return f.r.Records(s) }
+
+// A handle whose body was stored but whose record failed stays in memory,
+// is not durable, and is unknown after a reopen; later handles are not.
+func TestDurableRecordFailure(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	c := &counting{Durable: store.ForValues(mem), failRecord: "r2"}
+	var got []string
+	s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(16),
+		values.WithStoreErrors(func(h string, err error) {
+			if !errors.Is(err, errInjected) {
+				t.Errorf("failure of %s = %v", h, err)
+			}
+			got = append(got, h)
+		}))
+	big := strings.Repeat("big ", 100)
+	for range 3 {
+		s.PutOutput([]byte(big))
+	}
+	if diff := cmp.Diff([]string{"r2"}, got); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+	if !s.Durable("r1") || s.Durable("r2") || !s.Durable("r3") {
+		t.Errorf("Durable r1 r2 r3 = %v %v %v, want true false true", s.Durable("r1"), s.Durable("r2"), s.Durable("r3"))
+	}
+	c.failReads.Store(true)
+	if v, _ := s.Get("r2"); string(v.Bytes()) != big {
+		t.Error("r2, whose record failed, is not in memory")
+	}
+	if v, _ := s.Get("r1"); v.Bytes() != nil {
+		t.Error("r1, over the memory limit, is still in memory")
+	}
+	c.failReads.Store(false)
+
+	s2, err := values.Open(c, testSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r1", "r3"}, s2.Handles()); diff != "" {
+		t.Errorf("handles after Open (-want +got):\n%s", diff)
+	}
+	if _, ok := s2.Get("r2"); ok || s2.Len() != 2 || s2.Durable("r2") {
+		t.Errorf("lost r2: Get %v, Len %d, Durable %v", ok, s2.Len(), s2.Durable("r2"))
+	}
+	res, err := s2.ResolveDetail([]byte(`["$r2","$r3"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Refs) != 2 || !errors.Is(res.Refs[0].Err, values.ErrUnknownHandle) || res.Refs[1].Err != nil {
+		t.Errorf("ResolveDetail refs = %+v, want $r2 unknown and $r3 resolved", res.Refs)
+	}
+	if _, err := s2.Read("r2", 0, 0); !errors.Is(err, values.ErrUnknownHandle) {
+		t.Errorf("Read(r2) = %v, want ErrUnknownHandle", err)
+	}
+	if h := s2.PutOutput([]byte("x")); h != "r4" {
+		t.Errorf("next handle %s, want r4", h)
+	}
+}
+
+// A value that cannot be read back still previews from its record, and
+// every reader reports ErrUnavailable with the store's error.
+func TestDurableUnavailable(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	c := &counting{Durable: store.ForValues(mem)}
+	s := values.New(values.WithDurable(c, testSession))
+	hs := putKinds(t, s)
+	s2, err := values.Open(c, testSession, values.WithMaxPreview(values.MinMaxPreview))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.failReads.Store(true)
+	for _, h := range hs {
+		v, _ := s2.Get(h)
+		if _, err := v.Load(); !errors.Is(err, values.ErrUnavailable) || !errors.Is(err, errInjected) {
+			t.Errorf("%s: Load error %v, want ErrUnavailable and the store's error", h, err)
+		}
+		if v.JSON() != nil || v.Bytes() != nil || len(v.AppendJSON([]byte("x"))) != 1 {
+			t.Errorf("%s: JSON, Bytes or AppendJSON returned bytes of an unavailable value", h)
+		}
+		p := values.RenderPreview(h, v)
+		if len(p) > values.MinMaxPreview || !strings.HasPrefix(p, h+" = ") {
+			t.Errorf("%s: preview %q", h, p)
+		}
+		if _, err := s2.Read(h, 0, 0); !errors.Is(err, values.ErrUnavailable) {
+			t.Errorf("Read(%s) = %v, want ErrUnavailable", h, err)
+		}
+		if _, err := s2.Put(v); !errors.Is(err, values.ErrUnavailable) {
+			t.Errorf("Put of unavailable %s = %v, want ErrUnavailable", h, err)
+		}
+	}
+	// r1's recorded preview is longer than the new bound, so it is
+	// rendered again, which needs the body.
+	v, _ := s2.Get("r1")
+	if p := values.RenderPreview("r1", v); !strings.Contains(p, "unavailable") {
+		t.Errorf("preview of r1 without its body: %q", p)
+	}
+	res, err := s2.ResolveDetail([]byte(`{"a":"$r2.rows.0"}`))
+	if err != nil || len(res.Refs) != 1 || !errors.Is(res.Refs[0].Err, values.ErrUnavailable) {
+		t.Errorf("ResolveDetail: %+v, %v; want $r2.rows.0 unresolved with ErrUnavailable", res.Refs, err)
+	}
+	if _, _, err := s2.Prepare(nil, []byte(`{"a":"$r2"}`)); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("Prepare: %v, want an error saying $r2 is unavailable", err)
+	}
+}
+
+// After a reopen with another preview bound, a preview that does not fit is
+// rendered again from the body, as a store that never persisted would.
+func TestDurablePreviewBoundChange(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	s := values.New(values.WithDurable(store.ForValues(mem), testSession))
+	hs := putKinds(t, s)
+	s2, err := values.Open(store.ForValues(mem), testSession, values.WithMaxPreview(values.MinMaxPreview))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := values.New(values.WithMaxPreview(values.MinMaxPreview))
+	for _, h := range hs {
+		v, _ := s2.Get(h)
+		got := values.RenderPreview(h, v)
+		if len(got) > values.MinMaxPreview {
+			t.Errorf("%s: preview of %d bytes over the bound %d: %q", h, len(got), values.MinMaxPreview, got)
+		}
+		ph, err := plain.Put(v) // stores a copy, read back
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, _ := plain.Get(ph)
+		orig, _ := s.Get(h)
+		if want := values.RenderPreview(h, pv); len(values.RenderPreview(h, orig)) > values.MinMaxPreview && got != want {
+			t.Errorf("%s: preview after Open\n got %q\nwant %q", h, got, want)
+		}
+	}
+}
+
+// Concurrent Puts append their records in handle order.
+func TestDurableConcurrentPuts(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	d := store.ForValues(mem)
+	s := values.New(values.WithDurable(d, testSession), values.WithMemoryLimit(100))
+	const workers, each = 6, 30
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				body := fmt.Sprintf(`{"worker":%d,"i":%d,"pad":%q}`, w, i, strings.Repeat("p", i*10))
+				h := s.PutOutput([]byte(body))
+				v, _ := s.Get(h)
+				if string(v.Bytes()) != body || values.RenderPreview(h, v) == "" {
+					t.Errorf("%s does not read back", h)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	recs, err := d.Records(testSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != workers*each {
+		t.Fatalf("%d records, want %d", len(recs), workers*each)
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf("r%d", i+1); r.Handle != want {
+			t.Fatalf("record %d is %s, want %s", i, r.Handle, want)
+		}
+	}
+}
+
+// A negative memory limit keeps every value in memory.
+func TestDurableKeepAll(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	c := &counting{Durable: store.ForValues(mem)}
+	s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(-1))
+	hs := putKinds(t, s)
+	takeSnapshot(t, s)
+	if n := c.reads.Load(); n != 0 {
+		t.Errorf("read %d bodies back, want none", n)
+	}
+	s2, err := values.Open(c, testSession, values.WithMemoryLimit(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for _, h := range hs {
+			v, _ := s2.Get(h)
+			v.JSON()
+		}
+	}
+	if n := c.reads.Load(); n != int64(len(hs)) {
+		t.Errorf("two passes after Open read %d bodies back, want %d (each once)", n, len(hs))
+	}
+}
+
+// Open refuses records it did not write, and treats a record without a
+// body as a lost handle.
+func TestOpenBadRecords(t *testing.T) {
+	good := func(h string) values.Record {
+		return values.Record{Handle: h, Key: store.KeyOf([]byte("1")), Kind: "number", Size: 1, Meta: []byte(`{"v":1,"max":2048,"preview":"` + h + ` = 1"}`)}
+	}
+	for _, tc := range []struct {
+		name string
+		recs []values.Record
+	}{
+		{"not a handle", []values.Record{{Handle: "x1", Key: store.KeyOf(nil), Kind: "text"}}},
+		{"leading zero", []values.Record{{Handle: "r01", Key: store.KeyOf(nil), Kind: "text"}}},
+		{"huge handle", []values.Record{{Handle: "r99999999999", Key: store.KeyOf(nil), Kind: "text"}}},
+		{"twice", []values.Record{good("r1"), good("r1")}},
+		{"unknown kind", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "float", Meta: []byte(`{"v":1}`)}}},
+		{"bad meta", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "text", Meta: []byte(`{`)}}},
+		{"no meta", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "text"}}},
+		{"future meta", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "text", Meta: []byte(`{"v":2}`)}}},
+		{"bad digest", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "binary", Meta: []byte(`{"v":1,"sha256":"zz"}`)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := store.NewMemory()
+			defer mem.Close()
+			d := store.ForValues(mem)
+			for _, r := range tc.recs {
+				if err := d.AppendRecord(testSession, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s, err := values.Open(d, testSession); err == nil {
+				t.Errorf("Open succeeded with handles %q", s.Handles())
+			}
+		})
+	}
+	t.Run("no body", func(t *testing.T) {
+		mem := store.NewMemory()
+		defer mem.Close()
+		d := store.ForValues(mem)
+		if _, err := d.PutBody(testSession, []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []values.Record{{Handle: "r1", Kind: "text"}, good("r2")} {
+			if err := d.AppendRecord(testSession, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := values.Open(d, testSession)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"r2"}, s.Handles()); diff != "" {
+			t.Errorf("handles (-want +got):\n%s", diff)
+		}
+		if v, _ := s.Get("r2"); string(v.JSON()) != "1" {
+			t.Errorf("r2 = %q, want 1", v.JSON())
+		}
+		if h := s.PutOutput([]byte("x")); h != "r3" {
+			t.Errorf("next handle %s, want r3", h)
+		}
+	})
+}
+
+// Open with a nil Durable is an empty in-memory store, and an empty session
+// opens empty.
+func TestOpenEmpty(t *testing.T) {
+	s, err := values.Open(nil, testSession)
+	if err != nil || s.Len() != 0 {
+		t.Fatalf("Open(nil): %v, %v", s, err)
+	}
+	if h := s.PutOutput([]byte("x")); h != "r1" || s.Durable(h) {
+		t.Errorf("Put after Open(nil): %s, durable %v", h, s.Durable(h))
+	}
+	mem := store.NewMemory()
+	defer mem.Close()
+	s, err = values.Open(store.ForValues(mem), "new-session")
+	if err != nil || s.Len() != 0 {
+		t.Fatalf("Open of a new session: %v, %v", s, err)
+	}
+	if h := s.PutOutput([]byte("x")); h != "r1" || !s.Durable(h) {
+		t.Errorf("Put after Open: %s, durable %v", h, s.Durable(h))
+	}
+	if _, err := values.Open(store.ForValues(mem), "../escape"); !errors.Is(err, store.ErrInvalidSession) {
+		t.Errorf("Open with a bad session id: %v, want store.ErrInvalidSession", err)
+	}
+}
+
+// killEnv names the store directory when the test binary runs as the
+// child of TestDurableKill.
+const killEnv = "VALUES_TEST_KILL_DIR"
+
+const killSession = "killed"
+
+// killValue is the deterministic output stored under handle number n: JSON,
+// text or binary in turn, some of them large.
+func killValue(n int) []byte {
+	size := 200 + n*37%5000
+	if n%5 == 0 {
+		size = 2<<20 + n // over the child's memory limit, and slow enough to be caught mid-write
+	}
+	switch n % 3 {
+	case 0:
+		var b bytes.Buffer
+		b.WriteString(`[`)
+		for i := 0; b.Len() < size; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"n":%d,"i":%d}`, n, i)
+		}
+		b.WriteString(`]`)
+		return b.Bytes()
+	case 1:
+		line := fmt.Sprintf("value %d line\n", n)
+		return []byte(strings.Repeat(line, size/len(line)+1))
+	}
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(n*31 + i*7 | 0x80) // never valid UTF-8 for long
+	}
+	return b
+}
+
+// TestDurableKill kills, with SIGKILL, a child process that stores values
+// in a loop into a Dir store, then reopens the session: every handle
+// present reads back whole and right, the handles are r1…rN without a gap,
+// and every handle the child reported is among them.
+func TestDurableKill(t *testing.T) {
+	if dir := os.Getenv(killEnv); dir != "" {
+		killChild(t, dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDurableKill$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reported := make(chan string)
+	go func() {
+		defer close(reported)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if h, ok := strings.CutPrefix(sc.Text(), "stored "); ok {
+				reported <- h
+			}
+		}
+	}()
+	var got []string
+	timeout := time.After(60 * time.Second)
+	for len(got) < 12 {
+		select {
+		case h, ok := <-reported:
+			if !ok {
+				t.Fatalf("child exited early: %v", cmd.Wait())
+			}
+			got = append(got, h)
+		case <-timeout:
+			cmd.Process.Kill()
+			t.Fatal("child stored too little in 60s")
+		}
+	}
+	// Kill it while a body is being written, if that is seen within a
+	// second, else whatever it is doing.
+	midWrite := false
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && !midWrite; {
+		midWrite = writing(filepath.Join(dir, "bodies"))
+		time.Sleep(50 * time.Microsecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for h := range reported {
+		got = append(got, h)
+	}
+	cmd.Wait()
+
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := values.Open(store.ForValues(st), killSession, values.WithMemoryLimit(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.Handles()
+	if len(hs) < len(got) {
+		t.Fatalf("%d handles after the kill, fewer than the %d the child reported", len(hs), len(got))
+	}
+	for i, h := range hs {
+		if want := fmt.Sprintf("r%d", i+1); h != want {
+			t.Fatalf("handle %d is %s, want %s: a gap", i, h, want)
+		}
+		v, _ := s.Get(h)
+		b, err := v.Load()
+		if err != nil || !bytes.Equal(b, killValue(i+1)) {
+			t.Errorf("%s: %d bytes, %v; want its whole value (%d bytes)", h, len(b), err, len(killValue(i+1)))
+		}
+		if !s.Durable(h) {
+			t.Errorf("Durable(%s) = false", h)
+		}
+	}
+	last := hs[len(hs)-1]
+	if _, _, err := s.Resolve([]byte(`["$` + last + `"]`)); err != nil {
+		t.Errorf("Resolve $%s: %v", last, err)
+	}
+	if h := s.PutOutput([]byte("after")); h != fmt.Sprintf("r%d", len(hs)+1) {
+		t.Errorf("first handle after the kill is %s, want r%d", h, len(hs)+1)
+	}
+	t.Logf("child reported %d handles; %d present after the kill (killed mid-write: %v)", len(got), len(hs), midWrite)
+}
+
+// writing reports whether dir holds a body being written.
+func writing(dir string) bool {
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), store.TempPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// killChild stores killValue(n) as rn until it is killed, printing each
+// handle once it is durable.
+func killChild(t *testing.T, dir string) {
+	st, err := store.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := values.New(values.WithDurable(store.ForValues(st), killSession), values.WithMemoryLimit(1<<20),
+		values.WithStoreErrors(func(h string, err error) { t.Fatalf("storing %s: %v", h, err) }))
+	for n := 1; ; n++ {
+		h := s.PutOutput(killValue(n))
+		if h != fmt.Sprintf("r%d", n) || !s.Durable(h) {
+			t.Fatalf("handle %s, durable %v; want r%d, true", h, s.Durable(h), n)
+		}
+		fmt.Printf("stored %s\n", h)
+	}
+}
+
+// BenchmarkOpen reopens a session of 10,000 handles; the "records"
+// benchmarks beside each are the baseline, reading the records alone.
+func BenchmarkOpen(b *testing.B) {
+	const n = 10000
+	fill := func(b *testing.B, d values.Durable) {
+		s := values.New(values.WithDurable(d, "bench"))
+		for i := range n {
+			s.PutOutput(fmt.Appendf(nil, `{"id":%d,"name":"user %d","tags":["a","b"],"text":%q}`, i, i, strings.Repeat("x", i%300)))
+		}
+	}
+	b.Run("memory", func(b *testing.B) {
+		mem := store.NewMemory()
+		defer mem.Close()
+		d := store.ForValues(mem)
+		fill(b, d)
+		benchOpen(b, d, func() (int, error) { hs, err := mem.Handles("bench"); return len(hs), err })
+	})
+	b.Run("dir", func(b *testing.B) {
+		dir, err := store.OpenDir(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dir.Close()
+		d := store.ForValues(dir)
+		fill(b, d)
+		benchOpen(b, d, func() (int, error) { hs, err := dir.Handles("bench"); return len(hs), err })
+	})
+}
+
+func benchOpen(b *testing.B, d values.Durable, records func() (int, error)) {
+	b.Run("records", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if n, err := records(); err != nil || n != 10000 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := values.Open(d, "bench")
+			if err != nil || s.Len() != 10000 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzOpenRecord opens a session whose one record holds arbitrary kind,
+// Meta and body: Open never panics, and when it succeeds the value's preview keeps
+// its bound and is valid UTF-8, and reading it fails cleanly or returns
+// its recorded size.
+func FuzzOpenRecord(f *testing.F) {
+	f.Add("array", []byte(`{"v":1,"n":3,"max":2048,"preview":"r1 = array(len=3, [1, 2, 3])"}`), []byte("[1,2,3]"))
+	f.Add("text", []byte(`{"v":1,"n":7,"lines":1,"preview":"r1 = \"a\\u00e9\\\\\" \ud800"}`), []byte("[1,2,3]"))
+	f.Add("binary", []byte(`{"v":1,"n":7,"sha256":"00","ctype":"x"}`), []byte("[1,2,3]"))
+	f.Add("object", []byte(` { "v" : 1 , "x" : -1.5e3 , "preview" : "`+strings.Repeat("p", 3000)+`" } `), []byte("[1,2,3]"))
+	f.Add("number", []byte(`{"v":1,"n":99999999999999999999999}`), []byte("[1,2,3]"))
+	f.Add("null", []byte(`{"v":1,"max":"2048"}`), []byte("[1,2,3]"))
+	f.Add("array", []byte(`{"v":1,"n":3}`), []byte(`[1,2`))
+	f.Add("object", []byte(`{"v":1,"n":1}`), []byte(`{"a":`+"\xff"+`}`))
+	f.Add("text", []byte(`{"v":1,"n":1}`), []byte("\xff"))
+	f.Fuzz(func(t *testing.T, kind string, meta, body []byte) {
+		mem := store.NewMemory()
+		defer mem.Close()
+		d := store.ForValues(mem)
+		key, err := d.PutBody(testSession, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.AppendRecord(testSession, values.Record{Handle: "r1", Key: key, Kind: kind, Size: int64(len(body)), Meta: meta}) != nil {
+			return // beyond the store's limits
+		}
+		s, err := values.Open(d, testSession, values.WithMaxPreview(values.MinMaxPreview))
+		if err != nil {
+			return
+		}
+		v, ok := s.Get("r1")
+		if !ok {
+			t.Fatal("Get(r1) = false after a successful Open")
+		}
+		for _, h := range []string{"r1", "other"} {
+			if p := values.RenderPreview(h, v); len(p) > values.MinMaxPreview || !utf8.ValidString(p) {
+				t.Errorf("preview %q: %d bytes, valid UTF-8 %v", p, len(p), utf8.ValidString(p))
+			}
+		}
+		if b, err := v.Load(); err == nil && len(b) != v.Size() {
+			t.Errorf("Load: %d bytes, Size %d", len(b), v.Size())
+		}
+		s.Resolve([]byte(`["$r1","$r1.0","$r1.x"]`))
+		s.Read("r1", 0, 0)
+	})
+}
