@@ -173,17 +173,18 @@ func (s *SessionValues) persist(n int, h string, x *value) {
 		err = fmt.Errorf("values: storing %s: %w", h, err)
 	}
 	preview := ""
-	var rec Record
+	// A body that could not be stored still gets a record without a key, so
+	// that a reopened session knows the handle was handed out (and lost)
+	// and never hands its number out again.
+	rec := Record{Handle: h, Kind: x.kind.String(), Size: int64(len(x.raw))}
 	if err == nil {
 		preview = RenderPreview(h, Value{x})
-		rec = Record{Handle: h, Key: key, Kind: x.kind.String(), Size: int64(len(x.raw)), Meta: encodeMeta(x, preview)}
+		rec.Key, rec.Meta = key, encodeMeta(x, preview)
 	}
 	done = true
 	d.inTurn(n, func() {
-		if err == nil {
-			if err = d.d.AppendRecord(d.session, rec); err != nil {
-				err = fmt.Errorf("values: recording %s: %w", h, err)
-			}
+		if aerr := d.d.AppendRecord(d.session, rec); aerr != nil && err == nil {
+			err = fmt.Errorf("values: recording %s: %w", h, aerr)
 		}
 	})
 	if err != nil {
@@ -236,12 +237,13 @@ func (s *SessionValues) Durable(handle string) bool {
 // does it read the body to render a new one.
 //
 // Handles go on after the highest recorded one, so no recorded handle is
-// ever handed out again. A handle whose persistence failed (see
-// [WithDurable]) was not recorded: after Open it is unknown ([SessionValues.Get]
+// ever handed out again. A handle whose body could not be stored is
+// recorded without a body, and one whose record could not be appended is
+// not recorded: either way it is unknown after Open ([SessionValues.Get]
 // reports false, a reference to it is unresolved with [ErrUnknownHandle],
-// and [SessionValues.Len] and [SessionValues.Handles] leave it out). When
-// such handles were the last ones before the process ended, nothing
-// records them, and their numbers are handed out again after Open.
+// and [SessionValues.Len] and [SessionValues.Handles] leave it out). Only
+// when the store failed to append even that record for the last handles
+// before the process ended can their numbers be handed out again.
 //
 // Open fails with the error of [Durable.Records], and with an error for a
 // record it did not write (a handle not of the form r1, r2, …, a handle

@@ -850,3 +850,39 @@ func FuzzOpenRecord(f *testing.F) {
 		s.Read("r1", 0, 0)
 	})
 }
+
+// A body that cannot be stored still leaves a record without a body, so a
+// reopened session never hands the lost handle's number out again.
+func TestDurableBodyFailureKeepsNumbering(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	c := &counting{Durable: store.ForValues(mem)}
+	var failed []string
+	s := values.New(values.WithDurable(c, testSession),
+		values.WithStoreErrors(func(h string, err error) { failed = append(failed, h) }))
+	s.PutOutput([]byte("one"))
+	c.failBodies.Store(true)
+	s.PutOutput([]byte("two"))
+	s.PutOutput([]byte("three"))
+	if diff := cmp.Diff([]string{"r2", "r3"}, failed); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+	if v, _ := s.Get("r3"); string(v.Bytes()) != "three" || s.Durable("r3") {
+		t.Errorf("r3 = %q, durable %v; want it in memory, not durable", v.Bytes(), s.Durable("r3"))
+	}
+	c.failBodies.Store(false)
+
+	s2, err := values.Open(c, testSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r1"}, s2.Handles()); diff != "" {
+		t.Errorf("handles after Open (-want +got):\n%s", diff)
+	}
+	if _, ok := s2.Get("r3"); ok {
+		t.Error("r3, whose body was never stored, is known after Open")
+	}
+	if h := s2.PutOutput([]byte("four")); h != "r4" {
+		t.Errorf("next handle %s, want r4: a lost handle's number was handed out again", h)
+	}
+}

@@ -33,11 +33,33 @@
 // bound, whatever the value; see the function for the grammar.
 // [ReferenceHint] is the line that tells the model how to reach the rest.
 //
+// # References
+//
+// A tool argument that is exactly a string of the form
+//
+//	ref     = "$" handle *("." segment)
+//	handle  = "r" digit1-9 *digit          ; r0, r01 are not handles
+//	segment = 1*(char / "\." / "\\")       ; "\." is a literal dot inside a key
+//
+// names a stored value or a part of one: a segment is an object key or an
+// array index (0, 1, …; -1 is the last item). [SessionValues.Resolve]
+// replaces each such string with the JSON of what it names; a string that
+// merely contains one is left alone, "$$r1" passes the literal "$r1", and a
+// reference that names nothing is left as written and reported.
+// [SessionValues.Prepare] resolves, then validates against the tool's
+// [Schema], and explains every violation by JSON pointer and reference.
+// [SessionValues.Read] and the read_value tool ([ReadValueTool]) page any
+// value's bytes.
+//
 // # Limits
 //
-// Every limit is an [Option] with a documented default: the preview bound
-// ([WithMaxPreview], 2 KiB) and the size up to which [SessionValues.Observe]
-// shows a result whole ([WithInlineLimit], the preview bound).
+// Every limit is an [Option] or constant with a documented default: the
+// preview bound ([WithMaxPreview], 2 KiB), the size up to which
+// [SessionValues.Observe] shows a result whole ([WithInlineLimit], the
+// preview bound), the size of resolved arguments ([WithMaxResolved],
+// 64 MiB), the page size of reads ([DefaultReadLimit], 32 KiB, at most
+// [MaxReadLimit]) and, with durability, the size above which values live
+// only in the durable store ([WithMemoryLimit], 4 MiB).
 //
 // # Durability
 //
@@ -294,8 +316,9 @@ func (s *SessionValues) Handles() []string {
 }
 
 // parseHandle parses "r" followed by a decimal number without leading zeros.
+// At most 18 digits are accepted, so the number cannot overflow.
 func parseHandle(h string) (int, bool) {
-	if len(h) < 2 || len(h) > 20 || h[0] != 'r' || h[1] == '0' {
+	if len(h) < 2 || len(h) > 19 || h[0] != 'r' || h[1] == '0' {
 		return 0, false
 	}
 	n := 0

@@ -63,7 +63,7 @@ func TestHandlesAreShortAndSequential(t *testing.T) {
 	if !ok || string(v.JSON()) != "1" {
 		t.Errorf("Get(r1) = %s, %v", v.JSON(), ok)
 	}
-	for _, h := range []string{"nope", "r0", "r01", "r5", "r", "$r1", "R1", "r-1", "r99999999999999999999999"} {
+	for _, h := range []string{"nope", "r0", "r01", "r5", "r", "$r1", "R1", "r-1", "r99999999999999999999999", "r9999999999999999999", "r18446744073709551617"} {
 		if _, ok := s.Get(h); ok {
 			t.Errorf("Get(%q) found a value", h)
 		}
