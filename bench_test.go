@@ -128,8 +128,9 @@ func BenchmarkBaselineTextFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkRetainedJSONArray reports the heap retained by one stored 100 MB
-// array as a multiple of its raw size (retained/raw); the target is ≤ 1.2.
+// BenchmarkRetainedJSONArray reports the heap retained by storing a fresh
+// 100 MB array, output bytes included, as a multiple of its raw size
+// (retained/raw); the target is at most 1.2.
 func BenchmarkRetainedJSONArray(b *testing.B) {
 	data := bigJSONArray()
 	for b.Loop() {
@@ -137,7 +138,7 @@ func BenchmarkRetainedJSONArray(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		s := New()
-		s.PutOutput(data)
+		s.PutOutput(bytes.Clone(data)) // the tool's output, now owned by the store
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(data)), "retained/raw")

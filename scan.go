@@ -190,18 +190,22 @@ func scanKey(d []byte, i int) (int, span, error) {
 func scanString(d []byte, i int) (int, error) {
 	i++
 	for {
-		for i+8 <= len(d) {
+		for {
+			if i+8 > len(d) {
+				// Fewer than eight bytes left: one at a time.
+				for i < len(d) && strPlain[d[i]] {
+					i++
+				}
+				if i >= len(d) {
+					return i, syntaxErr(d, i, "unterminated string")
+				}
+				break
+			}
 			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
-		}
-		for i < len(d) && strPlain[d[i]] {
-			i++
-		}
-		if i >= len(d) {
-			return i, syntaxErr(d, i, "unterminated string")
 		}
 		switch c := d[i]; {
 		case c == '"':
