@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Fuzz targets check properties, not only the absence of panics. Run one
@@ -168,6 +170,41 @@ func FuzzQuote(f *testing.F) {
 		}
 		if n, _ := stringStats(q); n != len(s) || string(appendUnescaped(nil, q)) != string(s) {
 			t.Fatalf("stringStats/appendUnescaped disagree on %s", q)
+		}
+	})
+}
+
+// FuzzScanSplit checks that the two-goroutine scan of an array gives the
+// same result as the one-goroutine scan, whether its guess of a boundary
+// is right or wrong.
+func FuzzScanSplit(f *testing.F) {
+	for _, seed := range []string{
+		`[{"a":1},{"b":[{"c":2},{"d":3}]},{"e":"},{"}]`, `[[1],[2],[3],[4]]`, `[{"x":"},{"},{}]`,
+		`[{},{},{} ,  {}]`, `[{"a":[{},{}]},1,2]`, `[{},{]`, `[{},{},x]`, ` [ {} , [ ] ] `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		top1, sh1, err1, _ := scanFrom(data, 0, false, -1)
+		top2, sh2, err2, ok := scanSplit(data)
+		if !ok {
+			return
+		}
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("one scan: %v, split scan: %v, for %q", err1, err2, data)
+		}
+		if err1 != nil {
+			return
+		}
+		if top1 != top2 || sh1.count != sh2.count {
+			t.Fatalf("top %v/%v count %d/%d for %q", top1, top2, sh1.count, sh2.count, data)
+		}
+		if diff := cmp.Diff(sh1.head, sh2.head, cmp.AllowUnexported(child{}, span{})); diff != "" {
+			t.Fatalf("head (-one +split):\n%s\nfor %q", diff, data)
+		}
+		k := min(sh1.count, scanTail)
+		if diff := cmp.Diff(sh1.lastChildren(k), sh2.lastChildren(k), cmp.AllowUnexported(child{}, span{})); diff != "" {
+			t.Fatalf("tail (-one +split):\n%s\nfor %q", diff, data)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"unicode/utf8"
 )
 
@@ -70,24 +71,127 @@ func skipSpace(d []byte, i int) int {
 // scanJSON validates d as exactly one JSON value (surrounding whitespace
 // allowed) in one pass and records the shape of a top-level container.
 // It returns the span of the value without the surrounding whitespace.
+//
+// A large top-level array is scanned by two goroutines, each over about
+// half of it (see scanSplit); both have ended when scanJSON returns.
 func scanJSON(d []byte) (span, shape, error) {
+	if len(d) >= splitScanMin && runtime.GOMAXPROCS(0) > 1 {
+		if top, sh, err, ok := scanSplit(d); ok {
+			return top, sh, err
+		}
+	}
+	top, sh, err, _ := scanFrom(d, 0, false, -1)
+	return top, sh, err
+}
+
+// splitScanMin is the size from which scanJSON splits the scan of an array
+// in two: below it, starting a goroutine costs more than it saves.
+const splitScanMin = 4 << 20
+
+// scanSplit scans a top-level array in two halves at once. The second
+// half starts at a guessed boundary between two items of the array; the
+// guess is confirmed when the scan of the first half arrives at that very
+// offset as the start of an item of the array (the rest of the document is
+// then context-free). When the guess was wrong, the first scan simply goes
+// on to the end and the second one's result is dropped. ok is false when d
+// is not an array or no boundary was found, and the caller scans alone.
+func scanSplit(d []byte) (top span, sh shape, err error, ok bool) {
+	start := skipSpace(d, 0)
+	if start >= len(d) || d[start] != '[' {
+		return top, sh, nil, false
+	}
+	mid := guessItemStart(d, start+len(d)/2)
+	if mid < 0 {
+		return top, sh, nil, false
+	}
+	type result struct {
+		top span
+		sh  shape
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		t, s, e, _ := scanFrom(d, mid, true, -1)
+		second <- result{t, s, e}
+	}()
+	top, sh, err, stopped := scanFrom(d, 0, false, mid)
+	r := <-second // always wait: no goroutine outlives the call
+	if !stopped {
+		return top, sh, err, true // the guess was wrong; the first scan did it all
+	}
+	if r.err != nil {
+		return top, sh, r.err, true
+	}
+	top.end = r.top.end
+	return top, joinShapes(&sh, &r.sh), nil, true
+}
+
+// guessItemStart returns the first offset at or after from that follows
+// "}," or "]," (with optional whitespace) and starts an object or array: a
+// likely start of an item of a large array of objects or arrays. It
+// returns -1 when there is none within a small window.
+func guessItemStart(d []byte, from int) int {
+	const window = 1 << 20
+	for i, end := from, min(len(d), from+window); i < end; i++ {
+		if d[i] != ',' || i == 0 || (d[i-1] != '}' && d[i-1] != ']') {
+			continue
+		}
+		j := skipSpace(d, i+1)
+		if j < len(d) && (d[j] == '{' || d[j] == '[') {
+			return j
+		}
+	}
+	return -1
+}
+
+// joinShapes returns the shape of an array whose items are those of a
+// followed by those of b.
+func joinShapes(a, b *shape) shape {
+	sh := shape{count: a.count + b.count, head: a.head}
+	for _, c := range b.head {
+		if len(sh.head) == scanHead {
+			break
+		}
+		sh.head = append(sh.head, c)
+	}
+	last := append(a.lastChildren(min(a.count, scanTail)), b.lastChildren(min(b.count, scanTail))...)
+	last = last[max(0, len(last)-scanTail):]
+	for k, c := range last {
+		sh.tail[(sh.count-len(last)+k)%scanTail] = c
+	}
+	return sh
+}
+
+// scanFrom is the scanner. With inArray false it scans d from offset from
+// as one whole JSON value. With inArray true it starts inside a top-level
+// array, at the item at offset from, and scans to the end of the document.
+// With stop ≥ 0 it stops, reporting stopped, when an item of a top-level
+// array starts exactly at offset stop, and gives up stopping once it has
+// gone past it.
+func scanFrom(d []byte, from int, inArray bool, stop int) (top span, sh shape, err error, stopped bool) {
 	var (
-		sh       shape
 		stack    []byte // open containers, '[' or '{'
 		curStart int    // start of the current depth-1 child
 		curKey   span   // key of the current depth-1 field
-		top      span
-		err      error
 	)
-	i := skipSpace(d, 0)
+	i := skipSpace(d, from)
 	top.start = i
+	if inArray {
+		stack = append(stack, '[')
+	}
 	for {
 		// A value starts at i (after optional whitespace).
 		i = skipSpace(d, i)
 		if i >= len(d) {
-			return top, sh, syntaxErr(d, i, "unexpected end of input")
+			return top, sh, syntaxErr(d, i, "unexpected end of input"), false
 		}
 		if len(stack) == 1 {
+			if i >= stop && stop >= 0 {
+				if i == stop && stack[0] == '[' {
+					return top, sh, nil, true
+				}
+				stop = -1
+			}
 			curStart = i
 		}
 		switch c := d[i]; c {
@@ -102,7 +206,7 @@ func scanJSON(d []byte) (span, shape, error) {
 			if c == '{' {
 				var k span
 				if i, k, err = scanKey(d, i); err != nil {
-					return top, sh, err
+					return top, sh, err, false
 				}
 				if len(stack) == 1 {
 					curKey = k
@@ -111,11 +215,11 @@ func scanJSON(d []byte) (span, shape, error) {
 			continue
 		case '"':
 			if i, err = scanString(d, i); err != nil {
-				return top, sh, err
+				return top, sh, err, false
 			}
 		default:
 			if i, err = scanScalar(d, i); err != nil {
-				return top, sh, err
+				return top, sh, err, false
 			}
 		}
 		// A value ended at i; close containers until one continues.
@@ -124,9 +228,9 @@ func scanJSON(d []byte) (span, shape, error) {
 			case 0:
 				top.end = i
 				if j := skipSpace(d, i); j != len(d) {
-					return top, sh, syntaxErr(d, j, "unexpected data after the value")
+					return top, sh, syntaxErr(d, j, "unexpected data after the value"), false
 				}
-				return top, sh, nil
+				return top, sh, nil, false
 			case 1:
 				c := child{key: curKey, val: span{curStart, i}}
 				if sh.count < scanHead {
@@ -137,7 +241,7 @@ func scanJSON(d []byte) (span, shape, error) {
 			}
 			i = skipSpace(d, i)
 			if i >= len(d) {
-				return top, sh, syntaxErr(d, i, "unexpected end of input")
+				return top, sh, syntaxErr(d, i, "unexpected end of input"), false
 			}
 			open := stack[len(stack)-1]
 			if d[i] == open+2 {
@@ -146,13 +250,13 @@ func scanJSON(d []byte) (span, shape, error) {
 				continue
 			}
 			if d[i] != ',' {
-				return top, sh, syntaxErr(d, i, fmt.Sprintf("want ',' or %q", open+2))
+				return top, sh, syntaxErr(d, i, fmt.Sprintf("want ',' or %q", open+2)), false
 			}
 			i++
 			if open == '{' {
 				var k span
 				if i, k, err = scanKey(d, i); err != nil {
-					return top, sh, err
+					return top, sh, err, false
 				}
 				if len(stack) == 1 {
 					curKey = k
