@@ -24,7 +24,9 @@
 // received, the UTF-8 text, or the binary bytes. It is validated once, at
 // Put, in the same pass that computes the small index previews need, so a
 // preview costs time proportional to the preview, never to the value. No
-// decoded tree of a value is kept.
+// decoded tree of a value is kept. A JSON array of 4 MiB or more is
+// validated by two goroutines, one for each half; both have ended when Put
+// returns.
 //
 // # Previews
 //
