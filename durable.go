@@ -62,6 +62,11 @@ type Record struct {
 // ([Reference.Err]).
 var ErrUnavailable = errors.New("value unavailable")
 
+// ErrSessionExists is wrapped by the error [New] tells the [WithStoreErrors]
+// callback when the session given [WithDurable] already has records: such a
+// session is continued with [Open], never by New.
+var ErrSessionExists = errors.New("session exists")
+
 // DefaultMemoryLimit is the default of [WithMemoryLimit] for a durable
 // store: values up to 4 MiB stay in memory, where previews, references and
 // reads cost nothing extra; larger ones are read back from the store when
@@ -78,14 +83,21 @@ const DefaultMemoryLimit = 4 << 20
 // A store failure never fails a Put. The value stays in memory for the
 // life of the SessionValues (never dropped by [WithMemoryLimit]), the
 // failure goes to the [WithStoreErrors] callback, and
-// [SessionValues.Durable] reports false for the handle. No record is
-// appended for a body that failed; a handle whose record append failed is
-// not in the table either. Such a handle is unknown to a session reopened
-// with [Open].
+// [SessionValues.Durable] reports false for the handle. For a body that
+// failed, a record without a key is still appended, so that a reopened
+// session knows the handle was handed out and never hands its number out
+// again; a handle whose record append failed is not in the table at all.
+// Either way the handle is unknown to a session reopened with [Open].
 //
-// [New] with WithDurable starts a new session: session must have no
-// records yet, and at most one SessionValues may write a session at a
-// time. Use [Open] to continue a session. A nil d leaves the store in
+// [New] with WithDurable starts a new session, and first reads its records
+// once with [Durable.Records] to check that it has none. When it has some,
+// or they cannot be read, New disables durability for the store it
+// returns: its values stay in memory only, nothing is written to d, and
+// the WithStoreErrors callback is told once, with the handle "" and an
+// error wrapping [ErrSessionExists] or the error of Records. This keeps a
+// second New on a session from handing out its recorded handles again and
+// so breaking it for Open. Use [Open] to continue a session. At most one
+// SessionValues may write a session at a time. A nil d leaves the store in
 // memory only.
 func WithDurable(d Durable, session string) Option {
 	return func(c *config) { c.durable, c.session = d, session }
@@ -94,9 +106,16 @@ func WithDurable(d Durable, session string) Option {
 // WithMemoryLimit sets the size in bytes above which a durably stored
 // value is kept only in the durable store: once its body and record are
 // stored its bytes are dropped from memory and read back from the store
-// each time they are needed (its preview, kind and sizes stay in memory).
+// when they are needed (its preview, kind and sizes stay in memory).
 // 0 selects [DefaultMemoryLimit]; a negative n keeps every value in memory.
-// It has no effect without [WithDurable]. A [Value] obtained before the
+// It has no effect without [WithDurable].
+//
+// The store holds in memory the one such value it read back last, so that
+// a Resolve with many paths into it, or paging through it with
+// [SessionValues.Read], reads it back once; reading back another one
+// replaces it. So at most one value above the limit is held in memory at a
+// time, besides the values within it. [Value.Load] uses the held value but
+// does not make its own read the held one. A [Value] obtained before the
 // bytes were dropped keeps them alive until it is no longer used, and so
 // does the caller's own reference to the slice it passed to
 // [SessionValues.PutOutput] or [SessionValues.Observe], which the store
@@ -109,6 +128,12 @@ func WithMemoryLimit(n int) Option { return func(c *config) { c.memLimit = n } }
 // any lock of the store, so it may call the store; calls for concurrent
 // Puts may be concurrent. Nil, the default, ignores failures, which
 // [SessionValues.Durable] still reports.
+//
+// It is also told, once, by [New] when durability is disabled because the
+// session already has records or they cannot be read (see [WithDurable]):
+// with the handle "" and an error wrapping [ErrSessionExists] or the error
+// of [Durable.Records]. That call is on the goroutine of New, before New
+// returns; the store it returns never calls the callback again.
 func WithStoreErrors(f func(handle string, err error)) Option {
 	return func(c *config) { c.onStoreError = f }
 }
@@ -125,6 +150,14 @@ type durability struct {
 	mu   sync.Mutex // orders record appends
 	turn sync.Cond  // signalled when next changes
 	next int        // number of the handle whose record is appended next
+
+	// held is the value over the limit read back last, with its bytes: see
+	// WithMemoryLimit.
+	held struct {
+		sync.Mutex
+		d *disk  // whose value v is; nil when none is held
+		v *value // with its bytes
+	}
 }
 
 func newDurability(c *config) *durability {
@@ -137,6 +170,29 @@ func newDurability(c *config) *durability {
 	}
 	d.turn.L = &d.mu
 	return d
+}
+
+// startSession is New's check that the session of a durable store has no
+// records yet: when it has some, or they cannot be read, it disables
+// durability and tells the callback, once, why.
+func (s *SessionValues) startSession() {
+	d := s.dur
+	if d == nil {
+		return
+	}
+	recs, err := d.d.Records(d.session)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("values: cannot check that session %q is new, so its values are kept in memory only: %w", d.session, err)
+	case len(recs) > 0:
+		err = fmt.Errorf("values: %w: session %q already has %d records; reopen it with Open (this store keeps its values in memory only)", ErrSessionExists, d.session, len(recs))
+	default:
+		return
+	}
+	s.dur = nil // before s is shared: New has not returned it yet
+	if d.onErr != nil {
+		d.onErr("", err)
+	}
 }
 
 // inTurn waits until the records of the handles before number n have been
@@ -231,13 +287,15 @@ func (s *SessionValues) Durable(handle string) bool {
 // length, lines, size, digest and content type come from its record, and
 // its bytes are read back on first use (by [Value.JSON], a reference, a
 // read). A value within the memory limit ([WithMemoryLimit]) is then kept
-// in memory; a larger one is read back each time. [RenderPreview] returns
-// the preview recorded when the value was stored, unless it is asked for
-// another handle or is longer than the store's preview bound: only then
-// does it read the body to render a new one.
+// in memory; a larger one is held only until another larger one is read
+// back. [RenderPreview] returns the preview recorded when the value was
+// stored, unless it is asked for another handle or is longer than the
+// store's preview bound: only then does it read the body to render a new
+// one.
 //
 // Handles go on after the highest recorded one, so no recorded handle is
-// ever handed out again. A handle whose body could not be stored is
+// ever handed out again. A record appended twice (the same handle, key,
+// kind and size) counts once. A handle whose body could not be stored is
 // recorded without a body, and one whose record could not be appended is
 // not recorded: either way it is unknown after Open ([SessionValues.Get]
 // reports false, a reference to it is unresolved with [ErrUnknownHandle],
@@ -246,10 +304,11 @@ func (s *SessionValues) Durable(handle string) bool {
 // before the process ended can their numbers be handed out again.
 //
 // Open fails with the error of [Durable.Records], and with an error for a
-// record it did not write (a handle not of the form r1, r2, …, a handle
-// recorded twice, an unknown kind or malformed Meta).
+// record it did not write: a handle not of the form r1, r2, …, two
+// different records for one handle, an unknown kind, malformed Meta, or a
+// handle number more than [MaxUnrecorded] past the number of records.
 func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
-	s := New(append(opts[:len(opts):len(opts)], WithDurable(d, session))...)
+	s := newStore(append(opts[:len(opts):len(opts)], WithDurable(d, session)))
 	if d == nil {
 		return s, nil
 	}
@@ -260,24 +319,33 @@ func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 	top := 0
 	for i := range recs {
 		n, ok := parseHandle(recs[i].Handle)
-		if !ok || n > maxOpenHandle {
-			return nil, fmt.Errorf("values: opening session %q: record %d: %q is not a handle r1, r2, … up to r%d", session, i, clipString(recs[i].Handle), maxOpenHandle)
+		if !ok {
+			return nil, fmt.Errorf("values: opening session %q: record %d: %q is not a handle r1, r2, …", session, i, clipString(recs[i].Handle))
+		}
+		if n > len(recs)+MaxUnrecorded {
+			return nil, fmt.Errorf("values: opening session %q: record %d: handle %s is more than %d past the %d records; a record was damaged or not written by this package", session, i, recs[i].Handle, MaxUnrecorded, len(recs))
 		}
 		top = max(top, n)
 	}
 	vals := make([]Value, top)
+	first := make([]int, top) // index+1 in recs of the first record of each handle
 	for i := range recs {
-		n, _ := parseHandle(recs[i].Handle)
-		if vals[n-1].v != nil {
-			return nil, fmt.Errorf("values: opening session %q: handle %s is recorded twice; was the session written by two stores at once?", session, recs[i].Handle)
+		r := &recs[i]
+		n, _ := parseHandle(r.Handle)
+		if j := first[n-1]; j != 0 {
+			if p := &recs[j-1]; p.Key != r.Key || p.Kind != r.Kind || p.Size != r.Size {
+				return nil, fmt.Errorf("values: opening session %q: handle %s is recorded twice, differently (records %d and %d); was the session written by two stores at once?", session, r.Handle, j-1, i)
+			}
+			continue // the same record appended again
 		}
-		if recs[i].Key == "" { // a handle recorded without a body
+		first[n-1] = i + 1
+		if r.Key == "" { // a handle recorded without a body
 			vals[n-1] = Value{lostValue}
 			continue
 		}
-		x, err := s.fromRecord(&recs[i])
+		x, err := s.fromRecord(r)
 		if err != nil {
-			return nil, fmt.Errorf("values: opening session %q: record %d (%s): %w", session, i, recs[i].Handle, err)
+			return nil, fmt.Errorf("values: opening session %q: record %d (%s): %w", session, i, r.Handle, err)
 		}
 		vals[n-1] = Value{x}
 	}
@@ -297,10 +365,15 @@ func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 	return s, nil
 }
 
-// maxOpenHandle bounds the highest handle number Open accepts, so that a
-// damaged or foreign record cannot make it allocate without bound: far
-// more values than any session stores.
-const maxOpenHandle = 1 << 26
+// MaxUnrecorded is how many handles of a session may lack a record for
+// [Open] to accept it: a handle number more than MaxUnrecorded past the
+// number of records is taken for a damaged or foreign record, and Open
+// fails. A handle lacks a record only when the store failed to append it
+// (see [WithDurable]), so a real session stays far below this. Open
+// allocates about 17 bytes for every handle number up to the highest, so
+// the bound keeps what one bad record can make it allocate to about 17 MiB
+// beyond what the records take already.
+const MaxUnrecorded = 1 << 20
 
 // lostValue stands, in a reopened store, for a handle that was handed out
 // but never recorded. It is never modified.
@@ -480,6 +553,23 @@ type disk struct {
 	cache   atomic.Pointer[value] // the value with its bytes, once read back, when keep
 }
 
+// heldValue returns the value held for d, or nil when d's is not held.
+func (src *durability) heldValue(d *disk) *value {
+	src.held.Lock()
+	defer src.held.Unlock()
+	if src.held.d != d {
+		return nil
+	}
+	return src.held.v
+}
+
+// hold makes m, read back for d, the held value, replacing the one held.
+func (src *durability) hold(d *disk, m *value) {
+	src.held.Lock()
+	src.held.d, src.held.v = d, m
+	src.held.Unlock()
+}
+
 // onDisk returns a copy of x, of byte size size, whose bytes are read back
 // through d. The copy and d are one allocation.
 func onDisk(x *value, size int, d *disk) *value {
@@ -495,30 +585,44 @@ func onDisk(x *value, size int, d *disk) *value {
 // loaded returns x itself when its bytes are in memory, and otherwise a
 // copy of x holding its bytes read back from the store; shared reports
 // whether the copy's bytes are kept by the store (so must not be handed
-// out to be modified). Bytes read back are checked again as Put checks
-// them (JSON valid and of the recorded kind, text valid UTF-8), so that a
-// record that does not match its body is an error rather than a value the
-// rest of the package would misread. The error wraps ErrUnavailable and
-// has no "values: " prefix, for the caller to add with its context.
-func (x *value) loaded() (m *value, shared bool, err error) {
+// out to be modified). A value within the memory limit is kept once read
+// back; a larger one becomes the held value (see WithMemoryLimit).
+func (x *value) loaded() (m *value, shared bool, err error) { return x.load(true) }
+
+// load is loaded; hold false leaves a value over the memory limit read
+// back unheld, and so unshared, for Load to hand out without a copy. Bytes
+// read back are checked again as Put checks them (JSON valid and of the
+// recorded kind, text valid UTF-8), so that a record that does not match
+// its body is an error rather than a value the rest of the package would
+// misread. The error wraps ErrUnavailable and has no "values: " prefix,
+// for the caller to add with its context.
+func (x *value) load(hold bool) (m *value, shared bool, err error) {
 	d := x.disk
 	if d == nil {
 		return x, true, nil
 	}
-	if c := d.cache.Load(); c != nil {
+	if d.keep {
+		if c := d.cache.Load(); c != nil {
+			return c, true, nil
+		}
+	} else if c := d.src.heldValue(d); c != nil {
 		return c, true, nil
 	}
-	b, err := d.src.d.Body(d.src.session, d.key)
+	b, err := d.src.d.Body(d.src.session, d.key) // outside any lock: it may be slow
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: reading %s back: %w", ErrUnavailable, d.handle, err)
 	}
 	if m, err = x.rebuild(b); err != nil {
 		return nil, false, fmt.Errorf("%w: %s read back: %w", ErrUnavailable, d.handle, err)
 	}
-	if d.keep {
+	switch {
+	case d.keep:
 		if !d.cache.CompareAndSwap(nil, m) {
 			return d.cache.Load(), true, nil
 		}
+		return m, true, nil
+	case hold:
+		d.src.hold(d, m)
 		return m, true, nil
 	}
 	return m, false, nil
@@ -584,9 +688,11 @@ func (x *value) cachedPreview(handle string, limit int) (string, bool) {
 // Load returns a new copy of the value's bytes, as [Value.Bytes] does, and
 // for a value kept only in the durable store ([WithMemoryLimit], [Open])
 // reads them back, failing with an error wrapping [ErrUnavailable] and the
-// store's error when it cannot.
+// store's error when it cannot. It copies a value the store holds in
+// memory rather than read it again, but the bytes it reads back for a value
+// over the memory limit are the caller's and are not held by the store.
 func (v Value) Load() ([]byte, error) {
-	m, shared, err := v.get().loaded()
+	m, shared, err := v.get().load(false)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}

@@ -27,14 +27,17 @@ import (
 
 const testSession = "session-1"
 
-// counting wraps a Durable, counts the bodies read back and can be made to
-// fail reads, writes of bodies, or the record of one handle.
+// counting wraps a Durable, counts the bodies read back and written, and can
+// be made to fail reads, writes of bodies, reads of the records, or the
+// record of one handle.
 type counting struct {
 	values.Durable
-	reads      atomic.Int64
-	failReads  atomic.Bool
-	failBodies atomic.Bool
-	failRecord string // handle whose AppendRecord fails
+	reads       atomic.Int64
+	writes      atomic.Int64 // PutBody and AppendRecord calls
+	failReads   atomic.Bool
+	failBodies  atomic.Bool
+	failRecords atomic.Bool
+	failRecord  string // handle whose AppendRecord fails
 }
 
 var errInjected = errors.New("injected failure")
@@ -48,6 +51,7 @@ func (c *counting) Body(session, key string) ([]byte, error) {
 }
 
 func (c *counting) PutBody(session string, body []byte) (string, error) {
+	c.writes.Add(1)
 	if c.failBodies.Load() {
 		return "", fmt.Errorf("test: %w", errInjected)
 	}
@@ -55,10 +59,18 @@ func (c *counting) PutBody(session string, body []byte) (string, error) {
 }
 
 func (c *counting) AppendRecord(session string, r values.Record) error {
+	c.writes.Add(1)
 	if r.Handle == c.failRecord {
 		return fmt.Errorf("test: %w", errInjected)
 	}
 	return c.Durable.AppendRecord(session, r)
+}
+
+func (c *counting) Records(session string) ([]values.Record, error) {
+	if c.failRecords.Load() {
+		return nil, fmt.Errorf("test: %w", errInjected)
+	}
+	return c.Durable.Records(session)
 }
 
 const testMemLimit = 64 << 10
@@ -141,15 +153,24 @@ func takeSnapshot(t *testing.T, s *values.SessionValues) snapshot {
 // readAll pages ref with a small limit and reassembles it.
 func readAll(t *testing.T, s *values.SessionValues, ref string) string {
 	t.Helper()
+	got, err := pageAll(s, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// pageAll pages ref with a small limit and reassembles it.
+func pageAll(s *values.SessionValues, ref string) (string, error) {
 	var b strings.Builder
-	for off, n := 0, 0; ; n++ {
+	for off := 0; ; {
 		p, err := s.Read(ref, off, 16<<10)
 		if err != nil {
-			t.Fatalf("Read(%s, %d): %v", ref, off, err)
+			return "", fmt.Errorf("Read(%s, %d): %w", ref, off, err)
 		}
 		b.WriteString(p.Content)
 		if !p.More {
-			return b.String()
+			return b.String(), nil
 		}
 		off = p.Next
 	}
@@ -237,14 +258,21 @@ func TestDurableRoundTrip(t *testing.T) {
 			t.Errorf("after Open (-before +after):\n%s", diff)
 		}
 		// A value within the limit is read back once and kept; one over it
-		// is read back each time.
-		for h, want := range map[string]int64{"r1": 0, "r3": 0, "r8": 2, "r10": 2} {
+		// is read back once and held until another one over it is read
+		// back.
+		if v, _ := s2.Get("r8"); v.JSON() == nil { // r8 held, whatever the snapshot read last
+			t.Fatal("r8 does not read back")
+		}
+		for i, tc := range []struct {
+			h    string
+			want int64
+		}{{"r8", 0}, {"r1", 0}, {"r3", 0}, {"r10", 1}, {"r10", 0}, {"r1", 0}, {"r10", 0}, {"r8", 1}, {"r10", 1}} {
 			before := c2.reads.Load()
-			v, _ := s2.Get(h)
+			v, _ := s2.Get(tc.h)
 			v.JSON()
 			v.JSON()
-			if got := c2.reads.Load() - before; got != want {
-				t.Errorf("two JSON calls on %s read %d bodies back, want %d", h, got, want)
+			if got := c2.reads.Load() - before; got != tc.want {
+				t.Errorf("step %d: two JSON calls on %s read %d bodies back, want %d", i, tc.h, got, tc.want)
 			}
 		}
 		// Numbering goes on after the reopen.
@@ -523,7 +551,9 @@ func TestOpenBadRecords(t *testing.T) {
 		{"not a handle", []values.Record{{Handle: "x1", Key: store.KeyOf(nil), Kind: "text"}}},
 		{"leading zero", []values.Record{{Handle: "r01", Key: store.KeyOf(nil), Kind: "text"}}},
 		{"huge handle", []values.Record{{Handle: "r99999999999", Key: store.KeyOf(nil), Kind: "text"}}},
-		{"twice", []values.Record{good("r1"), good("r1")}},
+		{"twice, other body", []values.Record{good("r1"), {Handle: "r1", Key: store.KeyOf([]byte("2")), Kind: "number", Size: 1, Meta: good("r1").Meta}}},
+		{"twice, other kind", []values.Record{good("r1"), {Handle: "r1", Key: good("r1").Key, Kind: "text", Size: 1, Meta: good("r1").Meta}}},
+		{"twice, once without a body", []values.Record{good("r1"), {Handle: "r1", Kind: "number", Size: 1}}},
 		{"unknown kind", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "float", Meta: []byte(`{"v":1}`)}}},
 		{"bad meta", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "text", Meta: []byte(`{`)}}},
 		{"no meta", []values.Record{{Handle: "r1", Key: store.KeyOf(nil), Kind: "text"}}},
@@ -885,4 +915,272 @@ func TestDurableBodyFailureKeepsNumbering(t *testing.T) {
 	if h := s2.PutOutput([]byte("four")); h != "r4" {
 		t.Errorf("next handle %s, want r4: a lost handle's number was handed out again", h)
 	}
+}
+
+// New on a session that already has records, or whose records cannot be
+// read, keeps its values in memory only and says so once, leaving the
+// session as it was for Open.
+func TestNewOnExistingSession(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	c := &counting{Durable: store.ForValues(mem)}
+	first := values.New(values.WithDurable(c, testSession))
+	first.PutOutput([]byte("one"))
+	first.PutOutput([]byte("two"))
+	for _, tc := range []struct {
+		name        string
+		failRecords bool
+		want        error
+	}{
+		{"records", false, values.ErrSessionExists},
+		{"records fail", true, errInjected},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.failRecords.Store(tc.failRecords)
+			writes := c.writes.Load()
+			var told []string
+			s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(1),
+				values.WithStoreErrors(func(h string, err error) {
+					if h != "" || !errors.Is(err, tc.want) {
+						t.Errorf("told (%q, %v), want (\"\", an error wrapping %v)", h, err, tc.want)
+					}
+					told = append(told, h)
+				}))
+			c.failRecords.Store(false)
+			if len(told) != 1 {
+				t.Errorf("New told the callback %d times, want once", len(told))
+			}
+			for _, want := range []string{"r1", "r2", "r3"} {
+				if h := s.PutOutput([]byte("again " + want)); h != want || s.Durable(h) {
+					t.Errorf("Put: %s, durable %v; want %s, false", h, s.Durable(h), want)
+				}
+			}
+			if v, _ := s.Get("r1"); string(v.Bytes()) != "again r1" {
+				t.Errorf("r1 = %q, want it in memory", v.Bytes())
+			}
+			if len(told) != 1 {
+				t.Errorf("callback told %d times after the Puts, want once", len(told))
+			}
+			if n := c.writes.Load() - writes; n != 0 {
+				t.Errorf("%d bodies or records written to a session that already had records", n)
+			}
+			s2, err := values.Open(c, testSession)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := s2.Get("r1"); string(v.Bytes()) != "one" || len(s2.Handles()) != 2 {
+				t.Errorf("reopened: r1 = %q, handles %q; want one, [r1 r2]", v.Bytes(), s2.Handles())
+			}
+		})
+	}
+	// A new session is never refused.
+	s := values.New(values.WithDurable(c, "other"), values.WithStoreErrors(func(h string, err error) {
+		t.Errorf("told (%q, %v) for a new session", h, err)
+	}))
+	if h := s.PutOutput([]byte("x")); !s.Durable(h) {
+		t.Errorf("Durable(%s) = false in a new session", h)
+	}
+}
+
+// Open accepts a record appended twice, and refuses two different records
+// for one handle.
+func TestOpenDuplicateRecords(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	d := store.ForValues(mem)
+	key, err := d.PutBody(testSession, []byte(`[1,2]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := values.Record{Handle: "r1", Key: key, Kind: "array", Size: 5, Meta: []byte(`{"v":1,"n":2,"max":2048,"preview":"r1 = [1, 2]"}`)}
+	r2 := values.Record{Handle: "r2", Kind: "text", Size: 3} // lost
+	r3 := r1
+	r3.Handle = "r3"
+	for _, r := range []values.Record{r1, r1, r2, r3, r2, r3} {
+		if err := d.AppendRecord(testSession, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := values.Open(d, testSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r1", "r3"}, s.Handles()); diff != "" {
+		t.Errorf("handles (-want +got):\n%s", diff)
+	}
+	if v, _ := s.Get("r3"); string(v.JSON()) != "[1,2]" || s.Len() != 2 {
+		t.Errorf("r3 = %s, Len %d; want [1,2], 2", v.JSON(), s.Len())
+	}
+	if h := s.PutOutput([]byte("x")); h != "r4" {
+		t.Errorf("next handle %s, want r4", h)
+	}
+}
+
+// Open accepts up to MaxUnrecorded handles without a record, which it
+// takes for lost, and refuses a handle number further past the records, so
+// that one bad record cannot make it allocate without bound.
+func TestOpenGap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		top  int // the second record's handle number, after r1
+		ok   bool
+	}{
+		{"small gap", 5000, true},
+		{"at the bound", 2 + values.MaxUnrecorded, true},
+		{"past the bound", 3 + values.MaxUnrecorded, false},
+		{"far past", 1 << 26, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := store.NewMemory()
+			defer mem.Close()
+			d := store.ForValues(mem)
+			key, err := d.PutBody(testSession, []byte("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			top := fmt.Sprintf("r%d", tc.top)
+			for _, h := range []string{"r1", top} {
+				r := values.Record{Handle: h, Key: key, Kind: "number", Size: 1, Meta: []byte(`{"v":1,"max":2048,"preview":"` + h + ` = 1"}`)}
+				if err := d.AppendRecord(testSession, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := values.Open(d, testSession)
+			if !tc.ok {
+				if err == nil {
+					t.Errorf("Open succeeded with %d handles", s.Len())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"r1", top}, s.Handles()); diff != "" {
+				t.Errorf("handles (-want +got):\n%s", diff)
+			}
+			if _, ok := s.Get("r2"); ok || s.Durable("r2") {
+				t.Error("r2, never recorded, is known")
+			}
+			if h, want := s.PutOutput([]byte("x")), fmt.Sprintf("r%d", tc.top+1); h != want {
+				t.Errorf("next handle %s, want %s", h, want)
+			}
+		})
+	}
+}
+
+// bigArray returns a JSON array of at least size bytes whose items are
+// {"i":0,"s":"…"}, {"i":1,…}, ….
+func bigArray(size int, tag string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"i":%d,"s":"%s item %d"}`, i, tag, i)
+	}
+	b.WriteString(`]`)
+	return b.Bytes()
+}
+
+// A value kept only in the durable store is read back once for a Resolve
+// with many paths into it and once for paging through it, and stays held
+// until another such value is read back.
+func TestDurableReadBackOnce(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	c := &counting{Durable: store.ForValues(mem)}
+	s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(testMemLimit))
+	a, b := bigArray(1<<20, "a"), bigArray(1<<20, "b")
+	ha, hb := s.PutOutput(a), s.PutOutput(b)
+	small := s.PutOutput([]byte(`{"x":1}`))
+	s2, err := values.Open(c, testSession, values.WithMemoryLimit(testMemLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []struct {
+		name string
+		s    *values.SessionValues
+	}{{"new", s}, {"open", s2}} {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.s
+			// Resolve with 10 paths into a, after b was read back last.
+			if v, _ := s.Get(hb); v.JSON() == nil {
+				t.Fatal("b does not read back")
+			}
+			var args []string
+			for i := range 10 {
+				args = append(args, fmt.Sprintf(`"$%s.%d.s"`, ha, i*997))
+			}
+			reads := c.reads.Load()
+			out, refs, err := s.Resolve([]byte("[" + strings.Join(args, ",") + "]"))
+			if err != nil || len(refs) != 10 {
+				t.Fatalf("Resolve: %v, refs %q", err, refs)
+			}
+			if !strings.Contains(string(out), `"a item 8973"`) {
+				t.Errorf("Resolve = %s", out)
+			}
+			if n := c.reads.Load() - reads; n != 1 {
+				t.Errorf("Resolve with 10 paths into %s read it back %d times, want once", ha, n)
+			}
+			// Page through b, then a: each is read back once.
+			for _, tc := range []struct {
+				h    string
+				want []byte
+			}{{hb, b}, {ha, a}} {
+				reads := c.reads.Load()
+				if got := readAll(t, s, tc.h); got != string(tc.want) {
+					t.Errorf("paging %s reassembled %d bytes, want %d", tc.h, len(got), len(tc.want))
+				}
+				if n := c.reads.Load() - reads; n != 1 {
+					t.Errorf("paging through %s (%d bytes, %d pages) read it back %d times, want once", tc.h, len(tc.want), len(tc.want)/(16<<10)+1, n)
+				}
+			}
+			// A value within the limit does not replace the held one, and
+			// Load copies the held one.
+			reads = c.reads.Load()
+			readAll(t, s, small)
+			readAll(t, s, ha)
+			if v, _ := s.Get(ha); !bytes.Equal(v.Bytes(), a) {
+				t.Errorf("Bytes of %s differ", ha)
+			}
+			want := int64(0)
+			if s == s2 {
+				want = 1 // small, read back once after Open and kept
+			}
+			if n := c.reads.Load() - reads; n != want {
+				t.Errorf("%d reads for a held value and a small one, want %d", n, want)
+			}
+		})
+	}
+}
+
+// Concurrent reads of values kept only in the durable store, which take
+// turns being the one held, all read back right.
+func TestDurableReadBackConcurrent(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	s := values.New(values.WithDurable(store.ForValues(mem), testSession), values.WithMemoryLimit(1024))
+	var bodies [][]byte
+	var hs []string
+	for i := range 3 {
+		bodies = append(bodies, bigArray(8<<10, fmt.Sprint(i)))
+		hs = append(hs, s.PutOutput(bodies[i]))
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 30 {
+				k := (w + i) % len(hs)
+				if got, err := pageAll(s, hs[k]); err != nil || got != string(bodies[k]) {
+					t.Errorf("%s read back %d bytes, %v; want %d", hs[k], len(got), err, len(bodies[k]))
+				}
+				out, _, err := s.Resolve([]byte(`"$` + hs[k] + `.0.s"`))
+				if want := fmt.Sprintf(`"%d item 0"`, k); err != nil || string(out) != want {
+					t.Errorf("Resolve $%s.0.s = %s, %v; want %s", hs[k], out, err, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

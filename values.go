@@ -264,7 +264,22 @@ type SessionValues struct {
 }
 
 // New returns an empty store configured by opts.
+//
+// With [WithDurable] it starts a new session and first reads the session's
+// records once: when the session already has records, or they cannot be
+// read, the store keeps its values in memory only, writes nothing to the
+// [Durable], and tells the [WithStoreErrors] callback once, with the
+// handle "" and an error wrapping [ErrSessionExists] or the store's error.
+// Use [Open] to continue a session.
 func New(opts ...Option) *SessionValues {
+	s := newStore(opts)
+	s.startSession()
+	return s
+}
+
+// newStore returns an empty store configured by opts, without New's check
+// of a durable session.
+func newStore(opts []Option) *SessionValues {
 	var c config
 	for _, o := range opts {
 		o(&c)
