@@ -20,10 +20,19 @@ import (
 // the downstream progress notifications of that call.
 const progressGrace = 2 * time.Second
 
+// goneWait bounds how long a call that failed on a broken connection waits
+// for the watcher to learn why (the exit status of a command is known a
+// moment after its output closes).
+const goneWait = 3 * time.Second
+
 // callTool handles a call of a mirrored tool: prepare the arguments, forward
 // the call, store the result and return what the agent should see. Every
 // failure the agent can act on is a tool result with IsError set; only a
-// cancelled call returns an error.
+// call the agent cancelled returns an error.
+//
+// The downstream call runs under a context that Close (and Run, when its
+// context is done) cancels, so a stuck downstream server cannot hold the
+// proxy open.
 func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool) (*mcp.CallToolResult, error) {
 	if err := p.downstreamErr(); err != nil {
 		return notCalled(m.name, err), nil
@@ -43,28 +52,35 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		Arguments: json.RawMessage(prepared),
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil {
-		key := tokenKey(tok)
-		p.progress.Store(key, req.Session)
-		// Notifications are handled apart from responses, so one sent just
-		// before the result may be processed just after it.
-		defer time.AfterFunc(progressGrace, func() { p.progress.CompareAndDelete(key, req.Session) })
+		down, release := p.progressToken(req.Session, tok)
+		defer release()
+		params.SetProgressToken(down)
 	}
-	res, err := p.down.CallTool(ctx, params)
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.ctx, cancel)()
+	res, err := p.down.CallTool(callCtx, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		var werr *jsonrpc.Error
-		switch {
-		case p.downstreamErr() != nil:
-			return notCalled(m.name, p.downstreamErr()), nil
-		case errors.Is(err, mcp.ErrConnectionClosed):
-			return notCalled(m.name, downstreamGone(p.transport, err)), nil
-		case errors.As(err, &werr):
+		if errors.As(err, &werr) {
 			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.name, werr.Message)), nil
-		default:
-			return errorResult(fmt.Sprintf("the call of %s failed: %v", m.name, err)), nil
 		}
+		if callCtx.Err() != nil {
+			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.name)), nil
+		}
+		// The call was sent: the connection broke under it, most likely
+		// because the server died. Wait for the watcher to say why.
+		select {
+		case <-p.goneCh:
+		case <-time.After(goneWait):
+		}
+		if gone := p.downstreamErr(); gone != nil {
+			return errorResult(fmt.Sprintf("%v during the call of %s; it may have partly run. Restart the MCP server (or the client) to reconnect; stored values can still be read with read_value.", gone, m.name)), nil
+		}
+		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.name, err)), nil
 	}
 	return p.present(res), nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	values "github.com/agentvalues/values"
@@ -69,11 +70,14 @@ type Proxy struct {
 	gone   error // non-nil once the downstream server is gone
 	closed bool
 
-	progress sync.Map // progress token (string form) -> *mcp.ServerSession
+	goneCh chan struct{} // closed by watchDownstream once the connection has ended
+
+	progress    sync.Map // downstream progress token -> progressRoute
+	progressSeq atomic.Uint64
 
 	refresh chan struct{} // a pending list_changed notification
 	ctx     context.Context
-	cancel  context.CancelFunc // called by Close: stops followToolList
+	cancel  context.CancelFunc // called by Close: stops followToolList and cancels downstream calls
 	wg      sync.WaitGroup
 }
 
@@ -93,6 +97,7 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		transport: downstream,
 		tools:     make(map[string]*mirroredTool),
 		refresh:   make(chan struct{}, 1),
+		goneCh:    make(chan struct{}),
 	}
 	if p.threshold == 0 {
 		p.threshold = DefaultThreshold
@@ -169,9 +174,15 @@ func (p *Proxy) Server() *mcp.Server { return p.server }
 func (p *Proxy) Values() *values.SessionValues { return p.values }
 
 // Run serves the agent over upstream until the agent disconnects or ctx is
-// done, then closes the proxy. For stdio use
+// done, then closes the proxy. When ctx is done, calls still in flight are
+// cancelled downstream and answered upstream with an isError result, so Run
+// returns promptly even if the downstream server is stuck. For stdio use
 // &mcp.StdioTransport{MaxLineLength: -1}, so arguments of any size arrive.
 func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
+	// The server session waits for its handlers before it closes; cancelling
+	// p.ctx is what ends the handlers' downstream calls.
+	stop := context.AfterFunc(ctx, p.cancel)
+	defer stop()
 	err := p.server.Run(ctx, upstream)
 	if cerr := p.Close(); err == nil {
 		err = cerr
@@ -181,8 +192,10 @@ func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
 
 // Close disconnects from the downstream server (for a [CommandTransport]:
 // closes its input and waits for it to exit, signalling it if it does not)
-// and stops the proxy's goroutines. Upstream sessions are not closed: calls
-// on them fail from now on. Close is idempotent.
+// and stops the proxy's goroutines. Calls in flight are cancelled: the
+// downstream server is sent a cancellation and the agent an isError result
+// saying the call may have partly run. Upstream sessions are not closed:
+// calls on them fail from now on. Close is idempotent.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -191,7 +204,7 @@ func (p *Proxy) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.cancel()
+	p.cancel() // first: the session's Close waits for the calls it cancels
 	err := p.down.Close()
 	p.wg.Wait()
 	if errors.Is(err, mcp.ErrConnectionClosed) {
@@ -200,20 +213,32 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// watchDownstream reports the downstream server going away, once.
+// watchDownstream reports the downstream server going away, once, and
+// closes goneCh.
 func (p *Proxy) watchDownstream() {
 	defer p.wg.Done()
+	defer close(p.goneCh)
 	err := p.down.Wait()
+	if p.isClosed() {
+		return
+	}
+	// Outside p.mu: finding the exit status may wait for the process.
+	gone := downstreamGone(p.transport, err)
 	p.mu.Lock()
 	closing := p.closed
 	if !closing {
-		p.gone = downstreamGone(p.transport, err)
+		p.gone = gone
 	}
-	gone := p.gone
 	p.mu.Unlock()
 	if !closing {
 		fmt.Fprintf(p.log, "agentvalues: %v; calls to its tools now fail (read_value still works)\n", gone)
 	}
+}
+
+func (p *Proxy) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }
 
 // downstreamGone describes why the downstream connection ended.
@@ -249,17 +274,39 @@ func (p *Proxy) downstreamErr() error {
 	return nil
 }
 
+// A progressRoute is where the progress of one forwarded call goes: the
+// upstream session that made the call, and the token it chose.
+type progressRoute struct {
+	session *mcp.ServerSession
+	token   any
+}
+
+// progressToken registers a call's upstream progress token and returns the
+// token to send downstream in its place, unique within the proxy, so two
+// calls (of one session or of two) that chose the same token never receive
+// each other's progress. release forgets the token after progressGrace.
+func (p *Proxy) progressToken(ss *mcp.ServerSession, tok any) (down string, release func()) {
+	down = fmt.Sprintf("agentvalues-%d", p.progressSeq.Add(1))
+	p.progress.Store(down, progressRoute{ss, tok})
+	// Notifications are handled apart from responses, so one sent just
+	// before the result may be processed just after it.
+	return down, func() { time.AfterFunc(progressGrace, func() { p.progress.Delete(down) }) }
+}
+
 // relayProgress forwards a downstream progress notification to the upstream
-// session whose call carries the same progress token.
+// session whose call it belongs to, with that call's own token.
 func (p *Proxy) relayProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-	ss, ok := p.progress.Load(tokenKey(req.Params.ProgressToken))
+	tok, ok := req.Params.ProgressToken.(string)
 	if !ok {
 		return
 	}
+	r, ok := p.progress.Load(tok)
+	if !ok {
+		return
+	}
+	route := r.(progressRoute)
 	params := *req.Params
 	params.Meta = nil
-	_ = ss.(*mcp.ServerSession).NotifyProgress(ctx, &params)
+	params.ProgressToken = route.token
+	_ = route.session.NotifyProgress(ctx, &params)
 }
-
-// tokenKey identifies a progress token whatever number type decoding gave it.
-func tokenKey(tok any) string { return fmt.Sprint(tok) }

@@ -508,3 +508,107 @@ func TestCommandTransportClose(t *testing.T) {
 		t.Error("a CommandTransport connected twice")
 	}
 }
+
+// TestCloseWithCallInFlight checks that Close returns promptly while a call
+// is stuck downstream, and that the agent gets an isError result for it.
+func TestCloseWithCallInFlight(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	defer close(f.calls.hangRelease)
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := f.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Errorf("hang: protocol error: %v", err)
+		}
+		got <- res
+	}()
+	<-f.calls.hangStarted
+	closed := make(chan error, 1)
+	go func() { closed <- f.proxy.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still blocked 10s after it was called with a call in flight")
+	}
+	select {
+	case res := <-got:
+		if res == nil || !res.IsError || !strings.Contains(text(res), "may have partly run") {
+			t.Errorf("the call in flight got %v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight was never answered")
+	}
+}
+
+// TestRunCancelWithCallInFlight checks that Run returns promptly once its
+// context is done (what SIGTERM does in the command), even with a call stuck
+// in a downstream server that ignores cancellation.
+func TestRunCancelWithCallInFlight(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	ct := &CommandTransport{Command: cmd, TerminateDuration: time.Second}
+	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pst, cto := pipeTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx, pst) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), cto, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: json.RawMessage(`{}`)})
+	// The call is in flight once the proxy has sent it; give it the time.
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("Run still blocked 15s after its context was cancelled")
+	}
+	select {
+	case <-ct.exited:
+	case <-time.After(10 * time.Second):
+		t.Error("the downstream server still runs after Run returned")
+	}
+}
+
+// TestDownstreamDiesDuringCall checks that a call in flight when the
+// downstream server dies gets an isError result saying so, not a bare EOF
+// nor a claim that the tool was not called.
+func TestDownstreamDiesDuringCall(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	f := newFixture(t, &CommandTransport{Command: cmd}, nil)
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := f.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Errorf("hang: protocol error: %v", err)
+		}
+		got <- res
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-got:
+		msg := text(res)
+		if res == nil || !res.IsError || !strings.Contains(msg, "exited (signal: killed) during the call of hang") ||
+			!strings.Contains(msg, "may have partly run") || strings.Contains(msg, "not called") {
+			t.Errorf("the call in flight got %q", msg)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call in flight was never answered")
+	}
+}

@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,7 +89,11 @@ const rawStructured = `{"zeta":1,"big":4611686018427387905,"alpha":[1.50,"x"]}`
 
 // serverCalls counts the calls each tool of an in-process test server got.
 type serverCalls struct {
+	all  atomic.Int64 // calls of every tool
 	echo atomic.Int64
+
+	hangStarted chan struct{} // receives when hang starts
+	hangRelease chan struct{} // closing it lets hang return
 }
 
 // newTestServer returns the downstream test server:
@@ -100,8 +105,16 @@ type serverCalls struct {
 //   - raw_structured {}: returns rawStructured as structured content;
 //   - progress {}: sends two progress notifications, then returns "done".
 func newTestServer() (*mcp.Server, *serverCalls) {
-	calls := &serverCalls{}
+	calls := &serverCalls{hangStarted: make(chan struct{}, 16), hangRelease: make(chan struct{})}
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				calls.all.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "list_items", Description: "List n items."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in listItemsIn) (*mcp.CallToolResult, listItemsOut, error) {
 			return nil, listItems(in.N), nil
@@ -153,5 +166,44 @@ func newTestServer() (*mcp.Server, *serverCalls) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
+	s.AddTool(&mcp.Tool{
+		Name:        "hang",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		calls.hangStarted <- struct{}{}
+		<-calls.hangRelease // ignores ctx, like a stuck server
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "woke"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "mixed",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"repeat":{"type":"integer"},"structured":{}}}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Text       string
+			Repeat     int
+			Structured json.RawMessage
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat(in.Text, max(in.Repeat, 1))}}}
+		if in.Structured != nil {
+			res.StructuredContent = in.Structured
+		}
+		return res, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "image",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "a picture"},
+			&mcp.ImageContent{Data: testImage, MIMEType: "image/png"},
+		}}, nil
+	})
 	return s, calls
 }
+
+// testImage is the image the image tool returns: 12 KiB, over the default
+// threshold once base64-encoded.
+var testImage = bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 3<<10)

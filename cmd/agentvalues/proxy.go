@@ -40,6 +40,9 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal the proxy shuts down (cancelling calls in
+	// flight); restoring the default handling lets a second one kill it.
+	context.AfterFunc(ctx, stop)
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr // the server's own diagnostics stay visible
