@@ -206,7 +206,7 @@ func TestToolsMirrored(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if diff := cmp.Diff([]string{"big_text", "count", "echo", "list_items", "progress", "raw_structured", "read_value"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"big_text", "count", "echo", "hang", "image", "late_progress", "list_items", "mixed", "progress", "raw_structured", "read_value"}, names); diff != "" {
 		t.Errorf("mirrored tools (-want +got):\n%s", diff)
 	}
 
@@ -309,8 +309,15 @@ func TestStructuredContentExact(t *testing.T) {
 	if string(v.JSON()) != rawStructured {
 		t.Errorf("stored %s, want %s", v.JSON(), rawStructured)
 	}
-	if got, _ := json.Marshal(res.StructuredContent); len(got) == 0 {
-		t.Errorf("small result lost its structuredContent")
+	if res.StructuredContent == nil {
+		t.Fatal("small result lost its structuredContent")
+	}
+	got, _ := json.Marshal(res.StructuredContent)
+	var g, w any
+	json.Unmarshal(got, &g)
+	json.Unmarshal([]byte(rawStructured), &w)
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("structuredContent passed on (-want +got):\n%s", diff)
 	}
 	res = f.call(t, "echo", `{"value":"$r1.big"}`)
 	if got, want := res.Content[0].(*mcp.TextContent).Text, `{"value":4611686018427387905}`; got != want {
@@ -330,7 +337,7 @@ func TestBadReferencesRefused(t *testing.T) {
 		{"wrong type from a reference", "count", `{"n":"$r1.items.0.path"}`, []string{"/n", "$r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := f.calls.echo.Load()
+			before := f.calls.all.Load()
 			res := f.call(t, tc.tool, tc.args)
 			if !res.IsError {
 				t.Fatalf("want an isError result, got %q", text(res))
@@ -340,7 +347,7 @@ func TestBadReferencesRefused(t *testing.T) {
 					t.Errorf("error %q does not mention %s", text(res), m)
 				}
 			}
-			if f.calls.echo.Load() != before {
+			if f.calls.all.Load() != before {
 				t.Errorf("a bad call was forwarded downstream")
 			}
 		})
@@ -610,5 +617,34 @@ func TestDownstreamDiesDuringCall(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the call in flight was never answered")
+	}
+}
+
+// TestProgressTokenReused checks that a reused progress token still routes
+// progress: a second call with the token of a first, from the same session,
+// gets its progress even after the first call's token has expired.
+func TestProgressTokenReused(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	for _, tool := range []string{"progress", "late_progress"} {
+		params := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(`{}`)}
+		params.SetProgressToken("tok")
+		if _, err := f.client.CallTool(context.Background(), params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for len(got) < 3 {
+		select {
+		case p := <-f.progress:
+			if p.ProgressToken != "tok" {
+				t.Errorf("progress %+v has another token", p)
+			}
+			got = append(got, p.Message)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("relayed only %q", got)
+		}
+	}
+	if diff := cmp.Diff([]string{"step 1", "step 2", "late"}, got); diff != "" {
+		t.Errorf("progress relayed (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -164,6 +165,15 @@ func newTestServer() (*mcp.Server, *serverCalls) {
 				Message:       fmt.Sprintf("step %d", i+1),
 			})
 		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "late_progress",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Past the time an earlier call's token is still relayed.
+		time.Sleep(progressGrace + 500*time.Millisecond)
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: "late"})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
 	s.AddTool(&mcp.Tool{
