@@ -85,32 +85,48 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	return p.present(res), nil
 }
 
-// present stores a downstream result and builds the result the agent gets:
-// preview and hint over the threshold, otherwise the result as it came with
-// one more text block naming the handle. Either way _meta carries the handle.
+// present stores a downstream result and builds the result the agent gets.
+// Whether it comes whole is judged on the size of what would be sent: the
+// text of the content blocks plus the structured content. Over the
+// threshold the agent gets a preview and a hint of each stored value, and
+// no structuredContent; otherwise the result as it came with one more text
+// block naming the handles. Image and audio blocks are passed on either
+// way (and stored with the rest). _meta carries the handle under
+// MetaHandle, and, when the content blocks are stored apart from the
+// structured content, theirs under MetaContentHandle.
 func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
 	structured, err := unwrapStructured(res.StructuredContent)
 	if err != nil {
 		structured = nil
 	}
-	h := p.store(res.Content, structured)
-	v, _ := p.values.Get(h)
+	h, ch := p.store(res.Content, structured)
 
 	meta := forwardMeta(res.Meta)
 	if meta == nil {
 		meta = mcp.Meta{}
 	}
 	meta[MetaHandle] = h
-	if p.threshold < 0 || v.Kind() == values.KindBinary || size(v) > p.threshold {
-		return &mcp.CallToolResult{
-			Meta:    meta,
-			Content: []mcp.Content{&mcp.TextContent{Text: values.RenderPreview(h, v) + values.ReferenceHint(h)}},
-			IsError: res.IsError,
+	if ch != "" {
+		meta[MetaContentHandle] = ch
+	}
+	v, _ := p.values.Get(h)
+	if p.threshold < 0 || v.Kind() == values.KindBinary || wholeSize(res.Content, structured) > p.threshold {
+		text := values.RenderPreview(h, v) + values.ReferenceHint(h)
+		if ch != "" {
+			cv, _ := p.values.Get(ch)
+			text += "\n\nThe content blocks, stored apart:\n" + values.RenderPreview(ch, cv) + values.ReferenceHint(ch)
 		}
+		content := []mcp.Content{&mcp.TextContent{Text: text}}
+		for _, c := range res.Content {
+			if isMedia(c) {
+				content = append(content, c)
+			}
+		}
+		return &mcp.CallToolResult{Meta: meta, Content: content, IsError: res.IsError}
 	}
 	out := &mcp.CallToolResult{
 		Meta:    meta,
-		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: handleLine(h)}),
+		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: handleLine(h, ch)}),
 		IsError: res.IsError,
 	}
 	if structured != nil {
@@ -119,16 +135,36 @@ func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return out
 }
 
-// store puts a result in the store and returns its handle. See the package
-// documentation (What is stored) for the rules.
-func (p *Proxy) store(content []mcp.Content, structured json.RawMessage) string {
-	text, allText := joinText(content)
-	if structured != nil && !(allText && mirrorsText(structured, text)) {
-		if h, err := p.values.Put(structured); err == nil {
-			return h
-		}
-		return p.values.PutOutput(structured)
+// MetaContentHandle is the key, in a tool result's _meta, of the handle
+// under which the proxy stored the result's content blocks when it also had
+// structured content that they do not merely repeat.
+const MetaContentHandle = "agentvalues/content-handle"
+
+// store puts a result in the store and returns its handle, and the handle
+// of its content blocks when they are stored apart (else ""). See the
+// package documentation (What is stored) for the rules.
+func (p *Proxy) store(content []mcp.Content, structured json.RawMessage) (h, contentHandle string) {
+	if structured == nil {
+		return p.storeContent(content), ""
 	}
+	text, allText := joinText(content)
+	if allText && mirrorsText(structured, text) {
+		return p.values.PutOutput([]byte(text)), ""
+	}
+	h, err := p.values.Put(structured)
+	if err != nil {
+		h = p.values.PutOutput(structured)
+	}
+	if len(content) > 0 && !(allText && sameJSON(structured, text)) {
+		contentHandle = p.storeContent(content)
+	}
+	return h, contentHandle
+}
+
+// storeContent stores content blocks: their text when all are text, else
+// the JSON array of the blocks, so nothing is lost.
+func (p *Proxy) storeContent(content []mcp.Content) string {
+	text, allText := joinText(content)
 	if allText {
 		return p.values.PutOutput([]byte(text))
 	}
@@ -140,6 +176,48 @@ func (p *Proxy) store(content []mcp.Content, structured json.RawMessage) string 
 		return h
 	}
 	return p.values.PutOutput(blocks)
+}
+
+// sameJSON reports whether text is the JSON of structured again, as servers
+// send it beside structured content for older clients (whitespace aside).
+func sameJSON(structured json.RawMessage, text string) bool {
+	if len(text) < len(structured)/2 || !json.Valid([]byte(text)) {
+		return false
+	}
+	var a, b bytes.Buffer
+	if json.Compact(&a, structured) != nil || json.Compact(&b, []byte(text)) != nil {
+		return false
+	}
+	return bytes.Equal(a.Bytes(), b.Bytes())
+}
+
+// wholeSize is the number of bytes a result shown whole would add to the
+// transcript: its text blocks, other non-media blocks as JSON, and the
+// structured content. Image and audio blocks are not counted: the client
+// shows them as what they are, and the proxy passes them on either way.
+func wholeSize(content []mcp.Content, structured json.RawMessage) int {
+	n := len(structured)
+	for _, c := range content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += len(c.Text)
+		case *mcp.ImageContent, *mcp.AudioContent:
+		default:
+			b, _ := json.Marshal(c)
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// isMedia reports whether a content block is an image or audio, which the
+// proxy passes on to the agent even with a preview.
+func isMedia(c mcp.Content) bool {
+	switch c.(type) {
+	case *mcp.ImageContent, *mcp.AudioContent:
+		return true
+	}
+	return false
 }
 
 // joinText returns the text of the content blocks joined by newlines, and
@@ -183,17 +261,13 @@ func mirrorsText(structured json.RawMessage, text string) bool {
 	return n == 1 && same
 }
 
-// size is the number of bytes a value would add to the transcript whole.
-func size(v values.Value) int {
-	if v.Kind() == values.KindText {
-		return v.Len()
-	}
-	return len(v.JSON())
-}
-
 // handleLine is the text block appended to a result shown whole; it says
-// what [values.SessionValues.Observe] says below a value it shows whole.
-func handleLine(h string) string {
+// what [values.SessionValues.Observe] says below a value it shows whole,
+// and names the content blocks' handle ch when they are stored apart.
+func handleLine(h, ch string) string {
+	if ch != "" {
+		return fmt.Sprintf(`[stored as %s, the content blocks as %s: pass "$%s" or "$%s.<field>" as a tool argument to reuse it]`, h, ch, h, h)
+	}
 	return fmt.Sprintf(`[stored as %s: pass "$%s" or "$%s.<field>" as a tool argument to reuse it]`, h, h, h)
 }
 

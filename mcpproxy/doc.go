@@ -29,14 +29,21 @@
 //
 // # What is stored
 //
-// A result's structuredContent when it has one, byte for byte as the server
-// sent it; otherwise the text of its content blocks, joined with newlines
-// ([values.SessionValues.PutOutput]: JSON text becomes a JSON value). Two
-// refinements: structured content that is only the text again (an object with
-// a single string member equal to the text, as servers built on the
-// TypeScript SDK send) stores the text, so JSON inside it can be referenced;
-// and content with non-text blocks (images, audio, resources) stores the
-// JSON array of the blocks, so nothing is lost.
+// A result's structuredContent when it has one (a null one counts as none),
+// byte for byte as the server sent it; otherwise the text of its content
+// blocks, joined with newlines ([values.SessionValues.PutOutput]: JSON text
+// becomes a JSON value). Refinements: structured content that is only the
+// text again (an object with a single string member equal to the text, as
+// servers built on the TypeScript SDK send) stores the text, so JSON inside
+// it can be referenced; content blocks beside structured content that are
+// not its JSON again are stored too, under a second handle named in the
+// result and in _meta under [MetaContentHandle]; and content with non-text
+// blocks (images, audio, resources) stores the JSON array of the blocks, so
+// nothing is lost.
+//
+// Whether a result comes whole is judged on what would reach the
+// transcript: the text of its content blocks plus its structured content.
+// Image and audio blocks are passed on to the agent in either case.
 //
 // # Limits
 //

@@ -648,3 +648,99 @@ func TestProgressTokenReused(t *testing.T) {
 		t.Errorf("progress relayed (-want +got):\n%s", diff)
 	}
 }
+
+// TestStructuredWithContent checks results that carry both structured
+// content and content blocks that are not a copy of it: the preview is
+// decided on everything that would be sent, and the content blocks are
+// stored too, under a handle named in _meta.
+func TestStructuredWithContent(t *testing.T) {
+	big := strings.Repeat("y", 1<<20)
+	for _, tc := range []struct {
+		name, args   string
+		wantPreview  bool
+		wantStruct   string // the value stored under the handle
+		wantContent  string // the value stored under the content handle; "" for none
+		wantMaxBytes int    // bound on the transcript text
+	}{
+		{"large text, small structured", `{"text":"y","repeat":1048576,"structured":{"ok":true}}`, true, `{"ok":true}`, big, 8 << 10},
+		{"small text, large structured", fmt.Sprintf(`{"text":"see structuredContent","structured":{"big":%q}}`, big), true, fmt.Sprintf(`{"big":%q}`, big), "see structuredContent", 8 << 10},
+		{"small both", `{"text":"see structuredContent","structured":{"ok":true}}`, false, `{"ok":true}`, "see structuredContent", 1 << 10},
+		{"text mirrors structured", `{"text":"{\"ok\": true}","structured":{"ok":true}}`, false, `{"ok":true}`, "", 1 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			res := f.call(t, "mixed", tc.args)
+			if res.IsError {
+				t.Fatalf("mixed: %.300s", text(res))
+			}
+			if n := len(text(res)); n > tc.wantMaxBytes {
+				t.Errorf("transcript text is %d bytes, want at most %d", n, tc.wantMaxBytes)
+			}
+			if got := res.StructuredContent == nil; got != tc.wantPreview {
+				t.Errorf("structuredContent dropped = %v, want %v", got, tc.wantPreview)
+			}
+			v, _ := f.proxy.Values().Get(handle(t, res))
+			if string(v.JSON()) != tc.wantStruct {
+				t.Errorf("stored %.100s, want %.100s", v.JSON(), tc.wantStruct)
+			}
+			ch, _ := res.Meta[MetaContentHandle].(string)
+			if tc.wantContent == "" {
+				if ch != "" {
+					t.Errorf("content stored apart as %s", ch)
+				}
+				return
+			}
+			cv, ok := f.proxy.Values().Get(ch)
+			if !ok {
+				t.Fatalf("content blocks not stored: _meta %v", res.Meta)
+			}
+			if want, _ := json.Marshal(tc.wantContent); string(cv.JSON()) != string(want) {
+				got := string(cv.JSON())
+				t.Errorf("content stored as %.100s, want %.100s", got, want)
+			}
+			if !strings.Contains(text(res), ch) {
+				t.Errorf("transcript does not name %s: %.300s", ch, text(res))
+			}
+		})
+	}
+}
+
+// TestStructuredNull checks that "structuredContent": null counts as none.
+func TestStructuredNull(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	res := f.call(t, "mixed", `{"text":"the text","structured":null}`)
+	v, _ := f.proxy.Values().Get(handle(t, res))
+	if string(v.JSON()) != "the text" && string(v.JSON()) != `"the text"` {
+		t.Errorf("stored %s, want the text", v.JSON())
+	}
+	if res.StructuredContent != nil || !strings.HasPrefix(text(res), "the text\n") {
+		t.Errorf("result passed on: structured %v, text %q", res.StructuredContent, text(res))
+	}
+}
+
+// TestImagePassedOn checks that an image block reaches the agent as an
+// image, whatever its size, and is stored with the rest of the result.
+func TestImagePassedOn(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	res := f.call(t, "image", `{}`)
+	var img *mcp.ImageContent
+	for _, c := range res.Content {
+		if ic, ok := c.(*mcp.ImageContent); ok {
+			img = ic
+		}
+	}
+	if img == nil || !bytes.Equal(img.Data, testImage) || img.MIMEType != "image/png" {
+		t.Fatalf("image not passed on: %d blocks, text %.200q", len(res.Content), text(res))
+	}
+	if !strings.HasPrefix(text(res), "a picture") {
+		t.Errorf("text = %.200q", text(res))
+	}
+	v, _ := f.proxy.Values().Get(handle(t, res))
+	var stored []struct {
+		Type string `json:"type"`
+		Data []byte `json:"data"`
+	}
+	if err := json.Unmarshal(v.JSON(), &stored); err != nil || len(stored) != 2 || stored[1].Type != "image" || !bytes.Equal(stored[1].Data, testImage) {
+		t.Errorf("stored %.200s (%v)", v.JSON(), err)
+	}
+}

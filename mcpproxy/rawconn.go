@@ -47,7 +47,8 @@ func (c rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // replaced by the wrapper object. Anything unexpected leaves result as is.
 func wrapStructured(result json.RawMessage) json.RawMessage {
 	sc := gjson.GetBytes(result, "structuredContent")
-	if !sc.Exists() || sc.Index <= 0 || sc.Index+len(sc.Raw) > len(result) ||
+	// null is no structured content: left as is, the SDK decodes it to nil.
+	if !sc.Exists() || sc.Type == gjson.Null || sc.Index <= 0 || sc.Index+len(sc.Raw) > len(result) ||
 		!bytes.Equal(result[sc.Index:sc.Index+len(sc.Raw)], []byte(sc.Raw)) {
 		return result
 	}
@@ -75,6 +76,9 @@ func unwrapStructured(sc any) (json.RawMessage, error) {
 	}
 	if m, ok := sc.(map[string]any); ok && len(m) == 1 {
 		if s, ok := m[rawStructuredKey].(string); ok {
+			if s == "null" {
+				return nil, nil
+			}
 			return json.RawMessage(s), nil
 		}
 	}
