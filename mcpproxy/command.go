@@ -147,6 +147,9 @@ func (p *processCloser) Close() error {
 
 func (p *processCloser) shutdown() error {
 	defer p.stdout.Close() // unblocks a read still waiting on a stray grandchild
+	// Processes the command started in its group may outlive it (a shell
+	// that ran a helper in the background): once it has exited, end them too.
+	defer p.endGroup()
 	p.stdin.Close()
 	exited := func() bool {
 		select {
@@ -167,4 +170,24 @@ func (p *processCloser) shutdown() error {
 		return nil
 	}
 	return fmt.Errorf("mcpproxy: %s did not exit after SIGKILL", p.t.Command.Path)
+}
+
+// endGroup ends what is left of the command's process group after the
+// command itself has exited: SIGTERM, then, after the wait, SIGKILL.
+func (p *processCloser) endGroup() {
+	select {
+	case <-p.t.exited:
+	default:
+		return // still running: signalling the group again would not help
+	}
+	if !groupAlive(p.t.Command) {
+		return
+	}
+	signalProcess(p.t.Command, syscall.SIGTERM)
+	for deadline := time.Now().Add(p.wait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !groupAlive(p.t.Command) {
+			return
+		}
+	}
+	signalProcess(p.t.Command, syscall.SIGKILL)
 }

@@ -13,3 +13,6 @@ func setProcessGroup(cmd *exec.Cmd) {}
 func signalProcess(cmd *exec.Cmd, sig syscall.Signal) error {
 	return cmd.Process.Kill()
 }
+
+// groupAlive is false: without process groups only the command is ended.
+func groupAlive(cmd *exec.Cmd) bool { return false }

@@ -24,3 +24,8 @@ func signalProcess(cmd *exec.Cmd, sig syscall.Signal) error {
 	}
 	return cmd.Process.Signal(sig)
 }
+
+// groupAlive reports whether the command's process group has members left.
+func groupAlive(cmd *exec.Cmd) bool {
+	return cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid && syscall.Kill(-cmd.Process.Pid, 0) == nil
+}

@@ -744,3 +744,18 @@ func TestImagePassedOn(t *testing.T) {
 		t.Errorf("stored %.200s (%v)", v.JSON(), err)
 	}
 }
+
+// TestLargeArgument checks that an upstream message over the SDK's 16 MiB
+// line cap reaches the proxy: a 17 MiB argument.
+func TestLargeArgument(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	big := strings.Repeat("z", 17<<20)
+	res := f.call(t, "echo", fmt.Sprintf(`{"path":%q}`, big))
+	if res.IsError {
+		t.Fatalf("echo: %.300s", text(res))
+	}
+	v, _ := f.proxy.Values().Get(handle(t, res))
+	if want := fmt.Sprintf(`{"path":%q}`, big); string(v.JSON()) != want {
+		t.Errorf("stored %d bytes, want the %d echoed", len(v.JSON()), len(want))
+	}
+}
