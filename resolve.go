@@ -15,7 +15,9 @@ import (
 // reference and details a model can act on.
 var (
 	// ErrBadRef reports a string that is not a reference in the grammar
-	// "$" handle *("." segment).
+	// "$" handle *("." segment): a ref given to [SessionValues.Read], or a
+	// string in tool arguments that starts like a reference ("$r" and a
+	// digit 1-9) but breaks the grammar, such as "$r1..rows".
 	ErrBadRef = errors.New("malformed reference")
 	// ErrUnknownHandle reports a handle that names no stored value.
 	ErrUnknownHandle = errors.New("not a stored value")
@@ -45,7 +47,10 @@ func (s *SessionValues) maxResolved() int {
 
 // Reference is one reference found in tool arguments by
 // [SessionValues.ResolveDetail]: a whole JSON string value (never an object
-// key) that is a reference in the grammar of the package documentation.
+// key) that is a reference in the grammar of the package documentation, or
+// that starts like one ("$r" and a digit 1-9) but breaks the grammar, such
+// as "$r1..rows" or "$r1.rows." (a likely typo, reported with an error
+// wrapping [ErrBadRef]).
 type Reference struct {
 	// Ref is the string as written, JSON escapes decoded: "$r3.rows.0".
 	Ref string
@@ -54,9 +59,9 @@ type Reference struct {
 	// resolved value sits at the same pointer in the resolved arguments.
 	Pointer string
 	// Err is nil when the reference was resolved. Otherwise the string was
-	// left as written, and Err, which wraps [ErrUnknownHandle] or
-	// [ErrNoPath] (or [ErrUnavailable] for a value that cannot be read back
-	// from the durable store), says why in words a model can act on.
+	// left as written, and Err, which wraps [ErrBadRef], [ErrUnknownHandle]
+	// or [ErrNoPath] (or [ErrUnavailable] for a value that cannot be read
+	// back from the durable store), says why in words a model can act on.
 	Err error
 }
 
@@ -82,7 +87,8 @@ func (r *Resolution) Resolved() []string {
 }
 
 // Unresolved returns the references that were left as written because
-// their handle or path names no value, in document order.
+// they are malformed or their handle or path names no value, in document
+// order.
 func (r *Resolution) Unresolved() []Reference {
 	var out []Reference
 	for _, ref := range r.Refs {
@@ -108,8 +114,12 @@ func (r *Resolution) Unresolved() []Reference {
 // left alone. A reference whose handle or path names no value is left as
 // written, for the tool's validation to report; [SessionValues.ResolveDetail]
 // says which and why, and [SessionValues.Prepare] turns it into an error.
+// So is a string that starts like a reference ("$r" and a digit 1-9) but
+// breaks the grammar, such as "$r1..rows", "$r1.rows." or "$r1.a\x" (a
+// bad escape); ResolveDetail reports it with [ErrBadRef].
 // A string of two or more '$' followed by a reference loses one '$'
-// ("$$r1" becomes the string "$r1"); "$$hello" stays as it is.
+// ("$$r1" becomes the string "$r1"); "$$hello" and "$$r1..x" stay as they
+// are, without error.
 //
 // args must be exactly one valid JSON value (surrounding whitespace is
 // kept); otherwise the error wraps [ErrInvalidJSON]. Any nesting depth is
@@ -117,8 +127,17 @@ func (r *Resolution) Unresolved() []Reference {
 // holds nothing to replace. When the result would be larger than the
 // store's bound ([WithMaxResolved], default 64 MiB), Resolve fails with
 // [ErrTooLarge] as soon as that is certain, before building anything; so
-// does a call whose distinct paths would scan more than 16 times that bound
-// of stored JSON (say 17 paths into one 64 MiB value).
+// does a call whose path lookups would scan more than 16 times that bound
+// of stored JSON (1 GiB by default). A lookup scans each object it passes
+// through whole (of duplicate keys, the last wins) and each array up to the
+// item it takes, and reads a value kept only in the durable store back
+// whole. Within one call, a value read back and every container reached by
+// scanning at least 4 KiB are remembered, so that other paths through them
+// do not read or scan them again, and a walk through a remembered array
+// continues from the item the previous one took when that is before the
+// one it wants. Row ids from one large result ("$r1.rows.0.id",
+// "$r1.rows.1.id", …) thus cost one scan of the result, and in ascending
+// order one walk of its rows.
 //
 // Cost: one pass over args; for a reference with a path, a scan of the
 // stored JSON along the path, skipping what it does not name, without
@@ -157,10 +176,11 @@ type resolver struct {
 	bound int // the store's bound on the result
 	total int // size of the result with the edits planned so far
 	meta  int // bytes of pointers reported, held to the bound too
-	scan  int // bytes of stored JSON that path lookups may scan so far
+	scan  int // bytes of stored JSON that path lookups have scanned
 	edits []edit
 	hits  []hit          // one per distinct reference string
 	memo  map[string]int // reference → index in hits, once there are many
+	walks walkCache      // containers that lookups reached by long scans
 
 	// frames holds, in detail mode, one entry per open container: the
 	// index of the current item of an array, or -1 minus the offset of the
@@ -196,11 +216,22 @@ type hit struct {
 const memoAfter = 16
 
 // scanFactor bounds the work of path lookups in one call: looking up a
-// path scans the stored JSON it goes through, and the values scanned may
+// path scans the stored JSON it goes through, and the bytes scanned may
 // total at most scanFactor times the bound on the result (1 GiB by
 // default), so that many distinct paths into one large value fail fast
 // with ErrTooLarge rather than take seconds.
 const scanFactor = 16
+
+// scanBudget returns the bytes of stored JSON the path lookups of one call
+// may scan: scanFactor times bound, or the largest int when that overflows.
+func scanBudget(bound int) int {
+	if bound > maxInt/scanFactor {
+		return maxInt
+	}
+	return scanFactor * bound
+}
+
+const maxInt = int(^uint(0) >> 1)
 
 // initialRefs is the capacity the lists of a call start with, so that a
 // call with a few references allocates each list once.
@@ -369,33 +400,32 @@ func (r *resolver) str(start, end int) error {
 	}
 	hi, ok := r.find(body)
 	if !ok {
-		ref := string(body)
-		p, ok := parseRef(ref[1:])
-		if !ok {
-			return nil // "$r1." and the like: not a reference
-		}
-		if p.segs != "" {
-			if v, ok := r.s.Get(p.handle); ok {
-				r.scan += v.Size()
-				if r.scan > scanFactor*r.bound {
-					return fmt.Errorf("values: %w: looking up %d distinct paths would scan more than %s of stored JSON", ErrTooLarge, len(r.hits)+1, size(scanFactor*r.bound))
-				}
+		h := hit{ref: string(body)}
+		p, problem := parseRefProblem(h.ref[1:])
+		if problem != "" {
+			// "$r1..rows" and the like: a typo the tool must not receive.
+			h.err = fmt.Errorf("values: %q: %w: %s", h.ref, ErrBadRef, problem)
+		} else {
+			budget := scanBudget(r.bound)
+			var scanned int
+			h.whole, h.part, scanned, h.err = r.s.lookupPath(p, &r.walks, budget-r.scan)
+			if errors.Is(h.err, errScanBudget) {
+				return fmt.Errorf("values: %w: looking up %d distinct paths would scan more than %s of stored JSON", ErrTooLarge, len(r.hits)+1, size(budget))
 			}
-		}
-		h := hit{ref: ref}
-		h.whole, h.part, h.err = r.s.lookup(p)
-		if h.err == nil {
-			h.size = jsonSize(h.whole, h.part)
+			r.scan += scanned
+			if h.err == nil {
+				h.size = jsonSize(h.whole, h.part)
+			}
 		}
 		hi = r.remember(h)
 	}
 	h := &r.hits[hi]
 	if r.detail {
 		ptr := r.pointer()
-		r.meta += len(ptr)
-		if r.meta > r.bound {
+		if len(ptr) > r.bound-r.meta {
 			return fmt.Errorf("values: %w: the locations of %d references exceed the bound of %s", ErrTooLarge, len(r.refs), size(r.bound))
 		}
+		r.meta += len(ptr)
 		r.refs = append(r.refs, Reference{Ref: h.ref, Pointer: ptr, Err: h.err})
 	}
 	if h.err != nil {
@@ -407,7 +437,11 @@ func (r *resolver) str(start, end int) error {
 		}
 		r.resolved = append(r.resolved, h.ref)
 	}
-	r.total += h.size - (end - start)
+	grow := h.size - (end - start)
+	if grow > maxInt-r.total {
+		return r.tooLarge() // reachable only with a bound near the largest int
+	}
+	r.total += grow
 	return r.plan(edit{start, end, hi})
 }
 
@@ -461,18 +495,26 @@ func (r *resolver) remember(h hit) int {
 
 // pointer returns the JSON pointer of the value being scanned.
 func (r *resolver) pointer() string {
-	if len(r.frames) == 0 {
+	return pointerOf(r.args, r.frames)
+}
+
+// pointerOf returns the JSON pointer of a value in the validated JSON args,
+// given one frame per container around it: the index of the current item
+// of an array, or -1 minus the offset in args of the current key of an
+// object.
+func pointerOf(args []byte, frames []int) string {
+	if len(frames) == 0 {
 		return ""
 	}
 	var b []byte
-	for _, pos := range r.frames {
+	for _, pos := range frames {
 		b = append(b, '/')
 		if pos >= 0 {
 			b = strconv.AppendInt(b, int64(pos), 10)
 			continue
 		}
 		pos = -1 - pos
-		b = appendPointerToken(b, r.args[pos:skipString(r.args, pos)])
+		b = appendPointerToken(b, args[pos:skipString(args, pos)])
 	}
 	return string(b)
 }
@@ -561,13 +603,14 @@ func quotedSize(s []byte) int {
 
 // refPath is a parsed reference: a handle and the path after it.
 type refPath struct {
+	text   string // the reference as parsed, without its '$': "r3.rows.0"
 	handle string // "r3"
 	index  int    // the handle's number; maxHandle when too large to store
 	segs   string // the path as written after the handle, without its leading '.'; "" for none
 }
 
 // maxHandle stands for a handle number too large to have been handed out.
-const maxHandle = int(^uint(0) >> 1)
+const maxHandle = maxInt
 
 // String returns the reference in its typed form, "$r3.rows.0".
 func (r refPath) String() string {
@@ -580,10 +623,13 @@ func (r refPath) String() string {
 // prefix returns the reference to the part named by the first segments of
 // r, those before index i of its path.
 func (r refPath) prefix(i int) string {
-	if i == 0 {
-		return "$" + r.handle
-	}
-	return "$" + r.handle + "." + r.segs[:i-1]
+	return "$" + r.key(i)
+}
+
+// key returns r.prefix(i) without its '$', as a substring of r.text: the
+// key of the walk cache.
+func (r refPath) key(i int) string {
+	return r.text[:len(r.handle)+i]
 }
 
 // parseRef parses s, which must not include the leading '$', as
@@ -596,18 +642,26 @@ func (r refPath) prefix(i int) string {
 // other string. A handle number too large for an int parses, as one that
 // names no stored value.
 func parseRef(s string) (refPath, bool) {
+	r, problem := parseRefProblem(s)
+	return r, problem == ""
+}
+
+// parseRefProblem is parseRef, saying what breaks the grammar, in words
+// for the model that wrote s, instead of reporting false.
+func parseRefProblem(s string) (refPath, string) {
 	end := strings.IndexByte(s, '.')
 	if end < 0 {
 		end = len(s)
 	}
 	h := s[:end]
-	if len(h) < 2 || h[0] != 'r' || h[1] == '0' {
-		return refPath{}, false
+	if len(h) < 2 || h[0] != 'r' || h[1] < '1' || h[1] > '9' {
+		return refPath{}, fmt.Sprintf("%q is not a handle; handles are r1, r2, …", h)
 	}
 	n := 0
-	for _, c := range h[1:] {
+	for i, c := range []byte(h[1:]) {
 		if c < '0' || c > '9' {
-			return refPath{}, false
+			num := h[:1+i]
+			return refPath{}, fmt.Sprintf("the handle %s is followed by %q; a path starts with a dot, as in %q", num, h[1+i:], "$"+num+"."+s[1+i:])
 		}
 		if n > (maxHandle-9)/10 {
 			n = maxHandle
@@ -615,9 +669,9 @@ func parseRef(s string) (refPath, bool) {
 			n = n*10 + int(c-'0')
 		}
 	}
-	r := refPath{handle: h, index: n}
+	r := refPath{text: s, handle: h, index: n}
 	if end == len(s) {
-		return r, true
+		return r, ""
 	}
 	r.segs = s[end+1:]
 	segLen := 0
@@ -625,38 +679,55 @@ func parseRef(s string) (refPath, bool) {
 		switch r.segs[i] {
 		case '.':
 			if segLen == 0 {
-				return refPath{}, false // empty segment
+				return refPath{}, emptySegment(s[:end+1+i])
 			}
 			segLen = 0
 			continue
 		case '\\':
-			if i+1 == len(r.segs) || (r.segs[i+1] != '.' && r.segs[i+1] != '\\') {
-				return refPath{}, false
+			if i+1 == len(r.segs) {
+				return refPath{}, `the path ends with a lone backslash; write a backslash that is part of a key as "\\\\" and a dot as "\\."`
+			}
+			if r.segs[i+1] != '.' && r.segs[i+1] != '\\' {
+				return refPath{}, fmt.Sprintf(`%q after %q is not an escape; in a path only "\\." (a dot in a key) and "\\\\" (a backslash) are`,
+					r.segs[i:i+2], "$"+s[:end+1+i])
 			}
 			i++
 		}
 		segLen++
 	}
-	if segLen == 0 {
-		return refPath{}, false
+	if r.segs == "" {
+		return refPath{}, fmt.Sprintf("empty path after %q; write %q for the whole value, or a key or index after the dot", "$"+s, "$"+h)
 	}
-	return r, true
+	if segLen == 0 {
+		return refPath{}, emptySegment(s)
+	}
+	return r, ""
+}
+
+// emptySegment describes an empty path segment after the reference prefix
+// p (without its '$'), which ends with a dot.
+func emptySegment(p string) string {
+	return fmt.Sprintf(`empty segment after %q; separate segments with one dot, and write a dot that is part of a key as "\\."`, "$"+p)
+}
+
+// segmentEnd returns the index after the segment of the valid path p
+// starting at i and its dot.
+func segmentEnd(p string, i int) int {
+	for i < len(p) && p[i] != '.' {
+		if p[i] == '\\' {
+			i++
+		}
+		i++
+	}
+	return i + 1
 }
 
 // nextSegment returns the segment of the valid path p starting at i,
 // unescaped, and the index after it and its dot.
 func nextSegment(p string, i int) (seg string, next int) {
-	j := i
-	escaped := false
-	for j < len(p) && p[j] != '.' {
-		if p[j] == '\\' {
-			escaped = true
-			j++
-		}
-		j++
-	}
-	seg = p[i:j]
-	if escaped {
+	next = segmentEnd(p, i)
+	seg = p[i : next-1]
+	if strings.IndexByte(seg, '\\') >= 0 {
 		b := make([]byte, 0, len(seg))
 		for k := 0; k < len(seg); k++ {
 			if seg[k] == '\\' {
@@ -666,45 +737,144 @@ func nextSegment(p string, i int) (seg string, next int) {
 		}
 		seg = string(b)
 	}
-	return seg, j + 1
+	return seg, next
 }
 
-// lookup finds what r names. whole is the stored value; part is nil when r has no path, and
-// otherwise the JSON of the part of whole the path names (a subslice of
-// the stored bytes, which must not be modified). Its errors wrap
-// [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
-func (s *SessionValues) lookup(r refPath) (whole Value, part []byte, err error) {
-	s.mu.RLock()
-	n := len(s.vals)
-	if r.index <= n {
-		whole = s.vals[r.index-1]
+// walkCache remembers, within one call of Resolve, the containers that
+// path lookups reached by scanning at least walkCacheMin bytes, and the
+// values they read back from the durable store, by the reference that
+// names them, so that many paths through one large value ("$r1.rows.0.id",
+// "$r1.rows.1.id", …) scan it, or read it back, once. The zero value is an
+// empty cache that allocates nothing until a lookup scans that much.
+type walkCache struct {
+	m map[string]walkEntry // keyed by refPath.key
+}
+
+type walkEntry struct {
+	whole Value  // the stored value, in memory
+	part  []byte // the container, a subslice of its bytes
+	count int    // the container's items or keys when known, or -1
+	// For an array, where the item after the last one taken starts: its
+	// index and offset in part (0, 0 before any), so that ascending
+	// indexes ("$r1.rows.0.id", "$r1.rows.1.id", …) walk it once in all.
+	next, nextOff int
+}
+
+// Walk cache limits: a step of a lookup is remembered when it scanned at
+// least walkCacheMin bytes (shorter ones are cheap to repeat, and small
+// calls stay allocation-free), and only within the first walkCacheDepth
+// segments of a path, so that probing the cache costs a bounded number of
+// map lookups per distinct reference.
+const (
+	walkCacheMin   = 4 << 10
+	walkCacheDepth = 16
+)
+
+// longest returns the entry for the longest prefix of r, among those with
+// at most walkCacheDepth segments, that c holds, the index in r.segs after
+// it, and the number of segments it covers; ok is false when c holds none,
+// and for a reference without a path. c may be nil.
+func (c *walkCache) longest(r refPath) (e walkEntry, at, segs int, ok bool) {
+	if c == nil || c.m == nil || r.segs == "" {
+		return e, 0, 0, false
 	}
-	s.mu.RUnlock()
-	if r.index > n {
-		written := r.String()
-		if n == 0 {
-			return Value{}, nil, fmt.Errorf("values: %q is %w; no values are stored yet", written, ErrUnknownHandle)
+	e, ok = c.m[r.key(0)]
+	for i, n := 0, 1; i < len(r.segs) && n <= walkCacheDepth; n++ {
+		i = segmentEnd(r.segs, i)
+		if hit, found := c.m[r.key(i)]; found {
+			e, at, segs, ok = hit, i, n, true
 		}
-		return Value{}, nil, fmt.Errorf("values: %q is %w; stored: %s", written, ErrUnknownHandle, storedRange(n))
 	}
-	if whole, err = s.materialize(r, whole); err != nil { // read back a value kept only in the durable store
-		return Value{}, nil, err
+	return e, at, segs, ok
+}
+
+// add remembers that r.prefix(at) names e.
+func (c *walkCache) add(r refPath, at int, e walkEntry) {
+	if c.m == nil {
+		c.m = make(map[string]walkEntry)
 	}
-	if r.segs == "" {
-		return whole, nil, nil
+	c.m[r.key(at)] = e
+}
+
+// errScanBudget is returned by lookupPath when a lookup would scan more
+// than it may.
+var errScanBudget = errors.New("values: scan budget exceeded")
+
+// lookup finds what r names. whole is the stored value; part is nil when r
+// has no path, and otherwise the JSON of the part of whole the path names
+// (a subslice of the stored bytes, which must not be modified). Its errors
+// wrap [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
+func (s *SessionValues) lookup(r refPath) (whole Value, part []byte, err error) {
+	whole, part, _, err = s.lookupPath(r, nil, maxInt)
+	return whole, part, err
+}
+
+// lookupPath is lookup within one call of Resolve: it starts from the
+// longest prefix of r that c holds (c may be nil), adds to c the values it
+// reads back and the containers it reaches by long scans, and reports the
+// bytes it scanned: each object it passes through whole (the last of
+// duplicate keys wins); each array up to the end of the item it takes, from
+// where the previous lookup through it in c stopped when that was before
+// the item, and whole first when a negative index needs its length; and
+// the whole value when it was read back from the durable store. When that
+// would exceed limit it fails with errScanBudget, having scanned at most
+// one array item past the limit.
+func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Value, part []byte, scanned int, err error) {
+	e, start, depth, ok := c.longest(r) // depth: segments walked
+	var cur []byte
+	count := -1 // the length of the array cur, when known
+	key := -1   // cur is c's entry for r.key(key), when at least 0
+	if ok {
+		whole, cur, count, key = e.whole, e.part, e.count, start
+	} else {
+		s.mu.RLock()
+		n := len(s.vals)
+		if r.index <= n {
+			whole = s.vals[r.index-1]
+		}
+		s.mu.RUnlock()
+		if r.index > n {
+			written := r.String()
+			if n == 0 {
+				return Value{}, nil, 0, fmt.Errorf("values: %q is %w; no values are stored yet", written, ErrUnknownHandle)
+			}
+			return Value{}, nil, 0, fmt.Errorf("values: %q is %w; stored: %s", written, ErrUnknownHandle, storedRange(n))
+		}
+		stored := whole
+		if whole, err = s.materialize(r, whole); err != nil { // read back a value kept only in the durable store
+			return Value{}, nil, 0, err
+		}
+		if r.segs == "" {
+			return whole, nil, 0, nil
+		}
+		x := whole.get()
+		container := x.kind == KindArray || x.kind == KindObject
+		if whole.v != stored.v { // read back (or held by the store): charged whole, once
+			if scanned = len(x.raw); scanned > limit {
+				return whole, nil, 0, errScanBudget
+			}
+			if c != nil && container {
+				c.add(r, 0, walkEntry{whole: whole, part: x.raw, count: x.n})
+				key = 0
+			}
+		}
+		if !container {
+			return whole, nil, scanned, fmt.Errorf("values: %q: %w: $%s is %s, which has no fields or items", r.String(), ErrNoPath, r.handle, x.kind)
+		}
+		cur, count = x.raw, x.n // n was counted at Put
 	}
-	x := whole.get()
-	if x.kind != KindArray && x.kind != KindObject {
-		return whole, nil, fmt.Errorf("values: %q: %w: $%s is %s, which has no fields or items", r.String(), ErrNoPath, r.handle, x.kind)
-	}
-	cur := x.raw
-	for i := 0; i < len(r.segs); {
-		start := i // cur is what r.prefix(start) names
+	for i := start; i < len(r.segs); {
+		at := i // cur is what r.prefix(at) names
 		var seg string
 		seg, i = nextSegment(r.segs, i)
+		depth++
+		var step int // bytes of cur this step scans
+		var found []byte
 		switch cur[0] {
 		case '{':
-			var found []byte
+			if step = len(cur); step > limit-scanned {
+				return whole, nil, scanned, errScanBudget
+			}
 			eachChild(cur, func(k, v []byte) bool {
 				if keyEquals(k, seg) {
 					found = v // the last duplicate wins, as in encoding/json
@@ -712,48 +882,92 @@ func (s *SessionValues) lookup(r refPath) (whole Value, part []byte, err error) 
 				return true
 			})
 			if found == nil {
-				return whole, nil, fmt.Errorf("values: %q: %w: %s has no key %q%s", r.String(), ErrNoPath, r.prefix(start), seg, keyList(cur))
+				return whole, nil, scanned + step, fmt.Errorf("values: %q: %w: %s has no key %q%s", r.String(), ErrNoPath, r.prefix(at), seg, keyList(cur))
 			}
-			cur = found
 		case '[':
-			count := -1 // the array's length, when known
-			if start == 0 {
-				count = x.n // counted at Put
-			}
 			idx, ok := parseIndex(seg)
 			if !ok {
-				return whole, nil, fmt.Errorf("values: %q: %w: %s is an array; %q is not an index (0, 1, … or -1 for the last item)", r.String(), ErrNoPath, r.prefix(start), seg)
+				return whole, nil, scanned, fmt.Errorf("values: %q: %w: %s is an array; %q is not an index (0, 1, … or -1 for the last item)", r.String(), ErrNoPath, r.prefix(at), seg)
+			}
+			var ce walkEntry // cur's cache entry
+			if key >= 0 {
+				ce = c.m[r.key(key)]
 			}
 			if idx < 0 {
 				if count < 0 {
+					if step = len(cur); step > limit-scanned {
+						return whole, nil, scanned, errScanBudget
+					}
 					count = countChildren(cur)
+					if key >= 0 {
+						ce.count = count
+						c.m[r.key(key)] = ce
+					}
 				}
 				idx += count
 			}
-			var found []byte
-			k := 0
-			if idx >= 0 {
-				eachChild(cur, func(_, v []byte) bool {
-					if k == idx {
-						found = v
-						return false
-					}
-					k++
-					return true
-				})
+			k, from := 0, 0 // walk from item k at offset from
+			if ce.next > 0 && ce.next <= idx {
+				k, from = ce.next, ce.nextOff
 			}
-			if found == nil {
+			var next int
+			if idx >= 0 {
+				var end int
+				found, end, next, k = walkArray(cur, k, from, idx, limit-scanned-step)
+				if end < 0 {
+					return whole, nil, scanned, errScanBudget
+				}
+				step += end - from
+			}
+			if found == nil { // walked to the end, or not at all
 				if count < 0 {
 					count = k
 				}
-				return whole, nil, fmt.Errorf("values: %q: %w: index %s is out of range for %s, an array of %d items", r.String(), ErrNoPath, seg, r.prefix(start), count)
+				return whole, nil, scanned + step, fmt.Errorf("values: %q: %w: index %s is out of range for %s, an array of %d items", r.String(), ErrNoPath, seg, r.prefix(at), count)
 			}
-			cur = found
+			if key >= 0 {
+				ce.next, ce.nextOff = idx+1, next
+				c.m[r.key(key)] = ce
+			}
 		default:
-			return whole, nil, fmt.Errorf("values: %q: %w: %s is %s, which has no fields or items", r.String(), ErrNoPath, r.prefix(start), kindOf(cur[0]))
+			return whole, nil, scanned, fmt.Errorf("values: %q: %w: %s is %s, which has no fields or items", r.String(), ErrNoPath, r.prefix(at), kindOf(cur[0]))
+		}
+		scanned += step
+		cur, count, key = found, -1, -1
+		if c != nil && step >= walkCacheMin && depth <= walkCacheDepth && (cur[0] == '{' || cur[0] == '[') {
+			c.add(r, i, walkEntry{whole: whole, part: cur, count: -1})
+			key = i
 		}
 	}
-	return whole, cur, nil
+	return whole, cur, scanned, nil
+}
+
+// walkArray walks the validated array d from its item k, which starts at
+// offset from (0 for the array's start, with k 0), to its item idx (idx ≥
+// k), scanning no further than offset from+limit. It returns the item, the
+// offset of its end and the offset where the next item starts; or, when
+// the array ends first, nil, the offset of its end and the number of
+// items; or a negative end when the item ends past the limit.
+func walkArray(d []byte, k, from, idx, limit int) (item []byte, end, next, n int) {
+	i := from
+	if i == 0 {
+		i = skipSpace(d, 1)
+	}
+	for ; i < len(d) && d[i] != ']'; k++ {
+		e := skipValue(d, i)
+		if e-from > limit {
+			return nil, -1, 0, k
+		}
+		j := skipSpace(d, e)
+		if j < len(d) && d[j] == ',' {
+			j = skipSpace(d, j+1)
+		}
+		if k == idx {
+			return d[i:e], e, j, k
+		}
+		i = j
+	}
+	return nil, i, 0, k
 }
 
 // keyListMax is the number of keys an error about a missing key lists, so

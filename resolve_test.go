@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -88,7 +89,7 @@ func TestResolve(t *testing.T) {
 		{"whitespace kept", " {\n \"a\" : \"$r4\" ,\"b\":[ \"$r8\" ] }\t", " {\n \"a\" : \"hello\" ,\"b\":[ 42 ] }\t", []string{"$r4", "$r8"}},
 		{"partial matches untouched", `{"cmd":"echo $r4 > out.txt","re":"^\\$r1$","t":"$r1 "}`, "", nil},
 		{"object keys are not references", `{"$r1":"x","y":{"$r2":1}}`, "", nil},
-		{"not handles", `["$r0","$r01","$R1","$r","$","$r1a","r1","$ r1","$r1.","$r1..a","$r1.a\\x"]`, "", nil},
+		{"malformed or not references stay literal", `["$r0","$r01","$R1","$r","$","$r1a","r1","$ r1","$r1.","$r1..a","$r1.a\\x"]`, "", nil},
 		{"repeats all resolve", `["$r4","$r4",{"k":"$r4"}]`, `["hello","hello",{"k":"hello"}]`, []string{"$r4", "$r4", "$r4"}},
 		{"escape", `["$$r1"]`, `["$r1"]`, nil},
 		{"escape keeps a path", `{"a":"$$r1.x.-1"}`, `{"a":"$r1.x.-1"}`, nil},
@@ -254,6 +255,12 @@ func TestResolveDetail(t *testing.T) {
 			{"$r1.x", "/0", ErrNoPath}, {"$r1.5", "/1", ErrNoPath}, {"$r2.content.x", "/2", ErrNoPath},
 			{"$r8.x", "/3", ErrNoPath}, {"$r3.0.x", "/4", ErrNoPath},
 		}},
+		{"malformed", `{"a":"$r1.rows.","b":"$r1..rows","c":"$r1.rows.0.id\\x","d":"$r1a","e":"$r2.a\\","f":"$r1.","g":"$r1.rows.","h":"$r1.0"}`, []ref{
+			{"$r1.rows.", "/a", ErrBadRef}, {"$r1..rows", "/b", ErrBadRef}, {`$r1.rows.0.id\x`, "/c", ErrBadRef},
+			{"$r1a", "/d", ErrBadRef}, {`$r2.a\`, "/e", ErrBadRef}, {"$r1.", "/f", ErrBadRef}, {"$r1.rows.", "/g", ErrBadRef},
+			{"$r1.0", "/h", nil},
+		}},
+		{"not reference-shaped, or escaped", `["$r0.","$R1..x","$r..x","$$r1..x","$$$r1.","$$r1a","r1..x","$ r1..x"]`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,7 +271,7 @@ func TestResolveDetail(t *testing.T) {
 			var got []ref
 			for _, r := range res.Refs {
 				var sentinel error
-				for _, e := range []error{ErrUnknownHandle, ErrNoPath} {
+				for _, e := range []error{ErrUnknownHandle, ErrNoPath, ErrBadRef} {
 					if errors.Is(r.Err, e) {
 						sentinel = e
 					}
@@ -307,6 +314,13 @@ func TestLookupErrorsExplain(t *testing.T) {
 		{"$r3.x", `values: "$r3.x": no such path: $r3 is an array; "x" is not an index (0, 1, … or -1 for the last item)`},
 		{"$r4.x", `values: "$r4.x": no such path: $r4 is text, which has no fields or items`},
 		{"$r2.path.x", `values: "$r2.path.x": no such path: $r2.path is text, which has no fields or items`},
+		{"$r1.", `values: "$r1.": malformed reference: empty path after "$r1."; write "$r1" for the whole value, or a key or index after the dot`},
+		{"$r3.rows.", `values: "$r3.rows.": malformed reference: empty segment after "$r3.rows."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
+		{"$r3..rows", `values: "$r3..rows": malformed reference: empty segment after "$r3."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
+		{`$r3.rows.0.id\x`, `values: "$r3.rows.0.id\\x": malformed reference: "\\x" after "$r3.rows.0.id" is not an escape; in a path only "\\." (a dot in a key) and "\\\\" (a backslash) are`},
+		{`$r3.a\`, `values: "$r3.a\\": malformed reference: the path ends with a lone backslash; write a backslash that is part of a key as "\\\\" and a dot as "\\."`},
+		{"$r12rows.0", `values: "$r12rows.0": malformed reference: the handle r12 is followed by "rows"; a path starts with a dot, as in "$r12.rows.0"`},
+		{"$r99..x", `values: "$r99..x": malformed reference: empty segment after "$r99."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {
@@ -800,7 +814,8 @@ func TestQuotedSizeAgreesWithAppendQuoted(t *testing.T) {
 
 // fuzzStore holds values of every kind for FuzzResolve: r1 an object with
 // awkward keys, r2 text, r3 binary, r4 a mixed array, r5 a number, r6 text
-// that looks like a reference, r7 JSON with escapes in its keys.
+// that looks like a reference, r7 JSON with escapes in its keys, r8 an
+// object large enough for lookups to remember what they scan in it.
 func fuzzStore(tb testing.TB, opts ...Option) *SessionValues {
 	tb.Helper()
 	s := New(opts...)
@@ -812,12 +827,28 @@ func fuzzStore(tb testing.TB, opts ...Option) *SessionValues {
 		json.RawMessage(`-0.0`),
 		"$r1",
 		json.RawMessage(`{"\u00e9":1,"a\"b":2,"\ud800":3,"\/":4}`),
+		json.RawMessage(fuzzLarge()),
 	} {
 		if _, err := s.Put(v); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	return s
+}
+
+// fuzzLarge returns an object of about 12 KiB with rows to index, nested
+// arrays, and a duplicate key whose last value holds more.
+func fuzzLarge() string {
+	var b strings.Builder
+	b.WriteString(`{"dup":{"x":0},"rows":[`)
+	for i := range 300 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"v":[%d,"a.b",[[]]]}`, i, i*i)
+	}
+	b.WriteString(`],"k":{"a.b":[[1,2],{"c":[3]}]},"dup":{"x":[1,{"y":2}]}}`)
+	return b.String()
 }
 
 // FuzzResolve checks Resolve against a model that works on decoded values:
@@ -835,6 +866,9 @@ func FuzzResolve(f *testing.F) {
 		{` { "a" : "$r1.~/" } `, "$$r1"},
 		{`[1,2,{"x":null,"y":true}]`, "$r1."},
 		{`{"a":"$r1.a.b.01"}`, "$r4.-8"},
+		{`["$r8.rows.3.id","$r8.rows.-1","$r8.rows.0.id","$r8.rows","$r8.rows.2.v.1","$r8.nope","$r8.rows.1.id","$r8.rows.300"]`, "$r8.rows.299.v.2.0"},
+		{`{"a":["$r8.dup.x.1.y","$r8.k.a\\.b.1.c.-1","$r8.rows.-300.v","$r8.rows.5","$r8.rows.4.id"],"b":"$r8.rows.7.v.-1"}`, "$r8.dup.x"},
+		{`["$r1..a","$r1.a.","$r8.rows.\\x","$$r8..x"]`, "$r8.rows.1\\"},
 	} {
 		f.Add([]byte(seed.args), seed.ref)
 	}
@@ -886,17 +920,32 @@ func checkResolve(t *testing.T, s, small *SessionValues, args []byte) {
 		t.Fatalf("ResolveDetail(%q) = %q, %v, %v; Resolve = %q, %v", args, res.Args, res.Resolved(), err, out, resolved)
 	}
 	for _, r := range res.Refs {
-		if r.Err != nil && !errors.Is(r.Err, ErrUnknownHandle) && !errors.Is(r.Err, ErrNoPath) {
+		if r.Err != nil && !errors.Is(r.Err, ErrUnknownHandle) && !errors.Is(r.Err, ErrNoPath) && !errors.Is(r.Err, ErrBadRef) {
 			t.Fatalf("%s: error %v wraps no sentinel", r.Ref, r.Err)
 		}
+		// A malformed reference is exactly a reference-shaped string that
+		// breaks the grammar.
+		_, ok := modelParse(r.Ref[1:])
+		shaped := len(r.Ref) >= 3 && r.Ref[0] == '$' && r.Ref[1] == 'r' && '1' <= r.Ref[2] && r.Ref[2] <= '9'
+		if errors.Is(r.Err, ErrBadRef) == ok || !shaped {
+			t.Fatalf("%s: parses %v, reference-shaped %v, error %v", r.Ref, ok, shaped, r.Err)
+		}
 	}
-	// The bound: a small store fails exactly when the result is larger.
+	// The bound: a small store fails exactly when the result is larger, or
+	// the path lookups scan more than its budget.
+	r := resolver{s: s, args: args}
+	if err := r.run(); err != nil {
+		t.Fatal(err)
+	}
+	overBudget := r.scan > scanBudget(256)
 	sout, _, err := small.Resolve(args)
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		if len(out) <= 256 || bytes.Equal(out, args) {
-			t.Fatalf("ErrTooLarge for a %d-byte result", len(out))
+		if !overBudget && (len(out) <= 256 || bytes.Equal(out, args)) {
+			t.Fatalf("ErrTooLarge for a %d-byte result, %d bytes scanned", len(out), r.scan)
 		}
+	case overBudget:
+		t.Fatalf("small store: %v after scanning %d bytes, want ErrTooLarge", err, r.scan)
 	case err != nil || !bytes.Equal(sout, out):
 		t.Fatalf("small store: %q, %v; want %q", sout, err, out)
 	}
@@ -1066,5 +1115,225 @@ func TestResolveBoundsLookupWork(t *testing.T) {
 	}
 	if _, _, err := s.Resolve(args(fits + 1)); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("%d distinct paths: %v, want ErrTooLarge", fits+1, err)
+	}
+}
+
+// rowsResult returns a JSON object of about size bytes, {"rows":[{"id":0,
+// "name":…},…]}, and its number of rows.
+func rowsResult(size int) ([]byte, int) {
+	var b bytes.Buffer
+	b.WriteString(`{"rows":[`)
+	n := 0
+	for ; b.Len() < size; n++ {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"row %d with some padding to make it longer"}`, n, n)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes(), n
+}
+
+// idRefs returns arguments {"ids":["$r1.rows.<i>.id",…]} for the indexes.
+func idRefs(h string, indexes ...int) []byte {
+	var refs []string
+	for _, i := range indexes {
+		refs = append(refs, fmt.Sprintf(`"$%s.rows.%d.id"`, h, i))
+	}
+	return []byte(`{"ids":[` + strings.Join(refs, ",") + `]}`)
+}
+
+// A path is charged the bytes its lookup scans, not the value's size, and a
+// large container on the way is scanned once per call: row ids from a
+// result far larger than the bound resolve.
+func TestResolvePathsChargeWhatTheyScan(t *testing.T) {
+	s := New(WithMaxResolved(1 << 20))
+	result, rows := rowsResult(2 << 20)
+	h, err := s.Put(json.RawMessage(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		indexes []int
+	}{
+		{"nine ids", []int{0, 1, 2, 3, 4, 5, 6, 7, 8}},
+		{"a hundred ids, the last ones too", append(seq(0, 90), seq(rows-10, rows)...)},
+		{"the same rows in another order", []int{8, 3, 8, 0, rows - 1, 3}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, refs, err := s.Resolve(idRefs(h, tt.indexes...))
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			var got struct{ IDs []int }
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.indexes, got.IDs); diff != "" || len(refs) != len(tt.indexes) {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Walking the rows array is charged up to the item taken, from where
+	// the previous path stopped when that is before it: ids far into it in
+	// descending order still exhaust the budget of 16 MiB. Each of these
+	// scans about 2 MiB, so the eighth fails.
+	last := seq(rows-10, rows)
+	if _, _, err := s.Resolve(idRefs(h, last...)); err != nil {
+		t.Errorf("ten paths to the last rows in ascending order: %v", err)
+	}
+	slices.Reverse(last)
+	if _, _, err := s.Resolve(idRefs(h, last...)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ten paths to the last rows in descending order: %v, want ErrTooLarge", err)
+	}
+}
+
+func seq(from, to int) []int {
+	var s []int
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// lookupPath reports the bytes it scans: an object whole, an array up to
+// the end of the item taken (after the whole of it when it must count its
+// items first).
+func TestLookupPathScanned(t *testing.T) {
+	s := New()
+	obj := `{"a":[10,20,{"b":[1,2,3]}],"pad":"xxxxxxxxxx","a":[30,40,{"b":[4,5,6]}]}`
+	h, _ := s.Put(json.RawMessage(obj))
+	arr := `[{"k":1},{"k":2},[3,4]]`
+	ha, _ := s.Put(json.RawMessage(arr))
+	tests := []struct {
+		ref     string
+		part    string
+		scanned int
+	}{
+		{"$" + h, "", 0},
+		{"$" + h + ".pad", `"xxxxxxxxxx"`, len(obj)},
+		{"$" + h + ".a.0", `30`, len(obj) + len(`[30`)},
+		{"$" + h + ".a.2.b.-1", `6`, len(obj) + len(`[30,40,{"b":[4,5,6]}`) + len(`{"b":[4,5,6]}`) + len(`[4,5,6]`) + len(`[4,5,6`)},
+		{"$" + ha + ".0.k", `1`, len(`[{"k":1}`) + len(`{"k":1}`)},
+		{"$" + ha + ".-1.1", `4`, len(`[{"k":1},{"k":2},[3,4]`) + len(`[3,4`)}, // the top level's length is known
+		{"$" + ha + ".1.x", "", len(`[{"k":1},{"k":2}`) + len(`{"k":2}`)},
+		{"$" + ha + ".5", "", len(arr) - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			p, ok := parseRef(tt.ref[1:])
+			if !ok {
+				t.Fatalf("parseRef(%q) failed", tt.ref)
+			}
+			_, part, scanned, err := s.lookupPath(p, nil, maxInt)
+			if (err != nil) != (tt.part == "" && p.segs != "") || string(part) != tt.part {
+				t.Errorf("part %s, err %v; want %s", part, err, tt.part)
+			}
+			if scanned != tt.scanned {
+				t.Errorf("scanned %d bytes, want %d", scanned, tt.scanned)
+			}
+			if tt.scanned > 0 {
+				if _, _, _, err := s.lookupPath(p, nil, tt.scanned-1); !errors.Is(err, errScanBudget) {
+					t.Errorf("limit %d: %v, want errScanBudget", tt.scanned-1, err)
+				}
+				if _, _, _, err := s.lookupPath(p, nil, tt.scanned); errors.Is(err, errScanBudget) {
+					t.Errorf("limit %d: %v", tt.scanned, err)
+				}
+			}
+		})
+	}
+}
+
+// The largest bound works: the budget of path lookups saturates rather
+// than overflows.
+func TestResolveLargestBound(t *testing.T) {
+	s := resolveStore(t, WithMaxResolved(math.MaxInt))
+	out, refs, err := s.Resolve([]byte(`["$r3.1.id","$r7.nested.rows.-1.id","$r1"]`))
+	if want := `[2,"y",[1,2,3]]`; err != nil || string(out) != want || len(refs) != 3 {
+		t.Errorf("Resolve = %s, %v, %v; want %s", out, refs, err, want)
+	}
+	if got := scanBudget(math.MaxInt); got != math.MaxInt {
+		t.Errorf("scanBudget(MaxInt) = %d", got)
+	}
+	if got := scanBudget(DefaultMaxResolved); got != 1<<30 {
+		t.Errorf("scanBudget(DefaultMaxResolved) = %d, want 1 GiB", got)
+	}
+}
+
+// memDurable is a Durable in memory that counts reads.
+type memDurable struct {
+	mu      sync.Mutex
+	bodies  map[string][]byte
+	records map[string][]Record
+	reads   int
+}
+
+func (m *memDurable) PutBody(session string, body []byte) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := strconv.Itoa(len(m.bodies))
+	m.bodies[key] = bytes.Clone(body)
+	return key, nil
+}
+
+func (m *memDurable) Body(session, key string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	b, ok := m.bodies[key]
+	if !ok {
+		return nil, errors.New("no such body")
+	}
+	return bytes.Clone(b), nil
+}
+
+func (m *memDurable) AppendRecord(session string, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.records[session] = append(m.records[session], r)
+	return nil
+}
+
+func (m *memDurable) Records(session string) ([]Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.records[session]), nil
+}
+
+// A value kept only in the durable store is charged whole when a path
+// reads it back, once per call however many paths go into it.
+func TestResolveDurablePathsChargeOneReadBack(t *testing.T) {
+	d := &memDurable{bodies: map[string][]byte{}, records: map[string][]Record{}}
+	obj, _ := rowsResult(64 << 10)
+	result := obj[len(`{"rows":`) : len(obj)-1] // a top-level array
+	// 16 times the bound holds the value once, not twice.
+	bound := (len(result) + len(result)/2) / scanFactor
+	s := New(WithDurable(d, "s"), WithMemoryLimit(1024), WithMaxResolved(bound))
+	h, err := s.Put(json.RawMessage(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.reads != 0 {
+		t.Fatalf("%d reads before Resolve", d.reads)
+	}
+	// Short steps, not remembered by themselves: each path would read the
+	// value back but for the first.
+	var refs []string
+	for i := range 20 {
+		refs = append(refs, fmt.Sprintf(`"$%s.%d.id"`, h, i), fmt.Sprintf(`"$%s.%d"`, h, 19-i))
+	}
+	out, resolved, err := s.Resolve([]byte("[" + strings.Join(refs, ",") + "]"))
+	if err != nil || len(resolved) != 40 || !json.Valid(out) {
+		t.Fatalf("Resolve: %d refs, %v", len(resolved), err)
+	}
+	if d.reads == 0 {
+		t.Errorf("the value was not read back: it was in memory")
+	}
+	// Twice the value is over the budget.
+	s2 := New(WithDurable(d, "s2"), WithMemoryLimit(1024), WithMaxResolved(len(result)/scanFactor))
+	h2, _ := s2.Put(json.RawMessage(result))
+	if _, _, err := s2.Resolve([]byte(`["$` + h2 + `.0"]`)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a read back larger than the budget: %v, want ErrTooLarge", err)
 	}
 }

@@ -1,13 +1,17 @@
 package values
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +45,7 @@ func violationsOf(t testing.TB, err error) []Violation {
 
 // ignoreErr compares Violation.Err by the sentinel it wraps.
 var ignoreErr = cmp.Comparer(func(a, b error) bool {
-	for _, s := range []error{ErrUnknownHandle, ErrNoPath} {
+	for _, s := range []error{ErrUnknownHandle, ErrNoPath, ErrBadRef, ErrTooComplex} {
 		if errors.Is(a, s) != errors.Is(b, s) {
 			return false
 		}
@@ -164,12 +168,12 @@ func TestValidateErrors(t *testing.T) {
 			t.Errorf("Validate(%q) = %v, want ErrInvalidJSON", args, err)
 		}
 	}
-	// Deeper than encoding/json decodes: an error, not a crash.
+	// Deeper than encoding/json decodes: a violation, not a crash.
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
 	err := s.Validate([]byte(deep))
 	var ve *ValidationError
-	if err == nil || errors.As(err, &ve) || !strings.HasPrefix(err.Error(), "values: ") {
-		t.Errorf("Validate(deep) = %v, want a plain error", err)
+	if !errors.As(err, &ve) || len(ve.Violations) != 1 || !errors.Is(err, ErrTooComplex) {
+		t.Errorf("Validate(deep) = %v, want one violation wrapping ErrTooComplex", err)
 	}
 	// Exponents math/big refuses crash the validator; Validate reports them.
 	for _, schema := range []string{`{"type":"integer"}`, `{"const":1}`, `{"enum":[1]}`, `{"maximum":5}`, `{"uniqueItems":true}`} {
@@ -182,6 +186,161 @@ func TestValidateErrors(t *testing.T) {
 				t.Errorf("%s %s: %v", schema, args, err)
 			}
 		}
+	}
+}
+
+// nested returns the JSON value v inside n arrays, and the JSON pointer of
+// the array at depth d (1 is the outermost).
+func nested(n int, v string) string {
+	return strings.Repeat("[", n) + v + strings.Repeat("]", n)
+}
+
+func zeros(depth int) string { return strings.Repeat("/0", depth) }
+
+// Arguments past a limit of validation are reported, each number and each
+// container past it by pointer, and not validated: no schema violation is
+// reported with them.
+func TestValidateLimits(t *testing.T) {
+	intArray := `{"properties":{"xs":{"type":"array","items":{"type":"integer"}}}}`
+	recursive := `{"type":"array","items":{"$ref":"#"}}`
+	many := func(n int, v string) string {
+		return `{"xs":[` + strings.TrimSuffix(strings.Repeat(v+",", n), ",") + `]}`
+	}
+	digits := func(n int) string { return "0." + strings.Repeat("3", n-1) }
+	tests := []struct {
+		name, schema, args string
+		want               []string // pointers of the violations, all wrapping ErrTooComplex
+		omitted            int
+	}{
+		{"the review's numbers", intArray, many(60, "1e999999"), pointers("/xs/", 60), 0},
+		{"the review's nesting", recursive, nested(1600, "1"), []string{zeros(MaxArgsDepth)}, 0},
+		{"exponent at the limit", intArray, many(4, "1e400"), nil, 0},
+		{"largest at the limit", intArray, `{"xs":[9.99e400,-9E+400,100e398,-0.5e401]}`, nil, 0},
+		{"smallest at the limit", `{}`, `[1e-400,-1.5E-400,0.001e-397,100e-402]`, nil, 0},
+		{"too large", intArray, `{"xs":[1e401,-1E+401,1000e399,0.1e402,` + "1" + strings.Repeat("0", 401) + `]}`, pointers("/xs/", 5), 0},
+		{"too small", `{}`, `[1e-401,-1.5E-401,0.0001e-397,10e-402]`, pointers("/", 4), 0},
+		{"zero with a huge exponent", `{}`, `[0e400,-0.0e-400,0e401,0.000E-401,0e99999999999999999999]`, []string{"/2", "/3", "/4"}, 0},
+		{"digits at the limit", `{}`, `[` + digits(MaxNumberDigits) + `]`, nil, 0},
+		{"too many digits", `{}`, `{"a":[` + digits(MaxNumberDigits+1) + `]}`, []string{"/a/0"}, 0},
+		{"exponent digits count", `{}`, `[1e` + strings.Repeat("0", MaxNumberDigits-1) + `1]`, []string{"/0"}, 0},
+		{"depth at the limit", recursive, nested(MaxArgsDepth, ""), nil, 0},
+		{"depth at the limit, failing", recursive, nested(MaxArgsDepth-1, "1"), []string{}, 0},
+		{"one level too deep", recursive, nested(MaxArgsDepth+1, ""), []string{zeros(MaxArgsDepth)}, 0},
+		{"objects too deep", `{}`, strings.Repeat(`{"k~/":`, MaxArgsDepth+1) + "1" + strings.Repeat("}", MaxArgsDepth+1),
+			[]string{strings.Repeat("/k~0~1", MaxArgsDepth)}, 0},
+		{"pointers count items and keys", `{}`, `{"a":[1,{"b":"x","c":[{},[],"d",` + nested(MaxArgsDepth-3, "") + `]}],"e":1e999}`,
+			[]string{"/a/1/c/3" + zeros(MaxArgsDepth-4), "/e"}, 0},
+		{"inside a too deep value is not looked at", `{}`, nested(MaxArgsDepth+1, "1e999"), []string{zeros(MaxArgsDepth)}, 0},
+		{"numbers in strings and keys are text", intArray, `{"xs":[1],"1e999":"1e999","s":"[[[[-1e999"}`, nil, 0},
+		{"many", `{}`, many(1000, "1e999"), pointers("/xs/", maxViolations), 1000 - maxViolations},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sch := mustCompile(t, tt.schema)
+			err := sch.Validate([]byte(tt.args))
+			if tt.want != nil && len(tt.want) == 0 { // a schema violation, not a limit
+				if vs := violationsOf(t, err); len(vs) == 0 || errors.Is(err, ErrTooComplex) {
+					t.Errorf("Validate = %v, want schema violations only", err)
+				}
+				return
+			}
+			var got []string
+			for _, v := range violationsOf(t, err) {
+				got = append(got, v.Pointer)
+				if !errors.Is(v.Err, ErrTooComplex) || v.Message != strings.TrimPrefix(v.Err.Error(), "values: ") {
+					t.Errorf("%s: message %q, error %v", v.Pointer, v.Message, v.Err)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pointers (-want +got):\n%s", diff)
+			}
+			var ve *ValidationError
+			if errors.As(err, &ve) && ve.Omitted != tt.omitted {
+				t.Errorf("%d omitted, want %d", ve.Omitted, tt.omitted)
+			}
+			// Prepare checks the same arguments the same way.
+			_, _, perr := New().Prepare(sch, []byte(tt.args))
+			if diff := cmp.Diff(violationsOf(t, err), violationsOf(t, perr), ignoreErr); diff != "" {
+				t.Errorf("Prepare differs from Validate (-Validate +Prepare):\n%s", diff)
+			}
+		})
+	}
+}
+
+func pointers(prefix string, n int) []string {
+	var p []string
+	for i := range n {
+		p = append(p, prefix+strconv.Itoa(i))
+	}
+	return p
+}
+
+// The messages a model reads about arguments past a limit.
+func TestValidateLimitMessages(t *testing.T) {
+	sch := mustCompile(t, `{}`)
+	long := "1." + strings.Repeat("2", 1000) + "3"
+	tests := []struct{ args, want string }{
+		{`1e999999`, "too complex to validate: the number 1e999999 is too large to validate; magnitudes below 1e401 can be"},
+		{`-2.5E-401`, "too complex to validate: the number -2.5E-401 is too close to zero to validate; write 0, or a magnitude of at least 1e-400"},
+		{`0e401`, "too complex to validate: the number 0e401 has an exponent beyond ±400; write it as 0"},
+		{long, "too complex to validate: the number 1.2222222222…222222222223 has 1002 digits, more than the 1000 that can be validated"},
+		{nested(MaxArgsDepth+1, ""), "too complex to validate: nested more than 128 levels deep; pass a flatter value"},
+	}
+	for _, tt := range tests {
+		vs := violationsOf(t, sch.Validate([]byte(tt.args)))
+		if len(vs) != 1 || vs[0].Message != tt.want {
+			t.Errorf("Validate(%.20s…) = %+v\nwant message %s", tt.args, vs, tt.want)
+		}
+	}
+}
+
+// A reference that supplies a value past a limit is named, and the
+// violation is reported beside unresolved references.
+func TestPrepareLimits(t *testing.T) {
+	vals := New()
+	deep, _ := vals.Put(json.RawMessage(nested(MaxArgsDepth, "")))
+	sch := mustCompile(t, `{"type":"object"}`)
+	_, _, err := vals.Prepare(sch, []byte(`{"a":"$`+deep+`","b":"$r9","c":[1e400,1e401]}`))
+	want := []Violation{
+		{Pointer: "/a" + zeros(MaxArgsDepth-1), Message: "too complex to validate: nested more than 128 levels deep; pass a flatter value", Ref: "$" + deep, Err: ErrTooComplex},
+		{Pointer: "/b", Message: `"$r9" is not a stored value; stored: r1`, Ref: "$r9", Err: ErrUnknownHandle},
+		{Pointer: "/c/1", Message: "too complex to validate: the number 1e401 is too large to validate; magnitudes below 1e401 can be", Err: ErrTooComplex},
+	}
+	if diff := cmp.Diff(want, violationsOf(t, err), ignoreErr); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+	if !errors.Is(err, ErrTooComplex) || !errors.Is(err, ErrUnknownHandle) {
+		t.Errorf("errors.Is does not see both causes: %v", err)
+	}
+	if text := err.Error(); !strings.Contains(text, "pass a flatter value (from $"+deep+")") || strings.Contains(text, "(from $r9)") {
+		t.Errorf("error text:\n%s", text)
+	}
+	// Without a schema nothing is validated, so no limit applies.
+	if _, _, err := vals.Prepare(nil, []byte(`{"a":"$`+deep+`","c":[1e401]}`)); err != nil {
+		t.Errorf("Prepare(nil) = %v", err)
+	}
+}
+
+// Malformed references are reported as unresolved ones are, with or
+// without a schema; escaped ones pass as written.
+func TestPrepareBadRefs(t *testing.T) {
+	vals := prepareStore(t)
+	sch := mustCompile(t, `{}`)
+	for _, args := range []string{`{"a":"$r1.rows."}`, `{"a":"$r1..rows"}`, `{"a":"$r1.rows.0.id\\x"}`, `{"a":"$r1rows"}`} {
+		for _, s := range []*Schema{sch, nil} {
+			got, _, err := vals.Prepare(s, []byte(args))
+			vs := violationsOf(t, err)
+			if len(vs) != 1 || vs[0].Pointer != "/a" || !errors.Is(vs[0].Err, ErrBadRef) || !errors.Is(err, ErrBadRef) {
+				t.Errorf("Prepare(%v, %s) = %v, want one violation at /a wrapping ErrBadRef", s != nil, args, err)
+			}
+			if string(got) != args {
+				t.Errorf("Prepare(%v, %s) returned %s, want the arguments as written", s != nil, args, got)
+			}
+		}
+	}
+	got, _, err := vals.Prepare(sch, []byte(`{"a":"$$r1..x","b":"$$r1.rows."}`))
+	if err != nil || string(got) != `{"a":"$$r1..x","b":"$$r1.rows."}` {
+		t.Errorf("escaped: %s, %v", got, err)
 	}
 }
 
@@ -388,4 +547,135 @@ func TestSchemaConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// FuzzCheckLimits checks the limits pass against a model over the token
+// stream of encoding/json: the same pointers, in document order, duplicate
+// keys included.
+func FuzzCheckLimits(f *testing.F) {
+	for _, seed := range []string{
+		`{"a":[1,{"b":"x","c":[{},[],"d",1e401]}],"e":1e999}`, `[1e400,1e-401,0e401,0.0001e-397,-9.9E+400]`,
+		`{"k":{"k":[[[1e999]]]},"k":2e999}`, nested(MaxArgsDepth+1, "1"), `[{},{"a":[]},1e999,{"b":{}},2e999]`,
+		`"1e999"`, `1e999`, `[` + strings.Repeat("3", MaxNumberDigits+1) + `]`, `{"a~/\u00e9":1e999}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, args []byte) {
+		if _, _, err := scanJSON(args); err != nil {
+			return
+		}
+		vs, more := checkLimits(args)
+		var got []string
+		for _, v := range vs {
+			if !errors.Is(v.Err, ErrTooComplex) {
+				t.Fatalf("%s: %v does not wrap ErrTooComplex", v.Pointer, v.Err)
+			}
+			got = append(got, v.Pointer)
+		}
+		want := modelLimits(t, args)
+		if len(want) > maxViolations {
+			want, more = want[:maxViolations], more-(len(want)-maxViolations)
+		}
+		if diff := cmp.Diff(want, got); diff != "" || more != 0 {
+			t.Fatalf("checkLimits(%q) (-model +got):\n%s\nmore %d off", args, diff, more)
+		}
+	})
+}
+
+// modelLimits returns the pointers of the numbers and containers past the
+// limits of validation in the valid JSON args, in document order.
+func modelLimits(t *testing.T, args []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		key    string // the current key of an object
+		index  int    // the index of the next item of an array
+		named  bool   // the next token is a key
+	}
+	var stack []frame
+	pointer := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			b.WriteByte('/')
+			if f.object {
+				b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(f.key))
+			} else {
+				b.WriteString(strconv.Itoa(f.index - 1))
+			}
+		}
+		return b.String()
+	}
+	var out []string
+	skip := 0 // depth inside a container past the limit
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Token: %v", err)
+		}
+		if skip > 0 {
+			if d, ok := tok.(json.Delim); ok {
+				if d == '[' || d == '{' {
+					skip++
+				} else {
+					skip--
+				}
+			}
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if n := len(stack); n > 0 {
+			f := &stack[n-1]
+			if f.object && f.named {
+				f.key, f.named = tok.(string), false
+				continue
+			}
+			if f.object {
+				f.named = true
+			} else {
+				f.index++
+			}
+		}
+		switch tok := tok.(type) {
+		case json.Delim:
+			if len(stack) == MaxArgsDepth {
+				out = append(out, pointer())
+				skip = 1
+				continue
+			}
+			stack = append(stack, frame{object: tok == '{', named: tok == '{'})
+		case json.Number:
+			if modelNumberPast(string(tok)) {
+				out = append(out, pointer())
+			}
+		}
+	}
+}
+
+// modelNumberPast reports whether the JSON number s has more than
+// MaxNumberDigits digits or a normalized exponent beyond MaxNumberExponent.
+func modelNumberPast(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if len(intPart)+len(frac)+len(strings.TrimLeft(exp, "+-")) > MaxNumberDigits {
+		return true
+	}
+	e := new(big.Int)
+	if exp != "" {
+		e.SetString(strings.TrimPrefix(exp, "+"), 10)
+	}
+	digits := intPart + frac
+	if trimmed := strings.TrimLeft(digits, "0"); trimmed != "" {
+		// The first nonzero digit is at position len(digits)-len(trimmed);
+		// the point after position len(intPart).
+		e.Add(e, big.NewInt(int64(len(intPart)-(len(digits)-len(trimmed))-1)))
+	}
+	return e.CmpAbs(big.NewInt(MaxNumberExponent)) > 0
 }
