@@ -117,9 +117,9 @@ func (r *Resolution) Unresolved() []Reference {
 // So is a string that starts like a reference ("$r" and a digit 1-9) but
 // breaks the grammar, such as "$r1..rows", "$r1.rows." or "$r1.a\x" (a
 // bad escape); ResolveDetail reports it with [ErrBadRef].
-// A string of two or more '$' followed by a reference loses one '$'
-// ("$$r1" becomes the string "$r1"); "$$hello" and "$$r1..x" stay as they
-// are, without error.
+// A string of two or more '$' followed by something that starts like a
+// reference loses one '$' ("$$r1" becomes the string "$r1", "$$r2d2" the
+// string "$r2d2"); "$$hello" stays as it is.
 //
 // args must be exactly one valid JSON value (surrounding whitespace is
 // kept); otherwise the error wraps [ErrInvalidJSON]. Any nesting depth is
@@ -388,10 +388,10 @@ func (r *resolver) str(start, end int) error {
 		return nil
 	}
 	if n > 1 {
-		// The escape: drop the first '$', written as '$' or "\u0024".
-		if _, ok := parseRef(string(body[n:])); !ok {
-			return nil
-		}
+		// The escape: drop the first '$', written as '$' or "\u0024". It
+		// covers everything that starts like a reference, so that a literal
+		// such as "$r2d2", which Prepare refuses as malformed, can be passed
+		// as "$$r2d2".
 		w := 1
 		if r.args[start+1] == '\\' {
 			w = len(`\u0024`)

@@ -339,7 +339,7 @@ func TestPrepareBadRefs(t *testing.T) {
 		}
 	}
 	got, _, err := vals.Prepare(sch, []byte(`{"a":"$$r1..x","b":"$$r1.rows."}`))
-	if err != nil || string(got) != `{"a":"$$r1..x","b":"$$r1.rows."}` {
+	if err != nil || string(got) != `{"a":"$r1..x","b":"$r1.rows."}` {
 		t.Errorf("escaped: %s, %v", got, err)
 	}
 }
