@@ -60,8 +60,10 @@
 // [SessionValues.Observe] shows a result whole ([WithInlineLimit], the
 // preview bound), the size of resolved arguments ([WithMaxResolved],
 // 64 MiB), the page size of reads ([DefaultReadLimit], 32 KiB, at most
-// [MaxReadLimit]) and, with durability, the size above which values live
-// only in the durable store ([WithMemoryLimit], 4 MiB).
+// [MaxReadLimit]), what schema validation accepts ([MaxArgsDepth],
+// [MaxNumberExponent], [MaxNumberDigits]) and, with durability, the size
+// above which values live only in the durable store ([WithMemoryLimit],
+// 4 MiB).
 //
 // # Durability
 //
