@@ -54,3 +54,33 @@ func ExampleRenderPreview() {
 	// r2 = text(len=4.9 KiB, lines=3, head="FIRST LINE\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…", tail="…xxxxxxxxxxxxxxxxxxxxxxx\nLAST LINE")
 	// r3 = text(len=2 B, lines=1) "42"
 }
+
+// The README's example: a tool result becomes a preview, and one field of
+// one row is passed to the next tool by reference, checked by its schema.
+func Example_readme() {
+	vals := values.New()
+
+	// A tool returned 100 rows: the transcript gets a preview, the store keeps them all.
+	out := []byte(`{"rows":[`)
+	for i := range 100 {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, `{"id":%d,"email":"user%d@example.com"}`, i, i)
+	}
+	out = append(out, "]}"...)
+	fmt.Println(vals.Observe(out).Text)
+
+	// The model passes one row's email by reference; the schema checks the real value.
+	schema, _ := values.CompileSchema([]byte(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`))
+	args, refs, err := vals.Prepare(schema, []byte(`{"to":"$r1.rows.57.email"}`))
+	fmt.Println(string(args), refs, err)
+	_, _, err = vals.Prepare(schema, []byte(`{"to":"$r1.rows.57"}`))
+	fmt.Println(err)
+	// Output:
+	// r1 = json(rows: array(len=100), bytes=3890)
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// {"to":"user57@example.com"} [$r1.rows.57.email] <nil>
+	// values: arguments do not match the tool's input schema (1 violation)
+	// /to: want string, got object (from $r1.rows.57)
+}
