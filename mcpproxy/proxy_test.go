@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -757,5 +759,32 @@ func TestLargeArgument(t *testing.T) {
 	v, _ := f.proxy.Values().Get(handle(t, res))
 	if want := fmt.Sprintf(`{"path":%q}`, big); string(v.JSON()) != want {
 		t.Errorf("stored %d bytes, want the %d echoed", len(v.JSON()), len(want))
+	}
+}
+
+// TestToolListRetried checks that a change is not lost when the first
+// re-listing after a tools/list_changed fails: the proxy retries.
+func TestToolListRetried(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	var failing atomic.Int64 // tools/list requests left to fail
+	f.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && failing.Add(-1) >= 0 {
+				return nil, errors.New("tools/list failing for the test")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	failing.Store(2)
+	f.server.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late result"}}}, nil
+		})
+	f.waitTools(t, func(names []string) bool { return slices.Contains(names, "late") })
+	if n := failing.Load(); n >= 0 {
+		t.Errorf("%d failing tools/list left: the change was listed without going through the failures", n+1)
+	}
+	if strings.Contains(f.log.String(), "gave up") {
+		t.Errorf("log: %s", f.log.String())
 	}
 }

@@ -37,12 +37,44 @@ func (p *Proxy) followToolList() {
 			return
 		case <-p.refresh:
 		}
+		p.resync()
+	}
+}
+
+// Re-listing after a list_changed notification is tried up to listAttempts
+// times, waiting listBackoff before the first retry and three times longer
+// before each next one, at most maxListBackoff: a failed listing would
+// otherwise lose the change until the server's next notification.
+const (
+	listAttempts   = 4
+	listBackoff    = 100 * time.Millisecond
+	maxListBackoff = time.Second
+)
+
+// resync re-lists the downstream tools, retrying a failed listing with
+// backoff until it succeeds, the attempts run out, the downstream server is
+// gone or the proxy is closed. Only the last failure is logged.
+func (p *Proxy) resync() {
+	wait := listBackoff
+	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(p.ctx, listTimeout)
 		err := p.syncTools(ctx)
 		cancel()
-		if err != nil && p.downstreamErr() == nil {
-			fmt.Fprintf(p.log, "agentvalues: %v\n", err)
+		if err == nil || p.downstreamErr() != nil || p.ctx.Err() != nil {
+			return
 		}
+		if attempt == listAttempts {
+			fmt.Fprintf(p.log, "agentvalues: %v (gave up after %d attempts; the tool list is stale until the server next reports a change)\n", err, attempt)
+			return
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-p.ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		wait = min(3*wait, maxListBackoff)
 	}
 }
 

@@ -12,8 +12,15 @@ import (
 // the agentvalues command, so tests can start the real command as a child.
 const runMainEnv = "AGENTVALUES_TEST_RUN_MAIN"
 
+// testHelpers are programs other than the command that the test binary runs
+// as, when runMainEnv is set and its first argument names one.
+var testHelpers = map[string]func(args []string) int{}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
+		if len(os.Args) > 1 && testHelpers[os.Args[1]] != nil {
+			os.Exit(testHelpers[os.Args[1]](os.Args[2:]))
+		}
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
