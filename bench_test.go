@@ -42,8 +42,9 @@ var bigTextLog = sync.OnceValue(func() []byte {
 	return b.Bytes()
 })
 
-func BenchmarkPutPreviewJSONArray(b *testing.B) {
-	data := bigJSONArray()
+// benchPutPreview stores data in a new store and renders its preview, the
+// work an agent loop does per tool result.
+func benchPutPreview(b *testing.B, data []byte) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -53,6 +54,8 @@ func BenchmarkPutPreviewJSONArray(b *testing.B) {
 		_ = RenderPreview(h, v)
 	}
 }
+
+func BenchmarkPutPreviewJSONArray(b *testing.B) { benchPutPreview(b, bigJSONArray()) }
 
 func BenchmarkBaselineGJSONValid(b *testing.B) {
 	data := bigJSONArray()
@@ -101,17 +104,7 @@ func BenchmarkPreviewOnlySmall(b *testing.B) {
 	}
 }
 
-func BenchmarkPutPreviewText(b *testing.B) {
-	data := bigTextLog()
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		s := New()
-		h := s.PutOutput(data)
-		v, _ := s.Get(h)
-		_ = RenderPreview(h, v)
-	}
-}
+func BenchmarkPutPreviewText(b *testing.B) { benchPutPreview(b, bigTextLog()) }
 
 // BenchmarkBaselineTextFloor is the floor for storing text: one copy,
 // utf8.Valid and bytes.Count over the same bytes.
