@@ -66,10 +66,17 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
-			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.name, werr.Message)), nil
+			if werr.Code == codeProxy {
+				return errorResult(fmt.Sprintf("%s ran, but the proxy could not take its result: %s", m.name, werr.Message)), nil
+			}
+			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.name, p.errorText(werr.Message))), nil
 		}
 		if callCtx.Err() != nil {
 			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.name)), nil
+		}
+		if p.downConn != nil && !p.downConn.broken() {
+			// The connection is up: the SDK could not decode the result.
+			return errorResult(fmt.Sprintf("%s ran, but its result is not a valid MCP tool result: %s", m.name, clipText(err.Error()))), nil
 		}
 		// The call was sent: the connection broke under it, most likely
 		// because the server died. Wait for the watcher to say why.
@@ -269,6 +276,28 @@ func handleLine(h, ch string) string {
 		return fmt.Sprintf(`[stored as %s, the content blocks as %s: pass "$%s" or "$%s.<field>" as a tool argument to reuse it]`, h, ch, h, h)
 	}
 	return fmt.Sprintf(`[stored as %s: pass "$%s" or "$%s.<field>" as a tool argument to reuse it]`, h, h, h)
+}
+
+// maxErrorText is the longest downstream error message shown whole. A
+// longer one is stored like a result and shown as its preview and hint, so
+// the agent can read all of it with read_value without the transcript
+// holding it.
+const maxErrorText = 2 << 10
+
+// errorText is a downstream error message as the agent sees it: whole when
+// short (at most maxErrorText bytes and the threshold), else stored and
+// previewed.
+func (p *Proxy) errorText(msg string) string {
+	limit := maxErrorText
+	if p.threshold > 0 {
+		limit = min(limit, p.threshold)
+	}
+	if len(msg) <= limit {
+		return msg
+	}
+	h := p.values.PutOutput([]byte(msg))
+	v, _ := p.values.Get(h)
+	return "(the message is stored)\n" + values.RenderPreview(h, v) + values.ReferenceHint(h)
 }
 
 // notCalled is the result of a call the downstream server can no longer take.

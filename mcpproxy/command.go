@@ -23,11 +23,12 @@ const DefaultTerminateDuration = 5 * time.Second
 // A CommandTransport is an [mcp.Transport] that starts a command and speaks
 // newline-delimited JSON-RPC with it over its standard input and output.
 //
-// Unlike [mcp.CommandTransport], it puts no bound on the size of an inbound
-// message (mcp.CommandTransport stops at [mcp.DefaultMaxLineLength], 16 MiB),
-// so a tool result of any size reaches the proxy, which stores it. The
-// command's standard error is left as the caller set it on Command (nil
-// discards it).
+// Unlike [mcp.CommandTransport], it reads messages up to MaxMessage (256 MiB
+// by default; mcp.CommandTransport stops at [mcp.DefaultMaxLineLength], 16
+// MiB), so a large tool result reaches the proxy, which stores it; and a
+// line the command writes that is not JSON-RPC is skipped (and logged)
+// rather than ending the connection. The command's standard error is left
+// as the caller set it on Command (nil discards it).
 //
 // Closing the connection closes the command's standard input, waits
 // TerminateDuration for it to exit, then sends SIGTERM, waits again, and
@@ -42,6 +43,16 @@ type CommandTransport struct {
 	// TerminateDuration bounds each wait during Close. Zero or negative
 	// means DefaultTerminateDuration.
 	TerminateDuration time.Duration
+	// MaxMessage bounds the length in bytes of one message from the
+	// command. Zero means DefaultMaxMessage; negative means no bound. A
+	// longer message is read through without being held; if it answers a
+	// pending call, the call fails with an error stating both sizes.
+	MaxMessage int
+	// Log receives one line for each line of the command's output that is
+	// not a JSON-RPC message (a log line written to standard output) or
+	// cannot be decoded; such lines are skipped. Nil discards them, except
+	// under a [Proxy], which writes them to its Options.Log.
+	Log io.Writer
 
 	exited  chan struct{} // closed when the command has been waited for
 	waitErr error         // the command's exit status; valid after exited is closed
@@ -94,12 +105,8 @@ func (t *CommandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if td <= 0 {
 		td = DefaultTerminateDuration
 	}
-	pipes := &mcp.IOTransport{
-		Reader:        nopReadCloser{outR},
-		Writer:        &processCloser{stdin: inW, stdout: outR, t: t, wait: td},
-		MaxLineLength: -1, // no cap: results of any size are the point
-	}
-	return pipes.Connect(ctx)
+	pc := &processCloser{stdin: inW, stdout: outR, t: t, wait: td}
+	return newLineConn(outR, pc, pc, t.MaxMessage, false, t.Log), nil
 }
 
 // exitStatus describes how the command ended, waiting up to d for it to be
@@ -119,15 +126,10 @@ func (t *CommandTransport) exitStatus(d time.Duration) string {
 	return t.waitErr.Error()
 }
 
-// nopReadCloser defers closing the read end of the pipe to processCloser,
-// which closes it only after the command has exited, so the server never
-// sees a broken pipe while it is still shutting down.
-type nopReadCloser struct{ io.Reader }
-
-func (nopReadCloser) Close() error { return nil }
-
 // processCloser is the write side of the connection: writes go to the
-// command's standard input, and Close shuts the command down.
+// command's standard input, and Close shuts the command down. It closes the
+// read end of the output pipe only after the command has exited, so the
+// server never sees a broken pipe while it is still shutting down.
 type processCloser struct {
 	stdin  *os.File
 	stdout *os.File

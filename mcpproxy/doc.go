@@ -48,9 +48,25 @@
 // # Limits
 //
 // Mirrored tools drop outputSchema, and previewed results drop
-// structuredContent: a preview cannot conform to an output schema. Messages
-// of any size are accepted from the downstream server ([CommandTransport]
-// has no line cap). If the downstream server goes away, the proxy writes one
-// line to its log and every later call of a mirrored tool returns an isError
-// result saying so; read_value keeps working on what is stored.
+// structuredContent: a preview cannot conform to an output schema.
+// [CommandTransport] and [LineTransport] read messages of up to
+// [DefaultMaxMessage] (256 MiB) by default; a longer one is read through
+// without being held, and the call it answers fails with an error that
+// states both sizes. If the downstream server goes away, the proxy writes
+// one line to its log and every later call of a mirrored tool returns an
+// isError result saying so; read_value keeps working on what is stored.
+//
+// # Bad input
+//
+// Nothing a client or a server sends stops the proxy. On [LineTransport], a
+// malformed line from the client is answered with the JSON-RPC error the
+// specification names (-32700, -32600, -32602) and the proxy reads on. A
+// line from the downstream server that is not JSON-RPC (a log line on its
+// standard output) is skipped with a line in the log. A result the SDK
+// cannot decode, or that is not a CallToolResult object, becomes an isError
+// result saying so, at once. A result whose structuredContent nests deeper
+// than the SDK decodes is stored whole. A downstream tool whose definition
+// nests more than 512 levels deep is left out, with a line in the log. A
+// downstream error message longer than 2 KiB (or the threshold) is stored
+// like a result and shown as its preview and hint.
 package mcpproxy

@@ -60,6 +60,7 @@ type Proxy struct {
 
 	client    *mcp.Client
 	down      *mcp.ClientSession
+	downConn  *lineConn     // the downstream connection, when it is the proxy's own
 	transport mcp.Transport // as given to Connect, to describe a dead server
 	server    *mcp.Server
 	readValue *mcp.Tool
@@ -120,8 +121,13 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		},
 		ProgressNotificationHandler: p.relayProgress,
 	})
-	down, err := p.client.Connect(ctx, rawTransport{downstream}, nil)
+	down, err := p.client.Connect(ctx, rawTransport{downstream, p}, nil)
 	if err != nil {
+		if ct, ok := downstream.(*CommandTransport); ok {
+			if status := ct.exitStatus(2 * time.Second); status != "" {
+				return nil, fmt.Errorf("mcpproxy: the downstream MCP server %s exited (%s) before the MCP handshake completed: %w", commandName(ct), status, err)
+			}
+		}
 		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
 	}
 	p.down = down

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,32 +16,126 @@ import (
 // proxy. See rawConn.
 const rawStructuredKey = "agentvalues/raw-structured-content"
 
-// rawTransport wraps the downstream transport so that the structuredContent
-// of every tool result reaches the proxy as the exact bytes the server sent.
+// rawTransport wraps the downstream transport so that the proxy sees each
+// response's result before the SDK decodes it (see [Proxy.fixResult]): the
+// structuredContent of every tool result reaches the proxy as the exact
+// bytes the server sent, and a result the SDK cannot take is refused with
+// an error the agent can read.
 //
 // The SDK decodes structuredContent into map[string]any: keys would come back
 // sorted and integers beyond 2^53 rounded, so a stored value (and every
 // reference into it) would differ from what the tool returned. Before the SDK
-// decodes a response, rawConn replaces structuredContent with
+// decodes a response, the result's structuredContent is replaced with
 // {rawStructuredKey: "<the raw JSON, as a string>"}; the proxy unwraps it.
-type rawTransport struct{ mcp.Transport }
+// As a string, it also nests no deeper than the SDK decodes.
+type rawTransport struct {
+	mcp.Transport
+	p *Proxy
+}
 
 func (t rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return rawConn{c}, nil
+	if lc, ok := c.(*lineConn); ok {
+		// Reading starts with the first Read, after these are set.
+		lc.fix = t.p.fixResult
+		if lc.log == nil {
+			lc.log = t.p.log
+		}
+		t.p.downConn = lc
+		return lc, nil
+	}
+	return &rawConn{Connection: c, fix: t.p.fixResult}, nil
 }
 
-type rawConn struct{ mcp.Connection }
+// rawConn applies the proxy's fix to the responses of a connection other
+// than the proxy's own line connection (an in-memory or HTTP transport),
+// after the connection has decoded them.
+type rawConn struct {
+	mcp.Connection
+	fix   func(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+	calls callTracker
+}
 
-func (c rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.calls.add(req.ID, req.Method)
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil && len(resp.Result) > 0 {
-		resp.Result = wrapStructured(resp.Result)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		if method, ok := c.calls.done(resp.ID); ok && resp.Error == nil {
+			res, werr := c.fix(method, resp.Result)
+			if werr != nil {
+				resp.Result, resp.Error = nil, werr
+			} else {
+				resp.Result = res
+			}
+		}
 	}
 	return msg, err
+}
+
+// maxToolDepth bounds the nesting of one downstream tool's definition. A
+// deeper tool is left out, with a line in the log, and the others are
+// offered: the SDK refuses a whole tools/list result that nests past its
+// decoding limit, and no honest schema comes near it.
+const maxToolDepth = 512
+
+// fixResult prepares the result of a downstream response to a call of
+// method for the SDK: a tools/call result must be an object, and has its
+// structuredContent wrapped (wrapStructured); a tools/list result loses the
+// tools that nest too deep. A refused result becomes the error returned.
+func (p *Proxy) fixResult(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	switch method {
+	case "tools/call":
+		r := bytes.TrimSpace(result)
+		if len(r) == 0 || r[0] != '{' {
+			what := "empty"
+			if len(r) > 0 {
+				what = kindName(r[0]) + " " + clipText(string(r))
+			}
+			return nil, &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
+		}
+		return wrapStructured(result), nil
+	case "tools/list":
+		return p.dropDeepTools(result), nil
+	}
+	return result, nil
+}
+
+// dropDeepTools returns a tools/list result without the tools that nest
+// deeper than maxToolDepth, logging each one left out.
+func (p *Proxy) dropDeepTools(result json.RawMessage) json.RawMessage {
+	if jsonDepth(result) <= maxToolDepth {
+		return result
+	}
+	tools := gjson.GetBytes(result, "tools")
+	if !tools.IsArray() || tools.Index <= 0 || tools.Index+len(tools.Raw) > len(result) {
+		return result
+	}
+	out := append([]byte(nil), result[:tools.Index]...)
+	out = append(out, '[')
+	n := 0
+	tools.ForEach(func(_, t gjson.Result) bool {
+		if d := jsonDepth([]byte(t.Raw)); d > maxToolDepth {
+			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %s: its definition nests %d levels deep, more than %d\n", clipText(t.Get("name").String()), d, maxToolDepth)
+			return true
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, t.Raw...)
+		n++
+		return true
+	})
+	out = append(out, ']')
+	return append(out, result[tools.Index+len(tools.Raw):]...)
 }
 
 // wrapStructured returns result with its top-level structuredContent, if any,

@@ -13,7 +13,6 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/mcpproxy"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // connectTimeout bounds starting the downstream server and its handshake;
@@ -27,12 +26,16 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
+	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or the server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	command := fs.Args()
 	if len(command) == 0 {
 		return fmt.Errorf("%w: proxy needs the downstream server's COMMAND after --", errUsage)
+	}
+	if *maxMessage == 0 {
+		*maxMessage = -1 // 0 on the command line means: no bound
 	}
 	if *threshold == 0 {
 		*threshold = -1 // 0 on the command line means: preview everything
@@ -47,7 +50,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr // the server's own diagnostics stay visible
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd}, &mcpproxy.Options{
+	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage}, &mcpproxy.Options{
 		Threshold: *threshold,
 		Values:    values.New(values.WithMaxPreview(*maxPreview)),
 		Log:       stderr,
@@ -56,17 +59,9 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	upstream := &mcp.IOTransport{
-		Reader:        io.NopCloser(stdin),
-		Writer:        nopWriteCloser{stdout},
-		MaxLineLength: -1, // arguments of any size
-	}
+	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := p.Run(ctx, upstream); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,656 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+)
+
+// DefaultMaxMessage is the largest JSON-RPC message, in bytes, a
+// [LineTransport] or [CommandTransport] reads. A message is held in memory
+// several times over while the SDK decodes it, so the bound is what keeps
+// one oversized result or argument from exhausting memory; 256 MiB is well
+// past any result a model can use whole and leaves room for large values
+// passed by reference.
+//
+// A longer line is never held: it is read through and dropped, and the
+// request or call it belongs to, when its id can be found, is answered with
+// an error that states both sizes.
+const DefaultMaxMessage = 256 << 20
+
+// sdkMaxDepth is the deepest nesting the SDK decodes in a message
+// (internal/json.defaultMaxDepth); a deeper message fails to decode as a
+// whole.
+const sdkMaxDepth = 1000
+
+// codeProxy is the JSON-RPC error code of the errors the proxy writes in
+// place of a downstream response it could not take (too large, not
+// decodable, not a CallToolResult), so that the agent is told the proxy
+// refused it rather than that the server answered with an error. It is in
+// the range JSON-RPC reserves for implementation-defined server errors.
+const codeProxy = -32050
+
+// clipLog bounds how much of a malformed line is quoted in a log line or an
+// error message.
+const clipLog = 200
+
+// A LineTransport is an [mcp.Transport] that serves one client over
+// newline-delimited JSON-RPC on Reader and Writer: the stdio transport of
+// MCP, for the proxy command's standard input and output.
+//
+// Unlike [mcp.IOTransport], one bad line never ends the connection. A line
+// that is not JSON is answered with a -32700 parse error; a message that is
+// not a single JSON-RPC 2.0 request object (a batch, "jsonrpc":"1.0", an
+// object id, two messages on one line, nesting past the 1000 levels the SDK
+// decodes) with -32600 (or -32602 for a request whose params cannot be
+// decoded), carrying the request's id when it has a usable one; malformed
+// notifications and responses, which cannot be answered, go to Log. A UTF-8
+// byte order mark and blank lines are skipped. A line longer than
+// MaxMessage is read through without being held and answered with -32600.
+//
+// A LineTransport is used for one connection; the connection is safe for
+// concurrent use, as [mcp.Connection] requires.
+type LineTransport struct {
+	// Reader carries the client's messages, one per line.
+	Reader io.Reader
+	// Writer receives the messages for the client, one per line.
+	Writer io.Writer
+	// MaxMessage bounds the length in bytes of one inbound line. Zero means
+	// DefaultMaxMessage; negative means no bound.
+	MaxMessage int
+	// Log receives one line for each inbound message that could not be
+	// answered (a malformed notification or response). Nil discards them.
+	Log io.Writer
+}
+
+// Connect returns the connection over Reader and Writer. Closing it does not
+// close them.
+func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
+	if t.Reader == nil || t.Writer == nil {
+		return nil, errors.New("mcpproxy: LineTransport needs a Reader and a Writer")
+	}
+	return newLineConn(t.Reader, t.Writer, nil, t.MaxMessage, true, t.Log), nil
+}
+
+// A lineConn is a connection of newline-delimited JSON-RPC messages that
+// survives bad input. On the server side (facing a client) it answers
+// malformed requests itself; on the client side (facing a server) it skips
+// lines that are not JSON-RPC, logging them, and answers the proxy's own
+// pending calls with an error when their response cannot be taken.
+type lineConn struct {
+	r      *bufio.Reader
+	w      io.Writer
+	closer io.Closer // closes what Read and Write use; may be nil
+	max    int       // bound on an inbound line; negative: none
+	server bool
+	log    io.Writer // may be nil
+
+	// fix, when set (client side), rewrites the result of a response to a
+	// call of the given method before the SDK decodes it, or refuses it with
+	// an error that replaces the response. See [fixResult].
+	fix func(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+
+	calls callTracker // client side: this connection's calls awaiting a response
+
+	start    sync.Once
+	incoming chan jsonrpc.Message
+	readErr  error         // why reading stopped; valid once readDone is closed
+	readDone chan struct{} // closed when the read loop has stopped
+
+	wmu sync.Mutex // serializes writes
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+func newLineConn(r io.Reader, w io.Writer, closer io.Closer, max int, server bool, log io.Writer) *lineConn {
+	if max == 0 {
+		max = DefaultMaxMessage
+	}
+	return &lineConn{
+		r:        bufio.NewReaderSize(r, 64<<10),
+		w:        w,
+		closer:   closer,
+		max:      max,
+		server:   server,
+		log:      log,
+		incoming: make(chan jsonrpc.Message),
+		readDone: make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+// Read returns the next message. Lines that yield no message (blank, or
+// malformed and answered or logged) are skipped. The read loop starts with
+// the first Read, so fix and log may be set until then.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.start.Do(func() { go c.readLoop() })
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msg, ok := <-c.incoming:
+		if !ok {
+			return nil, c.readErr
+		}
+		return msg, nil
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// broken reports whether reading has stopped: the peer closed its output or
+// the stream failed.
+func (c *lineConn) broken() bool {
+	select {
+	case <-c.readDone:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *lineConn) readLoop() {
+	// readDone first: a call failed by the end of incoming sees broken().
+	defer close(c.incoming)
+	defer close(c.readDone)
+	for {
+		ln, err := c.readLine()
+		if ln.size > 0 {
+			if msg := c.message(ln); msg != nil {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					c.readErr = io.EOF
+					return
+				}
+			}
+		}
+		if err != nil {
+			c.readErr = err
+			return
+		}
+	}
+}
+
+// A line is one inbound line: whole, or, past the bound, only its size and
+// its first and last bytes (enough to find its id).
+type line struct {
+	data       []byte // the whole line, without its newline; nil when over
+	size       int
+	over       bool
+	head, tail []byte // of an over line
+}
+
+// idWindow is how much of the start and of the end of an oversized line is
+// kept to find its id.
+const idWindow = 4 << 10
+
+// readLine reads up to the next newline, or the end of the stream. Past the
+// bound it keeps only the line's head and tail.
+func (c *lineConn) readLine() (line, error) {
+	var ln line
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		ln.size += len(chunk)
+		if err == nil {
+			chunk = chunk[:len(chunk)-1] // the newline
+			ln.size--
+		}
+		switch {
+		case ln.over:
+			ln.tail = appendTail(ln.tail, chunk)
+		case c.max >= 0 && ln.size > c.max:
+			ln.over = true
+			whole := append(ln.data, chunk...)
+			ln.head = bytes.Clone(whole[:min(idWindow, len(whole))])
+			ln.tail = appendTail(nil, whole)
+			ln.data = nil
+		default:
+			ln.data = append(ln.data, chunk...)
+		}
+		if err != bufio.ErrBufferFull {
+			return ln, err
+		}
+	}
+}
+
+// appendTail appends b to tail, keeping only the last idWindow bytes.
+func appendTail(tail, b []byte) []byte {
+	if len(b) >= idWindow {
+		return append(tail[:0], b[len(b)-idWindow:]...)
+	}
+	tail = append(tail, b...)
+	if len(tail) > idWindow {
+		tail = append(tail[:0], tail[len(tail)-idWindow:]...)
+	}
+	return tail
+}
+
+// bom is the UTF-8 byte order mark, which some writers put before a line.
+var bom = []byte("\xef\xbb\xbf")
+
+// message turns one line into the message to deliver, or nil when there is
+// none: the line was blank, or was malformed and has been answered or
+// logged.
+func (c *lineConn) message(ln line) jsonrpc.Message {
+	if ln.over {
+		return c.tooLarge(ln)
+	}
+	data := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(ln.data), bom))
+	if len(data) == 0 {
+		return nil
+	}
+	if c.server && !json.Valid(data) {
+		// The SDK decodes the first value of a line and drops the rest.
+		c.reply(nil, jsonrpc.CodeParseError, "Parse error: "+jsonProblem(data))
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err == nil {
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server {
+			c.settle(resp)
+		}
+		return msg
+	}
+	if c.server {
+		c.answer(data, err)
+		return nil
+	}
+	return c.salvage(data, err)
+}
+
+// settle applies fix to a response to one of this connection's calls.
+func (c *lineConn) settle(resp *jsonrpc.Response) {
+	method, ok := c.calls.done(resp.ID)
+	if !ok || c.fix == nil || resp.Error != nil {
+		return
+	}
+	res, werr := c.fix(method, resp.Result)
+	if werr != nil {
+		resp.Result, resp.Error = nil, werr
+		return
+	}
+	resp.Result = res
+}
+
+// answer replies to a malformed message from the client, or logs it when
+// it cannot be answered.
+func (c *lineConn) answer(data []byte, decodeErr error) {
+	if !json.Valid(data) {
+		c.reply(nil, jsonrpc.CodeParseError, "Parse error: "+jsonProblem(data))
+		return
+	}
+	switch data[0] {
+	case '[':
+		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send each message on a line of its own")
+		return
+	case '{':
+	default:
+		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: a JSON-RPC message is a JSON object, not "+kindName(data[0]))
+		return
+	}
+	id, idOK := messageID(data)
+	method := gjson.GetBytes(data, "method")
+	switch {
+	case gjson.GetBytes(data, "jsonrpc").Type != gjson.String || gjson.GetBytes(data, "jsonrpc").Str != "2.0":
+		c.replyOrLog(id, idOK, method.Exists(), jsonrpc.CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
+	case !idOK && gjson.GetBytes(data, "id").Exists():
+		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: an id is a string or a number, not "+clipText(gjson.GetBytes(data, "id").Raw))
+	case method.Exists() && method.Type != gjson.String:
+		c.replyOrLog(id, idOK, true, jsonrpc.CodeInvalidRequest, `Invalid Request: "method" must be a string`)
+	case method.Exists():
+		c.replyOrLog(id, idOK, true, jsonrpc.CodeInvalidParams, "Invalid params: "+decodeProblem(data, decodeErr))
+	default:
+		c.logf("ignored a malformed response from the client: %s", decodeProblem(data, decodeErr))
+	}
+}
+
+// replyOrLog answers a request that has an id; a notification, or a
+// message that is not a request, cannot be answered and is logged.
+func (c *lineConn) replyOrLog(id jsonrpc.ID, idOK, request bool, code int64, msg string) {
+	if idOK && request {
+		c.reply(&id, code, msg)
+		return
+	}
+	c.logf("ignored a malformed message from the client: %s", msg)
+}
+
+// reply writes a JSON-RPC error response with id (nil: null).
+func (c *lineConn) reply(id *jsonrpc.ID, code int64, msg string) {
+	b := []byte(`{"jsonrpc":"2.0","id":`)
+	if id == nil || !id.IsValid() {
+		b = append(b, "null"...)
+	} else {
+		raw, _ := json.Marshal(id.Raw())
+		b = append(b, raw...)
+	}
+	b = fmt.Appendf(b, `,"error":{"code":%d,"message":`, code)
+	m, _ := json.Marshal(msg)
+	b = append(b, m...)
+	b = append(b, "}}\n"...)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.w.Write(b) // a failed write shows on the next one the session makes
+}
+
+// salvage handles a line from the server that the SDK cannot decode. A
+// line that is not JSON (a log line on standard output) is logged and
+// skipped. A response to a pending call is rebuilt from its parts when it
+// is only too deep for the SDK (fix, applied first, may make it shallow
+// enough) and otherwise answered with an error, so the call does not wait
+// for ever; anything else is logged and skipped.
+func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
+	if !json.Valid(data) {
+		c.logf("ignored a line from the downstream server that is not JSON-RPC: %s", clipText(string(data)))
+		return nil
+	}
+	id, idOK := messageID(data)
+	if !idOK || gjson.GetBytes(data, "method").Exists() {
+		c.logf("ignored a message from the downstream server that could not be decoded: %s", decodeProblem(data, decodeErr))
+		return nil
+	}
+	if _, pending := c.calls.method(id); !pending {
+		c.logf("ignored a response from the downstream server that could not be decoded: %s", decodeProblem(data, decodeErr))
+		return nil
+	}
+	resp := &jsonrpc.Response{ID: id}
+	result := gjson.GetBytes(data, "result")
+	if result.Exists() && !gjson.GetBytes(data, "error").Exists() && gjson.GetBytes(data, "jsonrpc").String() == "2.0" {
+		resp.Result = json.RawMessage(result.Raw)
+		c.settle(resp)
+		if resp.Error != nil || jsonDepth(resp.Result) < sdkMaxDepth {
+			return resp
+		}
+	} else {
+		c.calls.done(id)
+	}
+	resp.Result = nil
+	resp.Error = &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response could not be decoded: " + decodeProblem(data, decodeErr)}
+	return resp
+}
+
+// tooLarge handles a line over the bound: the server side answers the
+// request it carries, the client side the call it answers, when the id can
+// be found in the line's head or tail.
+func (c *lineConn) tooLarge(ln line) jsonrpc.Message {
+	why := fmt.Sprintf("the message is %d bytes, over the limit of %d", ln.size, c.max)
+	id, ok := findID(ln.head, ln.tail)
+	if c.server {
+		if ok {
+			c.reply(&id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)
+		} else {
+			c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why+" (and its id could not be found)")
+		}
+		return nil
+	}
+	if ok {
+		if _, pending := c.calls.done(id); pending {
+			return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response was dropped: " + why}}
+		}
+	}
+	c.logf("dropped a message from the downstream server: %s", why)
+	return nil
+}
+
+// Write sends msg on a line of its own. A call is remembered until its
+// response arrives, so that a response that cannot be taken still ends it.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("mcpproxy: encoding a message: %w", err)
+	}
+	data = append(data, '\n')
+	if req, ok := msg.(*jsonrpc.Request); ok && !c.server && req.IsCall() {
+		c.calls.add(req.ID, req.Method)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.w.Write(data)
+	return err
+}
+
+// Close stops reading and closes the underlying streams, once.
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.closer != nil {
+			c.closeErr = c.closer.Close()
+		}
+	})
+	return c.closeErr
+}
+
+func (c *lineConn) logf(format string, args ...any) {
+	if c.log != nil {
+		fmt.Fprintf(c.log, "agentvalues: "+format+"\n", args...)
+	}
+}
+
+// A callTracker remembers the method of each call awaiting its response.
+type callTracker struct {
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]string
+}
+
+func (t *callTracker) add(id jsonrpc.ID, method string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		t.pending = make(map[jsonrpc.ID]string)
+	}
+	t.pending[id] = method
+}
+
+// method returns the method of the pending call id.
+func (t *callTracker) method(id jsonrpc.ID) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.pending[id]
+	return m, ok
+}
+
+// done forgets the pending call id and returns its method.
+func (t *callTracker) done(id jsonrpc.ID) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.pending[id]
+	delete(t.pending, id)
+	return m, ok
+}
+
+// messageID returns the id of the JSON object data, if it has a usable one
+// (a string or a number).
+func messageID(data []byte) (jsonrpc.ID, bool) {
+	v := gjson.GetBytes(data, "id")
+	return idOf(v)
+}
+
+func idOf(v gjson.Result) (jsonrpc.ID, bool) {
+	var raw any
+	switch v.Type {
+	case gjson.String:
+		raw = v.Str
+	case gjson.Number:
+		raw = v.Num // as the SDK decodes an id
+	default:
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(raw)
+	return id, err == nil && id.IsValid()
+}
+
+// findID finds the top-level id of a message known only by its first and
+// last bytes: in the head when the id comes before the large part (as the Go
+// SDK writes it), else as the last member of the object (as the TypeScript
+// SDK writes it).
+func findID(head, tail []byte) (jsonrpc.ID, bool) {
+	if id, ok := headID(head); ok {
+		return id, true
+	}
+	return tailID(tail)
+}
+
+// headID looks for "id" among the top-level members that fit in head.
+func headID(head []byte) (jsonrpc.ID, bool) {
+	found := jsonrpc.ID{}
+	ok := false
+	r := gjson.ParseBytes(head)
+	if !r.IsObject() {
+		return found, false
+	}
+	r.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == "id" {
+			found, ok = idOf(v)
+			return false
+		}
+		return true
+	})
+	return found, ok
+}
+
+// tailID matches `,"id":<number or string>}` at the end of tail.
+func tailID(tail []byte) (jsonrpc.ID, bool) {
+	t := bytes.TrimRight(tail, " \t\r\n")
+	if len(t) == 0 || t[len(t)-1] != '}' {
+		return jsonrpc.ID{}, false
+	}
+	t = bytes.TrimRight(t[:len(t)-1], " \t\r\n")
+	var start int
+	switch {
+	case len(t) > 0 && t[len(t)-1] == '"':
+		start = -1
+		for i := len(t) - 2; i >= 0; i-- {
+			if t[i] != '"' {
+				continue
+			}
+			bs := 0
+			for j := i - 1; j >= 0 && t[j] == '\\'; j-- {
+				bs++
+			}
+			if bs%2 == 0 {
+				start = i
+				break
+			}
+		}
+		if start < 0 {
+			return jsonrpc.ID{}, false
+		}
+	default:
+		start = len(t)
+		for start > 0 && bytes.IndexByte([]byte("0123456789+-.eE"), t[start-1]) >= 0 {
+			start--
+		}
+		if start == len(t) {
+			return jsonrpc.ID{}, false
+		}
+	}
+	val := t[start:]
+	rest := bytes.TrimRight(t[:start], " \t\r\n")
+	if !bytes.HasSuffix(rest, []byte(":")) {
+		return jsonrpc.ID{}, false
+	}
+	rest = bytes.TrimRight(rest[:len(rest)-1], " \t\r\n")
+	if !bytes.HasSuffix(rest, []byte(`"id"`)) {
+		return jsonrpc.ID{}, false
+	}
+	rest = bytes.TrimRight(rest[:len(rest)-4], " \t\r\n")
+	if !bytes.HasSuffix(rest, []byte(",")) && !bytes.HasSuffix(rest, []byte("{")) {
+		return jsonrpc.ID{}, false
+	}
+	if !json.Valid(val) {
+		return jsonrpc.ID{}, false
+	}
+	return idOf(gjson.ParseBytes(val))
+}
+
+// jsonProblem says why data is not a JSON value.
+func jsonProblem(data []byte) string {
+	var v json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&v); err != nil {
+		return "not valid JSON: " + clipText(err.Error())
+	}
+	return fmt.Sprintf("not one JSON value: more data after byte %d (one message per line)", dec.InputOffset())
+}
+
+// decodeProblem says why the SDK could not decode the valid JSON data.
+func decodeProblem(data []byte, err error) string {
+	if d := jsonDepth(data); d > sdkMaxDepth {
+		return fmt.Sprintf("the message nests %d levels deep; at most %d can be decoded", d, sdkMaxDepth)
+	}
+	return clipText(err.Error())
+}
+
+// kindName names the kind of JSON value that starts with c.
+func kindName(c byte) string {
+	switch c {
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	}
+	return "a number"
+}
+
+// jsonDepth returns the deepest nesting of arrays and objects in the JSON
+// value data (0 for a scalar).
+func jsonDepth(data []byte) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// clipText clips s to clipLog bytes, quoting it, for a log line or an error.
+func clipText(s string) string {
+	if len(s) <= clipLog {
+		return strconv.Quote(s)
+	}
+	cut := clipLog
+	for cut > 0 && s[cut]&0xc0 == 0x80 {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
+}

@@ -1,0 +1,161 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// readAllMessages reads c until it ends and returns the messages and the
+// error that ended it.
+func readAllMessages(c *lineConn) ([]jsonrpc.Message, error) {
+	var msgs []jsonrpc.Message
+	for {
+		msg, err := c.Read(context.Background())
+		if err != nil {
+			return msgs, err
+		}
+		msgs = append(msgs, msg)
+	}
+}
+
+// checkReplies checks that every line c wrote is a JSON-RPC 2.0 error
+// response and returns them.
+func checkReplies(t *testing.T, out []byte) []map[string]json.RawMessage {
+	t.Helper()
+	var replies []map[string]json.RawMessage
+	for l := range bytes.Lines(out) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("wrote %q: %v", l, err)
+		}
+		if string(m["jsonrpc"]) != `"2.0"` || m["error"] == nil || m["id"] == nil {
+			t.Fatalf("wrote %s: not a JSON-RPC error response", l)
+		}
+		replies = append(replies, m)
+	}
+	return replies
+}
+
+// ping is a valid request sent after garbage in the tests.
+const ping = `{"jsonrpc":"2.0","id":"after","method":"ping"}`
+
+// FuzzLineConn checks the proxy's JSON-RPC input path on the side facing
+// the client: whatever lines come first, reading never fails before the
+// end of the input, every reply written is a JSON-RPC error response, and a
+// valid request after the garbage is delivered.
+func FuzzLineConn(f *testing.F) {
+	for _, seed := range []string{
+		"hello", "", "\ufeff", "[]", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`,
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":{},"method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
+		`{"jsonrpc":"2.0","method":7}`, `{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":1,"error":5}`,
+		"\x00\xff\xfe", `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, "  \r", `{"id":"x","jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":"` + strings.Repeat("x", 300) + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, garbage []byte) {
+		in := append(bytes.Clone(garbage), '\n')
+		in = append(in, ping+"\n"...)
+		var out bytes.Buffer
+		c := newLineConn(bytes.NewReader(in), &out, nil, 256, true, io.Discard)
+		msgs, err := readAllMessages(c)
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("reading stopped with %v, want io.EOF at the end", err)
+		}
+		checkReplies(t, out.Bytes())
+		if len(msgs) == 0 {
+			t.Fatalf("the request after %q was not delivered", garbage)
+		}
+		last, ok := msgs[len(msgs)-1].(*jsonrpc.Request)
+		if !ok || last.Method != "ping" || last.ID.Raw() != "after" {
+			t.Fatalf("last message %#v, want the ping after %q", msgs[len(msgs)-1], garbage)
+		}
+	})
+}
+
+// FuzzLineConnClient checks the side facing the server: whatever lines
+// come before it, the response to a pending call is delivered, and reading
+// never fails before the end of the input.
+func FuzzLineConnClient(f *testing.F) {
+	for _, seed := range []string{
+		"Server listening on port 3000", `{"jsonrpc":"2.0","id":9,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"c","result":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`, "\ufeff{}", "[1]",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, garbage []byte) {
+		in := append(bytes.Clone(garbage), '\n')
+		in = append(in, `{"jsonrpc":"2.0","id":"c","result":{"ok":true}}`+"\n"...)
+		c := newLineConn(bytes.NewReader(in), io.Discard, nil, 256, false, io.Discard)
+		id, _ := jsonrpc.MakeID("c")
+		c.calls.add(id, "tools/call")
+		msgs, err := readAllMessages(c)
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("reading stopped with %v, want io.EOF at the end", err)
+		}
+		var answered bool
+		for _, m := range msgs {
+			if r, ok := m.(*jsonrpc.Response); ok && r.ID.Raw() == "c" {
+				answered = true
+			}
+		}
+		if !answered {
+			t.Fatalf("the pending call got no response after %q", garbage)
+		}
+	})
+}
+
+func TestFindID(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, tail string
+		want             any // nil: not found
+	}{
+		{"first", `{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"xxx`, `xxx"}]}}`, int64(7)},
+		{"last", `{"result":{"content":[{"text":"xxx`, `xxx"}]},"jsonrpc":"2.0","id":8}`, int64(8)},
+		{"last string", `{"result":"xx`, `xx","id":"a\"b"}` + "\n", `a"b`},
+		{"last, spaced", `{"result":"xx`, `xx" , "id" : 9 } `, int64(9)},
+		{"nested id is not it", `{"result":{"x":"xx`, `xx","id":5}}`, nil},
+		{"id inside a string", `{"result":"xx`, `xx\",\"id\":5}"}`, nil},
+		{"object id", `{"result":"xx`, `xx","id":{"a":1}}`, nil},
+		{"none", `{"result":"xx`, `xx"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, ok := findID([]byte(tc.head), []byte(tc.tail))
+			if tc.want == nil {
+				if ok {
+					t.Errorf("found %v, want none", id.Raw())
+				}
+				return
+			}
+			if !ok || id.Raw() != tc.want {
+				t.Errorf("found %v (%v), want %v", id.Raw(), ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestLineConnTooLarge checks that a line over the bound is read through
+// without being held, and answered with its id.
+func TestLineConnTooLarge(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"s":"` + strings.Repeat("x", 1<<20) + `"}}`
+	var out bytes.Buffer
+	c := newLineConn(strings.NewReader(big+"\n"+ping+"\n"), &out, nil, 64<<10, true, io.Discard)
+	msgs, err := readAllMessages(c)
+	if !errors.Is(err, io.EOF) || len(msgs) != 1 {
+		t.Fatalf("got %d messages, %v; want the ping and EOF", len(msgs), err)
+	}
+	replies := checkReplies(t, out.Bytes())
+	if len(replies) != 1 || string(replies[0]["id"]) != "4" || !strings.Contains(string(replies[0]["error"]), "over the limit of 65536") {
+		t.Errorf("replies: %v", replies)
+	}
+}
