@@ -16,7 +16,7 @@
 //		return err
 //	}
 //	defer p.Close()
-//	return p.Run(ctx, &mcp.StdioTransport{MaxLineLength: -1})
+//	return p.Run(ctx, &mcpproxy.LineTransport{Reader: os.Stdin, Writer: os.Stdout})
 //
 // # References
 //

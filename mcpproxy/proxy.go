@@ -182,8 +182,10 @@ func (p *Proxy) Values() *values.SessionValues { return p.values }
 // Run serves the agent over upstream until the agent disconnects or ctx is
 // done, then closes the proxy. When ctx is done, calls still in flight are
 // cancelled downstream and answered upstream with an isError result, so Run
-// returns promptly even if the downstream server is stuck. For stdio use
-// &mcp.StdioTransport{MaxLineLength: -1}, so arguments of any size arrive.
+// returns promptly even if the downstream server is stuck. For stdio use a
+// [LineTransport] over standard input and output: a malformed line from
+// the client is answered, not fatal, and arguments past the SDK's 16 MiB
+// line cap arrive.
 func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
 	// The server session waits for its handlers before it closes; cancelling
 	// p.ctx is what ends the handlers' downstream calls.
