@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -66,10 +68,44 @@ func schemaErr(err error) error {
 	return errors.New("values: invalid schema: " + msg)
 }
 
+// Budget of validating one set of tool arguments. A recursive schema with
+// alternatives (a filter tree whose "oneOf" branches all recurse) makes the
+// validator apply subschemas a number of times that grows exponentially
+// with the depth of the arguments, and the validator's cost per step grows
+// with the depth too: 400 bytes 20 levels deep would take minutes. A
+// validation may therefore take at most ValidationSteps steps (the
+// applications of a subschema to a part of the arguments) plus
+// ValidationStepsPerValue for each JSON value in the arguments, and at most
+// ValidationTime plus ValidationTimePerValue per value of wall time, so
+// that large arguments from references get a proportionally larger budget
+// and small ones cannot pin a core. Ordinary arguments take a few steps per
+// value and microseconds. Past either budget the validation stops and the
+// arguments are rejected with a [Violation] at the root whose Err wraps
+// [ErrTooComplex]; the tool is not called.
+const (
+	ValidationSteps         = 20_000
+	ValidationStepsPerValue = 64
+	ValidationTime          = time.Second
+	ValidationTimePerValue  = 10 * time.Microsecond
+)
+
 // Schema is a compiled JSON Schema for a tool's input. It is safe for
-// concurrent use.
+// concurrent use: each validation running at the same time uses its own
+// compiled copy, made on demand and kept for reuse, so that each is held
+// to its own [MaxValidationSteps].
 type Schema struct {
-	s *jsonschema.Schema
+	raw []byte
+
+	mu   sync.Mutex
+	idle []*compiled // copies not in use
+}
+
+// compiled is one compilation of a Schema with the budget of the
+// validation in progress.
+type compiled struct {
+	s        *jsonschema.Schema
+	steps    int // steps left
+	deadline time.Time
 }
 
 // CompileSchema compiles a tool's input schema, raw JSON in any draft from
@@ -82,12 +118,24 @@ type Schema struct {
 // 2019-09 on. A schema that is not valid JSON or not valid against its
 // draft's meta-schema is an error.
 func CompileSchema(raw []byte) (*Schema, error) {
+	raw = bytes.Clone(raw)
+	c, err := compile(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{raw: raw, idle: []*compiled{c}}, nil
+}
+
+// compile compiles raw with a step counter attached to every subschema.
+func compile(raw []byte) (*compiled, error) {
+	cs := new(compiled)
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("%w: %q is not part of the schema, and schemas are never loaded from files or the network",
 			ErrSchemaRef, strings.TrimPrefix(u, schemaBase))
 	}
+	c.RegisterExtension("agentvalues-steps", nil, stepCounter{cs})
 	if err := c.AddResource(schemaURL, bytes.NewReader(raw)); err != nil {
 		return nil, schemaErr(err)
 	}
@@ -102,7 +150,58 @@ func CompileSchema(raw []byte) (*Schema, error) {
 		}
 		return nil, schemaErr(err)
 	}
-	return &Schema{s: s}, nil
+	cs.s = s
+	return cs, nil
+}
+
+// stepCounter is a validator extension present in every subschema of a
+// compiled copy: the validator calls it once each time it has applied a
+// subschema to a value (after the keywords that recurse), and it stops the
+// validation, by panicking with an errOverBudget, once the validation in
+// progress has spent its steps or its time (read every 64 steps).
+// Applications that stop early, at a failed "type", do not reach it; each
+// costs little more than the subschema that applied it.
+type stepCounter struct{ c *compiled }
+
+func (sc stepCounter) Compile(jsonschema.CompilerContext, map[string]any) (jsonschema.ExtSchema, error) {
+	return sc, nil
+}
+
+func (sc stepCounter) Validate(jsonschema.ValidationContext, any) error {
+	c := sc.c
+	c.steps--
+	if c.steps < 0 {
+		panic(errOverBudget{fmt.Errorf("values: %w: checking the arguments against the schema took too many steps; pass a shallower or smaller value", ErrTooComplex)})
+	}
+	if c.steps%64 == 0 && time.Now().After(c.deadline) {
+		panic(errOverBudget{fmt.Errorf("values: %w: checking the arguments against the schema took too long; pass a shallower or smaller value", ErrTooComplex)})
+	}
+	return nil
+}
+
+// errOverBudget is the panic that ends a validation over its budget.
+type errOverBudget struct{ err error }
+
+func (e errOverBudget) Error() string { return e.err.Error() }
+
+// get returns a compiled copy of s for one validation.
+func (s *Schema) get() (*compiled, error) {
+	s.mu.Lock()
+	if n := len(s.idle); n > 0 {
+		c := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		s.mu.Unlock()
+		return c, nil
+	}
+	s.mu.Unlock()
+	return compile(s.raw) // compiled once before, so this succeeds
+}
+
+// put returns c, used, to s.
+func (s *Schema) put(c *compiled) {
+	s.mu.Lock()
+	s.idle = append(s.idle, c)
+	s.mu.Unlock()
 }
 
 // Validate checks the tool arguments args, one JSON value, against the
@@ -270,11 +369,11 @@ func (s *Schema) check(args []byte, refs []Reference) error {
 	}
 	omitted := 0
 	if s != nil {
-		limitVs, more := checkLimits(args)
+		limitVs, more, values := checkLimits(args)
 		if len(limitVs) > 0 {
 			vs, omitted = append(vs, limitVs...), more // too costly to validate
 		} else {
-			schemaVs, err := s.violations(args)
+			schemaVs, err := s.violations(args, values)
 			if err != nil {
 				return err
 			}
@@ -314,8 +413,10 @@ func (s *Schema) check(args []byte, refs []Reference) error {
 // validation in one pass, without recursion or allocation unless it finds
 // something, and returns a violation for each number and each container
 // past a limit (what such a container holds is skipped), at most
-// maxViolations of them, and the number of others.
-func checkLimits(args []byte) (vs []Violation, more int) {
+// maxViolations of them, and the number of others. It also counts the
+// JSON values in args (containers, strings other than keys, numbers and
+// literals).
+func checkLimits(args []byte) (vs []Violation, more, values int) {
 	// One frame per open container, as resolver.frames: the index of the
 	// current item of an array, or -1 minus the offset of the current key
 	// of an object.
@@ -336,9 +437,12 @@ func checkLimits(args []byte) (vs []Violation, more int) {
 		case c == '"':
 			if wantKey {
 				frames[depth-1], wantKey = -1-i, false
+			} else {
+				values++
 			}
 			i = skipString(args, i)
 		case c == '{' || c == '[':
+			values++
 			if depth == MaxArgsDepth {
 				report(fmt.Sprintf("nested more than %d levels deep; pass a flatter value", MaxArgsDepth))
 				i = skipValue(args, i)
@@ -360,15 +464,19 @@ func checkLimits(args []byte) (vs []Violation, more int) {
 			}
 			i++
 		case c == '-' || '0' <= c && c <= '9':
+			values++
 			var problem string
 			if i, problem = checkNumber(args, i); problem != "" {
 				report(problem)
 			}
-		default: // whitespace, ':', and the letters of true, false and null
+		case c == 't' || c == 'f' || c == 'n': // true, false, null
+			values++
+			i = skipValue(args, i)
+		default: // whitespace and ':'
 			i++
 		}
 	}
-	return vs, more
+	return vs, more, values
 }
 
 // checkNumber checks the validated number starting at d[i] against
@@ -444,15 +552,26 @@ func within(p, base string) bool {
 	return strings.HasPrefix(p, base) && (len(p) == len(base) || p[len(base)] == '/')
 }
 
-// violations validates args and returns the schema's violations.
-func (s *Schema) violations(args []byte) ([]Violation, error) {
+// violations validates args, which hold values JSON values, within the
+// budget of validation, and returns the schema's violations.
+func (s *Schema) violations(args []byte, values int) ([]Violation, error) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	err := validateRecovered(s.s, v)
+	c, err := s.get()
+	if err != nil {
+		return nil, err
+	}
+	c.steps = ValidationSteps + ValidationStepsPerValue*min(values, maxInt/2/ValidationStepsPerValue)
+	c.deadline = time.Now().Add(ValidationTime + ValidationTimePerValue*time.Duration(min(values, 1<<32)))
+	err = validateRecovered(c.s, v)
+	s.put(c)
+	if over, ok := err.(errOverBudget); ok {
+		return []Violation{{Message: strings.TrimPrefix(over.err.Error(), "values: "), Err: over.err}}, nil
+	}
 	if err == nil {
 		return nil, nil
 	}
@@ -482,10 +601,15 @@ func (s *Schema) violations(args []byte) ([]Violation, error) {
 // dereferences nil on a number whose exponent math/big refuses (beyond
 // ±1e6), and a tool's arguments must never crash the dispatcher. The
 // limits of validation keep such numbers from reaching it; this is the
-// guard for causes not known.
+// guard for causes not known. A validation over its budget ends with the
+// errOverBudget it panicked with.
 func validateRecovered(s *jsonschema.Schema, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if over, ok := r.(errOverBudget); ok {
+				err = over
+				return
+			}
 			err = fmt.Errorf("values: cannot validate the arguments: the validator failed (%v)", r)
 		}
 	}()

@@ -564,7 +564,10 @@ func FuzzCheckLimits(f *testing.F) {
 		if _, _, err := scanJSON(args); err != nil {
 			return
 		}
-		vs, more := checkLimits(args)
+		vs, more, values := checkLimits(args)
+		if want := modelValues(t, args); len(vs) == 0 && values != want {
+			t.Fatalf("checkLimits(%q) counted %d values, want %d", args, values, want)
+		}
 		var got []string
 		for _, v := range vs {
 			if !errors.Is(v.Err, ErrTooComplex) {
@@ -580,6 +583,39 @@ func FuzzCheckLimits(f *testing.F) {
 			t.Fatalf("checkLimits(%q) (-model +got):\n%s\nmore %d off", args, diff, more)
 		}
 	})
+}
+
+// modelValues counts the values in the valid JSON args: every token of
+// encoding/json but keys and closing delimiters.
+func modelValues(t *testing.T, args []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	type frame struct{ object, wantKey bool }
+	var stack []frame
+	n := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("Token: %v", err)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if k := len(stack) - 1; k >= 0 && stack[k].object {
+			stack[k].wantKey = !stack[k].wantKey
+			if !stack[k].wantKey {
+				continue // tok was a key
+			}
+		}
+		n++
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, frame{object: d == '{', wantKey: d == '{'})
+		}
+	}
 }
 
 // modelLimits returns the pointers of the numbers and containers past the
@@ -678,4 +714,134 @@ func modelNumberPast(s string) bool {
 		e.Add(e, big.NewInt(int64(len(intPart)-(len(digits)-len(trimmed))-1)))
 	}
 	return e.CmpAbs(big.NewInt(MaxNumberExponent)) > 0
+}
+
+// filterTreeSchema is a filter tree: a node is an "and", an "or" or a
+// leaf, tried in turn by "oneOf". The "and" and "or" branches both accept
+// the shape of an object with "args" and recurse into it before "const"
+// decides, so validating a tree d levels deep applies the schema about 2^d
+// times. The proxy's hostile-server test offers the same schema.
+const filterTreeSchema = `{"type":"object","properties":{"filter":{"$ref":"#/$defs/node"}},"required":["filter"],"$defs":{` +
+	`"node":{"oneOf":[{"$ref":"#/$defs/and"},{"$ref":"#/$defs/or"},{"$ref":"#/$defs/leaf"}]},` +
+	`"and":{"type":"object","properties":{"op":{"const":"and"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op","args"]},` +
+	`"or":{"type":"object","properties":{"op":{"const":"or"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op","args"]},` +
+	`"leaf":{"type":"object","properties":{"field":{"type":"string"},"eq":{"type":["string","number"]}},"required":["field","eq"]}}}`
+
+// filterTree returns filter arguments depth levels deep, alternating "and"
+// and "or" around a leaf whose "eq" is leaf.
+func filterTree(depth int, leaf string) string {
+	node := `{"field":"x","eq":` + leaf + `}`
+	for i := range depth {
+		op := "and"
+		if i%2 == 1 {
+			op = "or"
+		}
+		node = `{"op":"` + op + `","args":[` + node + `]}`
+	}
+	return `{"filter":` + node + `}`
+}
+
+// Validation that would take exponential time stops within its budget
+// with ErrTooComplex at the root, whatever the depth; shallow trees are
+// validated as before, and the schema validates normally afterwards.
+func TestValidateBudget(t *testing.T) {
+	sch := mustCompile(t, filterTreeSchema)
+	const (
+		either = "either" // the step or the time budget, whichever is spent first
+		slow   = "took too long"
+	)
+	tests := []struct {
+		name string
+		args string
+		want string // "" for valid, "schema" for schema violations only, or the budget's words
+	}{
+		{"shallow, valid", filterTree(3, "1"), ""},
+		{"shallow, invalid leaf", filterTree(3, "true"), "schema"},
+		{"the review's 16 levels", filterTree(16, "1"), either},
+		{"the review's 20 levels", filterTree(20, "true"), either},
+		{"deep: each step is slow", filterTree(60, "1"), slow},
+		{"again shallow, valid", filterTree(5, `"y"`), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := sch.Validate([]byte(tt.args))
+			switch tt.want {
+			case "":
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+			case "schema":
+				if vs := violationsOf(t, err); len(vs) == 0 || errors.Is(err, ErrTooComplex) {
+					t.Fatalf("Validate = %v, want schema violations", err)
+				}
+			default:
+				vs := violationsOf(t, err)
+				words := tt.want
+				if words == either && len(vs) == 1 && !strings.Contains(vs[0].Message, slow) {
+					words = "took too many steps"
+				} else if words == either {
+					words = slow
+				}
+				want := []Violation{{Message: "too complex to validate: checking the arguments against the schema " + words + "; pass a shallower or smaller value", Err: ErrTooComplex}}
+				if diff := cmp.Diff(want, vs, ignoreErr); diff != "" {
+					t.Fatalf("violations (-want +got):\n%s", diff)
+				}
+				if !strings.Contains(err.Error(), "\n(root): too complex to validate") {
+					t.Errorf("Error() = %s", err)
+				}
+			}
+			if tt.want == slow || tt.want == either {
+				return // time-bound: Prepare could differ on a busy machine
+			}
+			_, _, perr := New().Prepare(sch, []byte(tt.args))
+			if diff := cmp.Diff(violationsOf(t, err), violationsOf(t, perr), ignoreErr); diff != "" {
+				t.Errorf("Prepare differs from Validate (-Validate +Prepare):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The step budget grows with the arguments: a schema applying a few
+// subschemas to each of many values is not refused.
+func TestValidateBudgetGrowsWithArgs(t *testing.T) {
+	sch := mustCompile(t, `{"type":"object","properties":{"rows":{"type":"array","items":{"oneOf":[`+
+		`{"type":"object","properties":{"id":{"type":"integer"},"kind":{"const":"a"}},"required":["kind"]},`+
+		`{"type":"object","properties":{"id":{"type":"integer"},"kind":{"const":"b"}},"required":["kind"]}]}}}}`)
+	var b strings.Builder
+	b.WriteString(`{"rows":[`)
+	const n = 40_000 // about 3 steps a value: more than ValidationSteps in all
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"kind":"b"}`, i)
+	}
+	b.WriteString(`]}`)
+	if err := sch.Validate([]byte(b.String())); err != nil {
+		t.Fatalf("Validate of %d rows: %.300v", n, err)
+	}
+}
+
+// Concurrent validations are each held to their own budget: one that
+// spends it does not make the others fail.
+func TestValidateBudgetConcurrent(t *testing.T) {
+	sch := mustCompile(t, filterTreeSchema)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			for range 2 {
+				deep := i%2 == 0
+				args := filterTree(4, "1")
+				if deep {
+					args = filterTree(14, "1")
+				}
+				err := sch.Validate([]byte(args))
+				if deep != errors.Is(err, ErrTooComplex) || !deep && err != nil {
+					t.Errorf("deep=%v: Validate = %v", deep, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -61,7 +61,8 @@
 // preview bound), the size of resolved arguments ([WithMaxResolved],
 // 64 MiB), the page size of reads ([DefaultReadLimit], 32 KiB, at most
 // [MaxReadLimit]), what schema validation accepts ([MaxArgsDepth],
-// [MaxNumberExponent], [MaxNumberDigits]) and, with durability, the size
+// [MaxNumberExponent], [MaxNumberDigits]), the work of one validation
+// ([ValidationSteps], [ValidationTime]) and, with durability, the size
 // above which values live only in the durable store ([WithMemoryLimit],
 // 4 MiB).
 //

@@ -38,6 +38,31 @@ const hostileNoise = "Server listening on port 3000"
 // deep_schema nests: past what the SDK decodes in one message.
 const deepSchemaDepth = 1100
 
+// filterTreeSchema is the input schema of the hostile server's tool filter:
+// a filter tree whose validation, without a budget, doubles with every
+// level of nesting (both the and and the or branch of the oneOf recurse
+// into a node's args). The root package's tests validate the same schema
+// (filterTreeSchema in schema_test.go).
+const filterTreeSchema = `{"type":"object","properties":{"filter":{"$ref":"#/$defs/node"}},"required":["filter"],"$defs":{` +
+	`"node":{"oneOf":[{"$ref":"#/$defs/and"},{"$ref":"#/$defs/or"},{"$ref":"#/$defs/leaf"}]},` +
+	`"and":{"type":"object","properties":{"op":{"const":"and"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op","args"]},` +
+	`"or":{"type":"object","properties":{"op":{"const":"or"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op","args"]},` +
+	`"leaf":{"type":"object","properties":{"field":{"type":"string"},"eq":{"type":["string","number"]}},"required":["field","eq"]}}}`
+
+// filterTree returns filter arguments depth levels deep, alternating and
+// and or: valid, and exponential to validate without a budget.
+func filterTree(depth int) string {
+	node := `{"field":"x","eq":1}`
+	for i := range depth {
+		op := "and"
+		if i%2 == 1 {
+			op = "or"
+		}
+		node = `{"op":"` + op + `","args":[` + node + `]}`
+	}
+	return `{"filter":` + node + `}`
+}
+
 // nested returns a JSON value nested n arrays deep around inner.
 func nested(n int, inner string) string {
 	return strings.Repeat("[", n) + inner + strings.Repeat("]", n)
@@ -88,6 +113,7 @@ func hostileServer(args []string) int {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
 			tools = append(tools, `{"name":"deep_schema","inputSchema":`+deep+`}`)
+			tools = append(tools, `{"name":"filter","inputSchema":`+filterTreeSchema+`}`)
 			result(`{"tools":[` + strings.Join(tools, ",") + `]}`)
 		case "tools/call":
 			switch req.Params.Name {
@@ -106,6 +132,8 @@ func hostileServer(args []string) int {
 			case "long_error":
 				msg, _ := json.Marshal("failure: " + strings.Repeat("detail ", 100<<10/7))
 				send(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":` + string(msg) + `}}`)
+			case "filter":
+				result(`{"content":[{"type":"text","text":"filtered"}]}`)
 			case "huge":
 				// The id last, as the TypeScript SDK writes it.
 				var a struct{ MiB int }
@@ -357,7 +385,7 @@ func TestProxyHostileServer(t *testing.T) {
 		for _, tool := range resp.Result.Tools {
 			names = append(names, tool.Name)
 		}
-		if got := strings.Join(names, ","); got != "echo,noise,deep_result,not_object,bad_content,long_error,huge,read_value" && got != "bad_content,deep_result,echo,huge,long_error,noise,not_object,read_value" {
+		if got := strings.Join(names, ","); got != "echo,noise,deep_result,not_object,bad_content,long_error,huge,filter,read_value" && got != "bad_content,deep_result,echo,filter,huge,long_error,noise,not_object,read_value" {
 			t.Errorf("tools offered: %s", got)
 		}
 		if !strings.Contains(r.stderr(), `not offering the downstream tool "deep_schema": its definition nests 1102 levels deep, more than 512`) {
@@ -433,5 +461,35 @@ func TestProxyServerExitsAtStart(t *testing.T) {
 	ws, _ := r.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.ExitStatus() != 1 || !strings.Contains(r.stderr(), "exited (exit status 3) before the MCP handshake completed") {
 		t.Errorf("exit %v, stderr:\n%s", r.cmd.ProcessState, r.stderr())
+	}
+}
+
+// TestProxyExponentialSchema checks that validation against a schema whose
+// cost doubles with depth is cut off by its budget, that the proxy serves
+// the next call, and that closing its input while such a validation runs
+// ends the proxy at once.
+func TestProxyExponentialSchema(t *testing.T) {
+	r := startRawProxy(t, "serve")
+	if resp := r.call(t, 1, "filter", filterTree(3)); resp.Result == nil || resp.Result.IsError || !strings.Contains(resp.text(), "filtered") {
+		t.Fatalf("a shallow filter: %s", resp.line)
+	}
+	start := time.Now()
+	resp := r.call(t, 2, "filter", filterTree(40))
+	if resp.Result == nil || !resp.Result.IsError || !strings.Contains(resp.text(), "filter was not called") || !strings.Contains(resp.text(), "too complex to validate") {
+		t.Errorf("a filter 40 deep: %.600s", resp.line)
+	}
+	t.Logf("refused in %v", time.Since(start).Round(time.Millisecond))
+	r.alive(t, 3)
+
+	// A validation in flight ends with the input.
+	r.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"filter","arguments":%s}}`, filterTree(40)))
+	r.stdin.Close()
+	select {
+	case <-r.exited:
+		if !r.cmd.ProcessState.Success() {
+			t.Errorf("the proxy exited with %v after its input closed\nstderr:\n%s", r.cmd.ProcessState, r.stderr())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the proxy still runs 15s after its input closed during a validation\nstderr:\n%s", r.stderr())
 	}
 }
