@@ -29,12 +29,14 @@ func demoCommand(args []string, stdout io.Writer) error {
 	return err
 }
 
-// Limits of the demo's tools. They keep the demo quick on any directory; a
-// file past a limit is skipped, and the search says how many it skipped.
+// Limits of the demo's tools. They keep the demo quick, and its memory
+// bounded, on any directory: search_text skips a file past its limit, and
+// read_file refuses one with an error that gives the file's size and the cap.
 const (
-	demoMaxFileSize = 8 << 20 // search_text skips larger files
-	demoMatchText   = 160     // bytes of a matching line kept in a search result
-	demoArgsShown   = 240     // bytes of resolved arguments printed per turn
+	demoMaxFileSize = 8 << 20  // search_text skips larger files
+	demoMaxReadFile = 64 << 20 // read_file refuses larger files; 20 times the largest file in GOROOT/src
+	demoMatchText   = 160      // bytes of a matching line kept in a search result
+	demoArgsShown   = 240      // bytes of resolved arguments printed per turn
 )
 
 // A demoTool is a real tool over the files under one directory.
@@ -251,13 +253,21 @@ func listFiles(root *os.Root, args []byte) ([]byte, error) {
 	return json.Marshal(files)
 }
 
-// readFile returns a file's bytes.
+// readFile returns a file's bytes. A file larger than demoMaxReadFile is
+// not returned: the error names it and gives its size, when Stat knows it,
+// and the cap, so that the model can pick another file. A file that Stat
+// reports as small but that holds more (it grew, or it is a pipe) is read
+// no further than the cap.
 func readFile(root *os.Root, args []byte) ([]byte, error) {
 	var a struct{ Path string }
 	if err := json.Unmarshal(args, &a); err != nil {
 		return nil, err
 	}
-	return root.ReadFile(a.Path)
+	data, err := readCapped(root, a.Path, demoMaxReadFile)
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("read_file: %q is %w; its content was not returned: choose a smaller file", a.Path, err)
+	}
+	return data, err
 }
 
 // A demoMatch is one entry of search_text's result.
@@ -282,7 +292,7 @@ func searchText(root *os.Root, args []byte) ([]byte, error) {
 	pattern := []byte(a.Pattern)
 	matches := []demoMatch{}
 	for _, f := range a.Files {
-		data, err := readSmall(root, f.Path)
+		data, err := readCapped(root, f.Path, demoMaxFileSize)
 		if err != nil || !bytes.Contains(data, pattern) || !utf8.Valid(data) {
 			continue
 		}
@@ -297,21 +307,14 @@ func searchText(root *os.Root, args []byte) ([]byte, error) {
 	return json.Marshal(matches)
 }
 
-// readSmall reads a file of at most demoMaxFileSize bytes.
-func readSmall(root *os.Root, name string) ([]byte, error) {
+// readCapped reads a file of at most limit bytes (see readInput).
+func readCapped(root *os.Root, name string, limit int64) ([]byte, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, demoMaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > demoMaxFileSize {
-		return nil, errors.New("too large")
-	}
-	return data, nil
+	return readInput(f, statSize(f), limit)
 }
 
 // clipLine trims a matching line to demoMatchText bytes on a rune boundary.

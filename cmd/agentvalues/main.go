@@ -4,7 +4,7 @@
 // Usage:
 //
 //	agentvalues demo [DIR]
-//	agentvalues preview [FILE|-]
+//	agentvalues preview [-max-input N] [FILE|-]
 //	agentvalues proxy [flags] -- COMMAND [ARGS...]
 //
 // demo runs a scripted agent loop over real tools on DIR (default: the Go
@@ -13,7 +13,11 @@
 // many bytes the transcript saved.
 //
 // preview prints the preview and hint of FILE (or standard input) as
-// [values.SessionValues.PutOutput] would store it.
+// [values.SessionValues.PutOutput] would store it. It reads at most
+// -max-input bytes (default 1 GiB; 0: no cap): larger input, or endless
+// input such as /dev/zero, is not previewed at all; reading stops at the cap
+// and the command exits with status 1 and a line on standard error giving
+// the cap and how to raise it.
 //
 // proxy is an MCP server on standard input and output that starts COMMAND as
 // the downstream MCP server and puts handles, previews, $r references and
@@ -32,7 +36,10 @@ import (
 
 const usage = `usage:
   agentvalues demo [DIR]                      scripted agent loop over real tools on DIR
-  agentvalues preview [FILE|-]                preview and hint of a file or stdin
+  agentvalues preview [-max-input N] [FILE|-]
+                                              preview and hint of a file or stdin; input past
+                                              N bytes (default 1 GiB; 0: no cap) is refused
+                                              and nothing is previewed
   agentvalues proxy [flags] -- COMMAND [ARGS...]
                                               MCP proxy on stdio in front of COMMAND
 `
@@ -55,7 +62,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "demo":
 		err = demoCommand(args[1:], stdout)
 	case "preview":
-		err = previewCommand(args[1:], stdin, stdout)
+		err = previewCommand(args[1:], stdin, stdout, stderr)
 	case "proxy":
 		err = proxyCommand(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":

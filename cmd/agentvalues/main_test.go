@@ -16,12 +16,22 @@ const runMainEnv = "AGENTVALUES_TEST_RUN_MAIN"
 // as, when runMainEnv is set and its first argument names one.
 var testHelpers = map[string]func(args []string) int{}
 
+// beforeChildExit, if set, runs in the test binary run as the command (or a
+// helper) after it returns and before the process exits.
+var beforeChildExit func()
+
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
+		var code int
 		if len(os.Args) > 1 && testHelpers[os.Args[1]] != nil {
-			os.Exit(testHelpers[os.Args[1]](os.Args[2:]))
+			code = testHelpers[os.Args[1]](os.Args[2:])
+		} else {
+			code = run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 		}
-		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		if beforeChildExit != nil {
+			beforeChildExit()
+		}
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
