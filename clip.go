@@ -1,6 +1,9 @@
 package values
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // Ellipsis marks every elision in a preview.
 const ellipsis = "…"
@@ -177,4 +180,33 @@ func appendRawString(dst, raw []byte, budget int) []byte {
 	dst = append(dst, raw[:i]...)
 	dst = append(dst, ellipsis...)
 	return append(dst, '"')
+}
+
+// shownMax is the number of bytes of a string from a model or a tool that
+// an error message shows, so that a long argument cannot make the message
+// long: a reference, a key, a path.
+const shownMax = 80
+
+// clipString returns s, or its head clipped to shownMax bytes with "…".
+// Its cost does not depend on len(s).
+func clipString(s string) string {
+	if len(s) <= shownMax {
+		return s
+	}
+	return string(clip([]byte(s[:min(len(s), shownMax+utf8.UTFMax)]), shownMax))
+}
+
+// quoteClipped returns clipString(s) quoted as a Go string.
+func quoteClipped(s string) string {
+	return strconv.Quote(clipString(s))
+}
+
+// quoteTail quotes s for a message, keeping its end when it is long ("…"
+// and the last shownMax bytes): the end of a path is where it went wrong.
+func quoteTail(s string) string {
+	if len(s) <= shownMax {
+		return strconv.Quote(s)
+	}
+	t := []byte(s[len(s)-shownMax-utf8.UTFMax:])
+	return strconv.Quote(ellipsis + string(t[tailCut(t, shownMax):]))
 }

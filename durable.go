@@ -540,8 +540,6 @@ func kindNamed(name string) (Kind, bool) {
 	return 0, false
 }
 
-func clipString(s string) string { return string(clip([]byte(s), 80)) }
-
 // disk is what a value kept only in the durable store needs to read its
 // bytes back and to show its preview without them.
 type disk struct {

@@ -263,12 +263,6 @@ func tooSmall(limit, need int, ref string) error {
 	return fmt.Errorf("values: limit %d: %w to page %s; use at least %d", limit, ErrLimitTooSmall, quoteClipped(ref), need)
 }
 
-// quoteClipped quotes s for an error message, clipped so that a long
-// argument cannot make the message long.
-func quoteClipped(s string) string {
-	return strconv.Quote(string(clip([]byte(s), 80)))
-}
-
 // readMode is how a readSource's bytes map to the paged text.
 type readMode uint8
 

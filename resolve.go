@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Errors of resolving references. Lookup errors are wrapped with the
@@ -175,7 +176,7 @@ type resolver struct {
 
 	bound int // the store's bound on the result
 	total int // size of the result with the edits planned so far
-	meta  int // bytes of pointers reported, held to the bound too
+	meta  int // bytes of distinct references and of pointers reported, held to the bound too
 	scan  int // bytes of stored JSON that path lookups have scanned
 	edits []edit
 	hits  []hit          // one per distinct reference string
@@ -400,11 +401,17 @@ func (r *resolver) str(start, end int) error {
 	}
 	hi, ok := r.find(body)
 	if !ok {
+		// The reference strings are kept (in the hits, and in what is
+		// returned), so they are held to the bound, as pointers are.
+		if len(body) > r.bound-r.meta {
+			return fmt.Errorf("values: %w: the %d references written in the arguments exceed the bound of %s", ErrTooLarge, len(r.hits)+1, size(r.bound))
+		}
+		r.meta += len(body)
 		h := hit{ref: string(body)}
 		p, problem := parseRefProblem(h.ref[1:])
 		if problem != "" {
 			// "$r1..rows" and the like: a typo the tool must not receive.
-			h.err = fmt.Errorf("values: %q: %w: %s", h.ref, ErrBadRef, problem)
+			h.err = fmt.Errorf("values: %s: %w: %s", quoteClipped(h.ref), ErrBadRef, problem)
 		} else {
 			budget := scanBudget(r.bound)
 			var scanned int
@@ -620,10 +627,15 @@ func (r refPath) String() string {
 	return "$" + r.handle + "." + r.segs
 }
 
-// prefix returns the reference to the part named by the first segments of
-// r, those before index i of its path.
-func (r refPath) prefix(i int) string {
-	return "$" + r.key(i)
+// prefixShown returns the reference to the part named by the first
+// segments of r, those before index i of its path, clipped for a message.
+func (r refPath) prefixShown(i int) string {
+	return clipString("$" + r.key(i)[:min(i+len(r.handle), shownMax+utf8.UTFMax)])
+}
+
+// quoted returns the reference quoted for a message, clipped.
+func (r refPath) quoted() string {
+	return quoteClipped("$" + r.text)
 }
 
 // key returns r.prefix(i) without its '$', as a substring of r.text: the
@@ -655,13 +667,13 @@ func parseRefProblem(s string) (refPath, string) {
 	}
 	h := s[:end]
 	if len(h) < 2 || h[0] != 'r' || h[1] < '1' || h[1] > '9' {
-		return refPath{}, fmt.Sprintf("%q is not a handle; handles are r1, r2, …", h)
+		return refPath{}, fmt.Sprintf("%s is not a handle; handles are r1, r2, …", quoteClipped(h))
 	}
 	n := 0
 	for i, c := range []byte(h[1:]) {
 		if c < '0' || c > '9' {
 			num := h[:1+i]
-			return refPath{}, fmt.Sprintf("the handle %s is followed by %q; a path starts with a dot, as in %q", num, h[1+i:], "$"+num+"."+s[1+i:])
+			return refPath{}, fmt.Sprintf("the handle %s is followed by %s; a path starts with a dot, as in %s", clipString(num), quoteClipped(h[1+i:]), quoteClipped("$"+num+"."+clipString(s[1+i:])))
 		}
 		if n > (maxHandle-9)/10 {
 			n = maxHandle
@@ -688,15 +700,15 @@ func parseRefProblem(s string) (refPath, string) {
 				return refPath{}, `the path ends with a lone backslash; write a backslash that is part of a key as "\\\\" and a dot as "\\."`
 			}
 			if r.segs[i+1] != '.' && r.segs[i+1] != '\\' {
-				return refPath{}, fmt.Sprintf(`%q after %q is not an escape; in a path only "\\." (a dot in a key) and "\\\\" (a backslash) are`,
-					r.segs[i:i+2], "$"+s[:end+1+i])
+				return refPath{}, fmt.Sprintf(`%q after %s is not an escape; in a path only "\\." (a dot in a key) and "\\\\" (a backslash) are`,
+					r.segs[i:i+2], quoteTail("$"+s[:end+1+i]))
 			}
 			i++
 		}
 		segLen++
 	}
 	if r.segs == "" {
-		return refPath{}, fmt.Sprintf("empty path after %q; write %q for the whole value, or a key or index after the dot", "$"+s, "$"+h)
+		return refPath{}, fmt.Sprintf("empty path after %s; write %s for the whole value, or a key or index after the dot", quoteClipped("$"+s), quoteClipped("$"+h))
 	}
 	if segLen == 0 {
 		return refPath{}, emptySegment(s)
@@ -707,7 +719,7 @@ func parseRefProblem(s string) (refPath, string) {
 // emptySegment describes an empty path segment after the reference prefix
 // p (without its '$'), which ends with a dot.
 func emptySegment(p string) string {
-	return fmt.Sprintf(`empty segment after %q; separate segments with one dot, and write a dot that is part of a key as "\\."`, "$"+p)
+	return fmt.Sprintf(`empty segment after %s; separate segments with one dot, and write a dot that is part of a key as "\\."`, quoteTail("$"+p))
 }
 
 // segmentEnd returns the index after the segment of the valid path p
@@ -834,11 +846,10 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 		}
 		s.mu.RUnlock()
 		if r.index > n {
-			written := r.String()
 			if n == 0 {
-				return Value{}, nil, 0, fmt.Errorf("values: %q is %w; no values are stored yet", written, ErrUnknownHandle)
+				return Value{}, nil, 0, fmt.Errorf("values: %s is %w; no values are stored yet", r.quoted(), ErrUnknownHandle)
 			}
-			return Value{}, nil, 0, fmt.Errorf("values: %q is %w; stored: %s", written, ErrUnknownHandle, storedRange(n))
+			return Value{}, nil, 0, fmt.Errorf("values: %s is %w; stored: %s", r.quoted(), ErrUnknownHandle, storedRange(n))
 		}
 		stored := whole
 		if whole, err = s.materialize(r, whole); err != nil { // read back a value kept only in the durable store
@@ -859,7 +870,7 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 			}
 		}
 		if !container {
-			return whole, nil, scanned, fmt.Errorf("values: %q: %w: $%s is %s, which has no fields or items", r.String(), ErrNoPath, r.handle, x.kind)
+			return whole, nil, scanned, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, clipString(r.handle), x.kind)
 		}
 		cur, count = x.raw, x.n // n was counted at Put
 	}
@@ -882,12 +893,12 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 				return true
 			})
 			if found == nil {
-				return whole, nil, scanned + step, fmt.Errorf("values: %q: %w: %s has no key %q%s", r.String(), ErrNoPath, r.prefix(at), seg, keyList(cur))
+				return whole, nil, scanned + step, fmt.Errorf("values: %s: %w: %s has no key %s%s", r.quoted(), ErrNoPath, r.prefixShown(at), quoteClipped(seg), keyList(cur))
 			}
 		case '[':
 			idx, ok := parseIndex(seg)
 			if !ok {
-				return whole, nil, scanned, fmt.Errorf("values: %q: %w: %s is an array; %q is not an index (0, 1, … or -1 for the last item)", r.String(), ErrNoPath, r.prefix(at), seg)
+				return whole, nil, scanned, fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", r.quoted(), ErrNoPath, r.prefixShown(at), quoteClipped(seg))
 			}
 			var ce walkEntry // cur's cache entry
 			if key >= 0 {
@@ -923,14 +934,14 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 				if count < 0 {
 					count = k
 				}
-				return whole, nil, scanned + step, fmt.Errorf("values: %q: %w: index %s is out of range for %s, an array of %d items", r.String(), ErrNoPath, seg, r.prefix(at), count)
+				return whole, nil, scanned + step, fmt.Errorf("values: %s: %w: index %s is out of range for %s, an array of %d items", r.quoted(), ErrNoPath, seg, r.prefixShown(at), count)
 			}
 			if key >= 0 {
 				ce.next, ce.nextOff = idx+1, next
 				c.m[r.key(key)] = ce
 			}
 		default:
-			return whole, nil, scanned, fmt.Errorf("values: %q: %w: %s is %s, which has no fields or items", r.String(), ErrNoPath, r.prefix(at), kindOf(cur[0]))
+			return whole, nil, scanned, fmt.Errorf("values: %s: %w: %s is %s, which has no fields or items", r.quoted(), ErrNoPath, r.prefixShown(at), kindOf(cur[0]))
 		}
 		scanned += step
 		cur, count, key = found, -1, -1

@@ -357,6 +357,65 @@ func TestLookupErrorsExplain(t *testing.T) {
 	}
 }
 
+// A long reference that does not resolve is shown clipped in its error:
+// the message stays short whatever the model wrote.
+func TestLookupErrorsAreClipped(t *testing.T) {
+	s := resolveStore(t)
+	long := strings.Repeat("é", 5000)
+	// head is how a message shows prefix + long: 80 bytes, "…" included.
+	head := func(prefix string) string {
+		return prefix + strings.Repeat("é", (80-len(prefix)-len("…"))/2) + "…"
+	}
+	tests := []struct{ ref, want string }{
+		{"$r99." + long, `values: "` + head("$r99.") + `" is not a stored value; stored: r1…r13`},
+		{"$r2." + long, `values: "` + head("$r2.") + `": no such path: $r2 has no key "` + head("") + `"; its keys: content, path`},
+		{"$r2.path." + long, `values: "` + head("$r2.path.") + `": no such path: $r2.path is text, which has no fields or items`},
+		{"$r3." + long, `values: "` + head("$r3.") + `": no such path: $r3 is an array; "` + head("") + `" is not an index (0, 1, … or -1 for the last item)`},
+		{"$r3." + long + "..x", `values: "` + head("$r3.") + `": malformed reference: empty segment after "…` + strings.Repeat("é", 39) + `."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
+		{"$r1" + long, `values: "` + head("$r1") + `": malformed reference: the handle r1 is followed by "` + head("") + `"; a path starts with a dot, as in "` + head("$r1.") + `"`},
+	}
+	for _, tt := range tests {
+		res, err := s.ResolveDetail([]byte(strconv.Quote(tt.ref)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Refs) != 1 || res.Refs[0].Err == nil {
+			t.Fatalf("Refs = %v, want one unresolved", res.Refs)
+		}
+		if got := res.Refs[0].Err.Error(); got != tt.want {
+			t.Errorf("\n got %s\nwant %s", got, tt.want)
+		}
+	}
+}
+
+// References that do not resolve are held to the bound too: 60 MB of
+// arguments holding 20 references of 3 MB each to unknown handles fail
+// with ErrTooLarge under a 1 MiB bound, allocating next to nothing
+// (Prepare used to allocate 400–480 MB).
+func TestResolveUnresolvedRefsAreBounded(t *testing.T) {
+	s := New(WithMaxResolved(1 << 20))
+	s.PutOutput([]byte(`{"a":1}`))
+	ref := `"$r99.` + strings.Repeat("k", 3<<20) + `"`
+	args := []byte("[" + strings.Repeat(ref+",", 19) + ref + "]")
+	sch := mustCompile(t, `{"type":"array"}`)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := s.Prepare(sch, args)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "references written in the arguments exceed the bound of 1.0 MiB") {
+		t.Fatalf("Prepare: %.300v, want ErrTooLarge", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Errorf("Prepare allocated %d bytes for %d bytes of arguments", got, len(args))
+	}
+	// Under the default bound they resolve to nothing, and every error is short.
+	res, err := New().ResolveDetail([]byte(ref))
+	if err != nil || len(res.Refs) != 1 || !errors.Is(res.Refs[0].Err, ErrUnknownHandle) || len(res.Refs[0].Err.Error()) > 200 {
+		t.Fatalf("ResolveDetail: %v, %.300v", err, res.Refs)
+	}
+}
+
 func TestResolveInvalidJSON(t *testing.T) {
 	s := resolveStore(t)
 	for _, args := range []string{

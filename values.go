@@ -245,9 +245,14 @@ const DefaultMaxPreview = 2048
 // the true size.
 const MinMaxPreview = 96
 
+// maxMaxPreview is the largest preview bound a store uses: a larger one
+// is lowered to it, so that sums of the bound and the parts of a preview
+// never overflow. No preview comes near it.
+const maxMaxPreview = 1 << 30
+
 // WithMaxPreview sets the bound in bytes of every preview the store's
 // values render. 0 or a negative n selects [DefaultMaxPreview]; an n below
-// [MinMaxPreview] is raised to it.
+// [MinMaxPreview] is raised to it, one above 1 GiB lowered to 1 GiB.
 func WithMaxPreview(n int) Option { return func(c *config) { c.maxPreview = n } }
 
 // WithInlineLimit sets the size in bytes up to which [SessionValues.Observe]
@@ -292,6 +297,8 @@ func newStore(opts []Option) *SessionValues {
 		c.maxPreview = DefaultMaxPreview
 	case c.maxPreview < MinMaxPreview:
 		c.maxPreview = MinMaxPreview
+	case c.maxPreview > maxMaxPreview:
+		c.maxPreview = maxMaxPreview
 	}
 	if c.inlineLimit == 0 {
 		c.inlineLimit = c.maxPreview

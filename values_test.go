@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,6 +253,34 @@ func TestPreviewBoundHolds(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A huge preview bound (the proxy's -max-preview takes any int) renders
+// the same previews as a large one: no sum of it overflows.
+func TestHugeMaxPreview(t *testing.T) {
+	text := []byte(strings.Repeat("head line\n", 1000) + "last line")
+	obj := []byte(`{"a":"` + strings.Repeat("x", 5000) + `","b":[1,2,3,4,5,6,7]}`)
+	for _, data := range [][]byte{text, obj, []byte(`[1,2,3,4,5,6,7,8,9]`), []byte(`12345`)} {
+		want := RenderPreview("r1", mustGet(t, New(WithMaxPreview(maxMaxPreview)), data))
+		for _, n := range []int{math.MaxInt, math.MaxInt/2 + 1, maxMaxPreview + 1} {
+			if got := RenderPreview("r1", mustGet(t, New(WithMaxPreview(n)), data)); got != want {
+				t.Errorf("WithMaxPreview(%d): %.200q\nwant %.200q", n, got, want)
+			}
+		}
+		if !strings.Contains(want, "head line") && bytes.HasPrefix(data, []byte("head")) {
+			t.Errorf("the text's head is missing: %.200q", want)
+		}
+	}
+}
+
+// mustGet stores data in s and returns its value.
+func mustGet(t *testing.T, s *SessionValues, data []byte) Value {
+	t.Helper()
+	v, ok := s.Get(s.PutOutput(data))
+	if !ok {
+		t.Fatal("the value just stored is missing")
+	}
+	return v
 }
 
 func TestHugeHandleIsClipped(t *testing.T) {
