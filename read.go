@@ -184,12 +184,17 @@ func appendRefJSON(dst []byte, ref string) []byte {
 // an error. A negative offset is an error wrapping [ErrNegativeOffset].
 //
 // A malformed ref is an error wrapping [ErrBadRef], an unknown handle
-// [ErrUnknownHandle], a path that does not exist [ErrNoPath], and a value
-// kept only in the durable store that cannot be read back [ErrUnavailable].
+// [ErrUnknownHandle], a path that does not exist [ErrNoPath], a path too
+// costly to look up [ErrTooLarge], and a value kept only in the durable
+// store that cannot be read back [ErrUnavailable].
 // Each page of such a value reads it back whole (the store verifies its
 // digest), so paging it costs one read of the value per page.
 //
-// Cost: finding a path costs what a reference lookup does; after that a
+// Cost: finding a path costs what a reference lookup does, and is held to
+// the same budget as the lookups of one [SessionValues.Resolve] call
+// (256 MiB of stored JSON scanned, by default): past it Read fails with an
+// error wrapping [ErrTooLarge] (a path thousands of segments deep into a
+// deeply nested value would otherwise scan it once per segment). After that a
 // page costs time and memory proportional to the page, whatever the size of
 // the value, with no copy of the value. The exception is a path to a JSON
 // string: its escapes make decoded offsets unknowable without reading, so
@@ -214,7 +219,11 @@ func (s *SessionValues) Read(ref string, offset, limit int) (Page, error) {
 	case limit > MaxReadLimit:
 		limit = MaxReadLimit
 	}
-	whole, part, err := s.lookup(r)
+	budget := scanBudget(s.maxResolved())
+	whole, part, _, err := s.lookupPath(r, nil, budget)
+	if errors.Is(err, errScanBudget) {
+		return Page{}, fmt.Errorf("values: %w: looking up %s would scan more than %s of stored JSON", ErrTooLarge, r.quoted(), size(budget))
+	}
 	if err != nil {
 		return Page{}, err
 	}

@@ -21,7 +21,7 @@ func expectedPaged(t testing.TB, s *SessionValues, ref string) []byte {
 	if !ok {
 		t.Fatalf("bad ref %q in test", ref)
 	}
-	whole, part, err := s.lookup(r)
+	whole, part, _, err := s.lookupPath(r, nil, maxInt)
 	if err != nil {
 		t.Fatalf("lookup %q: %v", ref, err)
 	}
@@ -403,6 +403,68 @@ func TestReadErrors(t *testing.T) {
 				t.Errorf("message %q lacks the package prefix", msg)
 			}
 		})
+	}
+}
+
+// Looking up a path for Read is held to the scan budget of a Resolve
+// call, and a deep path costs what it names: a path 30,000 segments deep
+// into a value nested as deep (which used to scan the value once per
+// segment, about 9 s) is read at once, under a budget far smaller than
+// the scans it used to take.
+func TestReadPathBudget(t *testing.T) {
+	const depth = 30_000
+	s := New(WithMaxResolved(16 << 10)) // a scan budget of 64 KiB
+	nest := strings.Repeat("[", depth) + "7" + strings.Repeat("]", depth)
+	h := s.PutOutput([]byte(nest))
+	for _, d := range []int{depth, 100} {
+		p, err := s.Read("$"+h+strings.Repeat(".0", d), 0, 0)
+		if want := nest[d : len(nest)-d]; err != nil || p.Total != len(want) || !strings.HasPrefix(want, p.Content) {
+			t.Fatalf("Read of a path %d deep: %.100v, %.200v", d, p, err)
+		}
+	}
+	// Past the budget: an item in the middle of a long array.
+	long := s.PutOutput([]byte("[" + strings.Repeat(`"xxxxxxxxxxxxxxx",`, 10_000) + "0]"))
+	_, err := s.Read("$"+long+".5000", 0, 0)
+	if !errors.Is(err, ErrTooLarge) || err.Error() != `values: resolved arguments too large: looking up "$r2.5000" would scan more than 64 KiB of stored JSON` {
+		t.Fatalf("Read past the budget: %v, want ErrTooLarge", err)
+	}
+}
+
+// Children of a stored value that Put indexed (head and tail items, the
+// fields of a small object) cost no scan: the last item of a large array
+// is found under a scan budget far smaller than the array.
+func TestLookupIndexedChildren(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	const n = 200_000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d}`, i)
+	}
+	b.WriteString("]")
+	s := New(WithMaxResolved(16 << 10)) // a scan budget of 64 KiB, the array is 2.7 MB
+	h := s.PutOutput([]byte(b.String()))
+	obj, _ := s.Put(map[string]any{"rows": json.RawMessage(b.String()), "n": n})
+	for ref, want := range map[string]string{
+		"$" + h + ".-1.id": "199999", "$" + h + ".-2": `{"id":199998}`, "$" + h + ".2.id": "2",
+		"$" + h + ".0": `{"id":0}`, "$" + obj + ".n": "200000", "$" + obj + ".rows.1.id": "1",
+	} {
+		p, err := s.Read(ref, 0, 0)
+		if err != nil || p.Content != want {
+			t.Errorf("Read(%s) = %q, %v; want %s", ref, p.Content, err, want)
+		}
+		if out, _, err := s.Resolve([]byte(`"` + ref + `"`)); err != nil || string(out) != want {
+			t.Errorf("Resolve(%s) = %s, %v; want %s", ref, out, err, want)
+		}
+	}
+	// An item in the middle needs a walk, past the budget.
+	if _, err := s.Read("$"+h+".100000", 0, 0); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Read of a middle item: %v, want ErrTooLarge", err)
+	}
+	if _, _, err := s.Resolve([]byte(`"$` + h + `.100000"`)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Resolve of a middle item: %v, want ErrTooLarge", err)
 	}
 }
 

@@ -128,17 +128,21 @@ func (r *Resolution) Unresolved() []Reference {
 // holds nothing to replace. When the result would be larger than the
 // store's bound ([WithMaxResolved], default 64 MiB), Resolve fails with
 // [ErrTooLarge] as soon as that is certain, before building anything; so
-// does a call whose path lookups would scan more than 16 times that bound
-// of stored JSON (1 GiB by default). A lookup scans each object it passes
-// through whole (of duplicate keys, the last wins) and each array up to the
-// item it takes, and reads a value kept only in the durable store back
-// whole. Within one call, a value read back and every container reached by
-// scanning at least 4 KiB are remembered, so that other paths through them
-// do not read or scan them again, and a walk through a remembered array
-// continues from the item the previous one took when that is before the
-// one it wants. Row ids from one large result ("$r1.rows.0.id",
-// "$r1.rows.1.id", …) thus cost one scan of the result, and in ascending
-// order one walk of its rows.
+// does a call whose path lookups would scan more than 4 times that bound
+// of stored JSON (256 MiB by default, about half a second). A lookup scans
+// each object it passes through whole (of duplicate keys, the last wins)
+// and each array up to the item it takes, and reads a value kept only in
+// the durable store back whole; but a child of the stored value itself
+// that Put indexed for its preview (the first three and last two items of
+// an array, every field of an object of up to 24 keys) costs nothing, so
+// "$r1.-1" and "$r1.rows" are found at once in a value of any size.
+// Within one call, a value read back, a stored value of at least 4 KiB and
+// every container reached by scanning at least 4 KiB are remembered, so
+// that other paths through them do not read or scan them again, and a walk
+// through a remembered array continues from the item the previous one took
+// when that is before the one it wants. Row ids from one large result
+// ("$r1.rows.0.id", "$r1.rows.1.id", … or "$r1.0.id", "$r1.1.id", …) thus
+// cost, in ascending order, one walk of the rows.
 //
 // Cost: one pass over args; for a reference with a path, a scan of the
 // stored JSON along the path, skipping what it does not name, without
@@ -218,10 +222,11 @@ const memoAfter = 16
 
 // scanFactor bounds the work of path lookups in one call: looking up a
 // path scans the stored JSON it goes through, and the bytes scanned may
-// total at most scanFactor times the bound on the result (1 GiB by
-// default), so that many distinct paths into one large value fail fast
-// with ErrTooLarge rather than take seconds.
-const scanFactor = 16
+// total at most scanFactor times the bound on the result (256 MiB by
+// default, about half a second of scanning on a 2 GHz core), so that many
+// distinct paths into one large value fail with ErrTooLarge rather than
+// take seconds.
+const scanFactor = 4
 
 // scanBudget returns the bytes of stored JSON the path lookups of one call
 // may scan: scanFactor times bound, or the largest int when that overflows.
@@ -765,6 +770,7 @@ type walkCache struct {
 type walkEntry struct {
 	whole Value  // the stored value, in memory
 	part  []byte // the container, a subslice of its bytes
+	open  bool   // part runs on past the container's end
 	count int    // the container's items or keys when known, or -1
 	// For an array, where the item after the last one taken starts: its
 	// index and offset in part (0, 0 before any), so that ascending
@@ -812,165 +818,295 @@ func (c *walkCache) add(r refPath, at int, e walkEntry) {
 // than it may.
 var errScanBudget = errors.New("values: scan budget exceeded")
 
-// lookup finds what r names. whole is the stored value; part is nil when r
-// has no path, and otherwise the JSON of the part of whole the path names
-// (a subslice of the stored bytes, which must not be modified). Its errors
-// wrap [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
-func (s *SessionValues) lookup(r refPath) (whole Value, part []byte, err error) {
-	whole, part, _, err = s.lookupPath(r, nil, maxInt)
-	return whole, part, err
-}
-
-// lookupPath is lookup within one call of Resolve: it starts from the
-// longest prefix of r that c holds (c may be nil), adds to c the values it
-// reads back and the containers it reaches by long scans, and reports the
-// bytes it scanned: each object it passes through whole (the last of
-// duplicate keys wins); each array up to the end of the item it takes, from
-// where the previous lookup through it in c stopped when that was before
-// the item, and whole first when a negative index needs its length; and
-// the whole value when it was read back from the durable store. When that
-// would exceed limit it fails with errScanBudget, having scanned at most
-// one array item past the limit.
+// lookupPath finds what r names. whole is the stored value; part is nil
+// when r has no path, and otherwise the JSON of the part of whole the path
+// names (a subslice of the stored bytes, which must not be modified). Its
+// errors wrap [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
+//
+// Within one call of Resolve it starts from the longest prefix of r that c
+// holds (c may be nil) and adds to c the values it reads back, the stored
+// value itself when large, and the containers it reaches by long scans. It
+// reports the bytes it scanned: nothing for a child of the stored value
+// that Put indexed (see indexedChild); each object it passes through whole
+// (the last of duplicate keys wins); each array up to the start of the
+// item it descends into, or the end of the item it returns, from where the
+// previous lookup through it in c stopped when that was before the item,
+// and whole first when a negative index needs its length; and the whole
+// value when it was read back from the durable store. When that would
+// exceed limit it fails with errScanBudget, having scanned at most one
+// array item past the limit.
 func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Value, part []byte, scanned int, err error) {
-	e, start, depth, ok := c.longest(r) // depth: segments walked
-	var cur []byte
-	count := -1 // the length of the array cur, when known
-	key := -1   // cur is c's entry for r.key(key), when at least 0
+	w := walker{r: r, limit: limit, count: -1, key: -1}
+	e, start, depth, ok := c.longest(r)
 	if ok {
-		whole, cur, count, key = e.whole, e.part, e.count, start
-	} else {
-		s.mu.RLock()
-		n := len(s.vals)
-		if r.index <= n {
-			whole = s.vals[r.index-1]
-		}
-		s.mu.RUnlock()
-		if r.index > n {
-			if n == 0 {
-				return Value{}, nil, 0, fmt.Errorf("values: %s is %w; no values are stored yet", r.quoted(), ErrUnknownHandle)
-			}
-			return Value{}, nil, 0, fmt.Errorf("values: %s is %w; stored: %s", r.quoted(), ErrUnknownHandle, storedRange(n))
-		}
-		stored := whole
-		if whole, err = s.materialize(r, whole); err != nil { // read back a value kept only in the durable store
-			return Value{}, nil, 0, err
-		}
-		if r.segs == "" {
-			return whole, nil, 0, nil
-		}
-		x := whole.get()
-		container := x.kind == KindArray || x.kind == KindObject
-		if whole.v != stored.v { // read back (or held by the store): charged whole, once
-			if scanned = len(x.raw); scanned > limit {
-				return whole, nil, 0, errScanBudget
-			}
-			if c != nil && container {
-				c.add(r, 0, walkEntry{whole: whole, part: x.raw, count: x.n})
-				key = 0
-			}
-		}
-		if !container {
-			return whole, nil, scanned, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, clipString(r.handle), x.kind)
-		}
-		cur, count = x.raw, x.n // n was counted at Put
+		w.whole, w.cur, w.open, w.count, w.key, w.depth = e.whole, e.part, e.open, e.count, start, depth
+	} else if done, err := s.walkFromValue(&w, c); done || err != nil {
+		return w.whole, nil, w.scanned, err
 	}
 	for i := start; i < len(r.segs); {
 		at := i // cur is what r.prefix(at) names
 		var seg string
 		seg, i = nextSegment(r.segs, i)
-		depth++
-		var step int // bytes of cur this step scans
+		w.depth++
 		var found []byte
-		switch cur[0] {
-		case '{':
-			if step = len(cur); step > limit-scanned {
-				return whole, nil, scanned, errScanBudget
-			}
-			eachChild(cur, func(k, v []byte) bool {
-				if keyEquals(k, seg) {
-					found = v // the last duplicate wins, as in encoding/json
-				}
-				return true
-			})
-			if found == nil {
-				return whole, nil, scanned + step, fmt.Errorf("values: %s: %w: %s has no key %s%s", r.quoted(), ErrNoPath, r.prefixShown(at), quoteClipped(seg), keyList(cur))
-			}
-		case '[':
-			idx, ok := parseIndex(seg)
-			if !ok {
-				return whole, nil, scanned, fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", r.quoted(), ErrNoPath, r.prefixShown(at), quoteClipped(seg))
-			}
-			var ce walkEntry // cur's cache entry
-			if key >= 0 {
-				ce = c.m[r.key(key)]
-			}
-			if idx < 0 {
-				if count < 0 {
-					if step = len(cur); step > limit-scanned {
-						return whole, nil, scanned, errScanBudget
-					}
-					count = countChildren(cur)
-					if key >= 0 {
-						ce.count = count
-						c.m[r.key(key)] = ce
-					}
-				}
-				idx += count
-			}
-			k, from := 0, 0 // walk from item k at offset from
-			if ce.next > 0 && ce.next <= idx {
-				k, from = ce.next, ce.nextOff
-			}
-			var next int
-			if idx >= 0 {
-				var end int
-				found, end, next, k = walkArray(cur, k, from, idx, limit-scanned-step)
-				if end < 0 {
-					return whole, nil, scanned, errScanBudget
-				}
-				step += end - from
-			}
-			if found == nil { // walked to the end, or not at all
-				if count < 0 {
-					count = k
-				}
-				return whole, nil, scanned + step, fmt.Errorf("values: %s: %w: index %s is out of range for %s, an array of %d items", r.quoted(), ErrNoPath, seg, r.prefixShown(at), count)
-			}
-			if key >= 0 {
-				ce.next, ce.nextOff = idx+1, next
-				c.m[r.key(key)] = ce
-			}
-		default:
-			return whole, nil, scanned, fmt.Errorf("values: %s: %w: %s is %s, which has no fields or items", r.quoted(), ErrNoPath, r.prefixShown(at), kindOf(cur[0]))
+		if at == 0 {
+			found = indexedChild(w.whole.get(), seg)
 		}
-		scanned += step
-		cur, count, key = found, -1, -1
-		if c != nil && step >= walkCacheMin && depth <= walkCacheDepth && (cur[0] == '{' || cur[0] == '[') {
-			c.add(r, i, walkEntry{whole: whole, part: cur, count: -1})
-			key = i
+		step, open := 0, false
+		if found == nil {
+			var err error
+			switch w.cur[0] {
+			case '{':
+				found, step, err = w.field(at, seg)
+			case '[':
+				found, step, open, err = w.item(c, at, seg, i > len(r.segs))
+			default:
+				err = fmt.Errorf("values: %s: %w: %s is %s, which has no fields or items", r.quoted(), ErrNoPath, r.prefixShown(at), kindOf(w.cur[0]))
+			}
+			if err != nil {
+				return w.whole, nil, w.scanned + step, err
+			}
+		}
+		w.enter(c, i, found, open, step)
+	}
+	part = w.cur
+	if w.open {
+		part = part[:skipValue(part, 0)]
+	}
+	return w.whole, part, w.scanned, nil
+}
+
+// walker is the state of one lookupPath.
+type walker struct {
+	r       refPath
+	limit   int // bytes it may scan
+	scanned int
+	depth   int // segments walked
+
+	whole Value
+	cur   []byte // the container reached; runs on past its end when open
+	open  bool
+	count int // the length of the array cur, when known, or -1
+	key   int // cur is the cache's entry for r.key(key), when at least 0
+}
+
+// The walker's cache is passed to its methods rather than kept in it, so
+// that it stays on the stack of the Resolve call that owns it.
+
+// walkFromValue starts w at the stored value r names, reading it back
+// from the durable store when only that holds it, and reports whether
+// the lookup ends there (a reference without a path).
+func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err error) {
+	r := w.r
+	s.mu.RLock()
+	n := len(s.vals)
+	if r.index <= n {
+		w.whole = s.vals[r.index-1]
+	}
+	s.mu.RUnlock()
+	if r.index > n {
+		if n == 0 {
+			return true, fmt.Errorf("values: %s is %w; no values are stored yet", r.quoted(), ErrUnknownHandle)
+		}
+		return true, fmt.Errorf("values: %s is %w; stored: %s", r.quoted(), ErrUnknownHandle, storedRange(n))
+	}
+	stored := w.whole
+	if w.whole, err = s.materialize(r, w.whole); err != nil { // read back a value kept only in the durable store
+		return true, err
+	}
+	if r.segs == "" {
+		return true, nil
+	}
+	x := w.whole.get()
+	if w.whole.v != stored.v { // read back (or held by the store): charged whole, once
+		if w.scanned = len(x.raw); w.scanned > w.limit {
+			w.scanned = 0
+			return true, errScanBudget
 		}
 	}
-	return whole, cur, scanned, nil
+	if x.kind != KindArray && x.kind != KindObject {
+		return true, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, clipString(r.handle), x.kind)
+	}
+	w.cur, w.count = x.raw, x.n // n was counted at Put
+	if c != nil && (w.whole.v != stored.v || len(w.cur) >= walkCacheMin) {
+		// Remember the value, so that a value read back is read once and
+		// the walks of later lookups through a large array resume.
+		c.add(r, 0, walkEntry{whole: w.whole, part: w.cur, count: w.count})
+		w.key = 0
+	}
+	return false, nil
+}
+
+// enter moves w to found, the child that the segment ending before index
+// i of the path names, found by scanning step bytes, and remembers it in
+// the cache when that scan was long or found is a large container.
+func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
+	w.scanned += step
+	w.cur, w.open, w.count, w.key = found, open, -1, -1
+	long := step >= walkCacheMin || !open && len(found) >= walkCacheMin
+	if c != nil && long && w.depth <= walkCacheDepth && (found[0] == '{' || found[0] == '[') {
+		c.add(w.r, i, walkEntry{whole: w.whole, part: found, open: open, count: -1})
+		w.key = i
+	}
+}
+
+// field returns the value of the key seg in the object w.cur (the last of
+// duplicate keys), and the bytes scanned: the whole object.
+func (w *walker) field(at int, seg string) (found []byte, step int, err error) {
+	d := w.cur
+	budget := w.limit - w.scanned
+	i := skipSpace(d, 1)
+	for d[i] != '}' {
+		end := skipString(d, i)
+		k := d[i:end]
+		i = skipSpace(d, skipSpace(d, end)+1) // the colon
+		end = skipValue(d, i)
+		if end > budget {
+			return nil, 0, errScanBudget
+		}
+		if keyEquals(k, seg) {
+			found = d[i:end] // the last duplicate wins, as in encoding/json
+		}
+		if i = skipSpace(d, end); d[i] == ',' {
+			i = skipSpace(d, i+1)
+		}
+	}
+	if step = i + 1; step > budget {
+		return nil, 0, errScanBudget
+	}
+	if found == nil {
+		return nil, step, fmt.Errorf("values: %s: %w: %s has no key %s%s", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), quoteClipped(seg), keyList(d))
+	}
+	return found, step, nil
+}
+
+// item returns the item of the array w.cur that the index seg names, and
+// the bytes scanned. When last is false the item is to be descended into:
+// it is returned open, running on past its end, so that a deep path is
+// not scanned once per level.
+func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte, step int, open bool, err error) {
+	idx, ok := parseIndex(seg)
+	if !ok {
+		return nil, 0, false, fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), quoteClipped(seg))
+	}
+	var ce walkEntry // cur's cache entry
+	if w.key >= 0 {
+		ce = c.m[w.r.key(w.key)]
+	}
+	budget := w.limit - w.scanned
+	if idx < 0 && w.count < 0 {
+		_, end, _, n := walkArray(w.cur, 0, 0, maxInt, budget, false)
+		if end < 0 {
+			return nil, 0, false, errScanBudget
+		}
+		step, w.count = end, n
+		if w.key >= 0 {
+			ce.count = n
+			c.m[w.r.key(w.key)] = ce
+		}
+	}
+	if idx < 0 {
+		idx += w.count
+	}
+	k, from := 0, 0 // walk from item k at offset from
+	if ce.next > 0 && ce.next <= idx {
+		k, from = ce.next, ce.nextOff
+	}
+	if idx >= 0 {
+		var end, next int
+		found, end, next, k = walkArray(w.cur, k, from, idx, budget-step, !last)
+		if end < 0 {
+			return nil, 0, false, errScanBudget
+		}
+		step += end - from
+		if found != nil && w.key >= 0 {
+			ce.next, ce.nextOff = idx+1, next
+			if !last {
+				ce.next = idx // next is not known: resume at this item
+			}
+			c.m[w.r.key(w.key)] = ce
+		}
+	}
+	if found == nil { // walked to the end, or not at all
+		if w.count < 0 {
+			w.count = k
+		}
+		return nil, step, false, fmt.Errorf("values: %s: %w: index %s is out of range for %s, an array of %d items", w.r.quoted(), ErrNoPath, seg, w.r.prefixShown(at), w.count)
+	}
+	return found, step, !last, nil
+}
+
+// indexedChild returns the child of the stored array or object x that seg
+// names when the index Put made of x holds it (a head or tail item of an
+// array, a field of an object small enough to be indexed whole, the last
+// of duplicate keys winning), and nil otherwise.
+func indexedChild(x *value, seg string) []byte {
+	switch x.kind {
+	case KindArray:
+		idx, ok := parseIndex(seg)
+		if !ok {
+			return nil
+		}
+		if idx < 0 {
+			idx += x.n
+		}
+		if idx < 0 || idx >= x.n {
+			return nil
+		}
+		i := -1
+		switch {
+		case x.n == len(x.elems):
+			i = idx
+		case len(x.elems) == arrayHeadItems+arrayTailItems && idx < arrayHeadItems:
+			i = idx
+		case len(x.elems) == arrayHeadItems+arrayTailItems && idx >= x.n-arrayTailItems:
+			i = arrayHeadItems + idx - (x.n - arrayTailItems)
+		}
+		if i < 0 {
+			return nil
+		}
+		return x.elems[i].val.of(x.raw)
+	case KindObject:
+		if x.n != len(x.elems) || x.n > objectFieldsMax {
+			return nil // only some keys are indexed
+		}
+		var found []byte
+		for i := range x.elems {
+			if keyEquals(x.elems[i].key.of(x.raw), seg) {
+				found = x.elems[i].val.of(x.raw)
+			}
+		}
+		return found
+	}
+	return nil
 }
 
 // walkArray walks the validated array d from its item k, which starts at
 // offset from (0 for the array's start, with k 0), to its item idx (idx ≥
 // k), scanning no further than offset from+limit. It returns the item, the
 // offset of its end and the offset where the next item starts; or, when
-// the array ends first, nil, the offset of its end and the number of
-// items; or a negative end when the item ends past the limit.
-func walkArray(d []byte, k, from, idx, limit int) (item []byte, end, next, n int) {
+// open, the rest of d from the item's start, that offset as the end, and
+// the same as next (the item itself is not scanned); or, when the array
+// ends first, nil, the offset of its end and the number of items; or a
+// negative end when the walk would go past the limit.
+func walkArray(d []byte, k, from, idx, limit int, open bool) (item []byte, end, next, n int) {
 	i := from
 	if i == 0 {
 		i = skipSpace(d, 1)
 	}
-	for ; i < len(d) && d[i] != ']'; k++ {
+	for ; d[i] != ']'; k++ {
+		if k == idx && open {
+			if i-from > limit {
+				return nil, -1, 0, k
+			}
+			return d[i:], i, i, k
+		}
 		e := skipValue(d, i)
 		if e-from > limit {
 			return nil, -1, 0, k
 		}
 		j := skipSpace(d, e)
-		if j < len(d) && d[j] == ',' {
+		if d[j] == ',' {
 			j = skipSpace(d, j+1)
 		}
 		if k == idx {

@@ -1291,8 +1291,8 @@ func TestResolvePathsChargeWhatTheyScan(t *testing.T) {
 	}
 	// Walking the rows array is charged up to the item taken, from where
 	// the previous path stopped when that is before it: ids far into it in
-	// descending order still exhaust the budget of 16 MiB. Each of these
-	// scans about 2 MiB, so the eighth fails.
+	// descending order still exhaust the budget of 4 MiB. Each of these
+	// scans about 2 MiB, so the third fails.
 	last := seq(rows-10, rows)
 	if _, _, err := s.Resolve(idRefs(h, last...)); err != nil {
 		t.Errorf("ten paths to the last rows in ascending order: %v", err)
@@ -1313,7 +1313,7 @@ func seq(from, to int) []int {
 
 // lookupPath reports the bytes it scans: an object whole, an array up to
 // the end of the item taken (after the whole of it when it must count its
-// items first).
+// items first); a child of the value itself that Put indexed costs nothing.
 func TestLookupPathScanned(t *testing.T) {
 	s := New()
 	obj := `{"a":[10,20,{"b":[1,2,3]}],"pad":"xxxxxxxxxx","a":[30,40,{"b":[4,5,6]}]}`
@@ -1326,13 +1326,14 @@ func TestLookupPathScanned(t *testing.T) {
 		scanned int
 	}{
 		{"$" + h, "", 0},
-		{"$" + h + ".pad", `"xxxxxxxxxx"`, len(obj)},
-		{"$" + h + ".a.0", `30`, len(obj) + len(`[30`)},
-		{"$" + h + ".a.2.b.-1", `6`, len(obj) + len(`[30,40,{"b":[4,5,6]}`) + len(`{"b":[4,5,6]}`) + len(`[4,5,6]`) + len(`[4,5,6`)},
-		{"$" + ha + ".0.k", `1`, len(`[{"k":1}`) + len(`{"k":1}`)},
-		{"$" + ha + ".-1.1", `4`, len(`[{"k":1},{"k":2},[3,4]`) + len(`[3,4`)}, // the top level's length is known
-		{"$" + ha + ".1.x", "", len(`[{"k":1},{"k":2}`) + len(`{"k":2}`)},
+		{"$" + h + ".pad", `"xxxxxxxxxx"`, 0},
+		{"$" + h + ".a.0", `30`, len(`[30`)}, // the last "a" wins
+		{"$" + h + ".a.2.b.-1", `6`, len(`[30,40,`) + len(`{"b":[4,5,6]}`) + len(`[4,5,6`) + len(`[4,5,6`)}, // counted, then walked
+		{"$" + ha + ".0.k", `1`, len(`{"k":1}`)},
+		{"$" + ha + ".-1.1", `4`, len(`[3,4`)},
+		{"$" + ha + ".1.x", "", len(`{"k":2}`)},
 		{"$" + ha + ".5", "", len(arr) - 1},
+		{"$" + h + ".nope", "", len(obj)}, // scanned to list the keys
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {
@@ -1370,8 +1371,8 @@ func TestResolveLargestBound(t *testing.T) {
 	if got := scanBudget(math.MaxInt); got != math.MaxInt {
 		t.Errorf("scanBudget(MaxInt) = %d", got)
 	}
-	if got := scanBudget(DefaultMaxResolved); got != 1<<30 {
-		t.Errorf("scanBudget(DefaultMaxResolved) = %d, want 1 GiB", got)
+	if got := scanBudget(DefaultMaxResolved); got != 256<<20 {
+		t.Errorf("scanBudget(DefaultMaxResolved) = %d, want 256 MiB", got)
 	}
 }
 

@@ -21,6 +21,9 @@ var errSyntax = errors.New("invalid JSON")
 // span is a half-open byte range [start, end) of a stored value's bytes.
 type span struct{ start, end int }
 
+// of returns the bytes of b that s spans.
+func (s span) of(b []byte) []byte { return b[s.start:s.end] }
+
 // child is one direct child of a top-level container, as recorded by the scan.
 type child struct {
 	key span // the key with its quotes, for object fields; empty for array elements

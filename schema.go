@@ -78,15 +78,16 @@ func schemaErr(err error) error {
 // ValidationStepsPerValue for each JSON value in the arguments, and at most
 // ValidationTime plus ValidationTimePerValue per value of wall time, so
 // that large arguments from references get a proportionally larger budget
-// and small ones cannot pin a core. Ordinary arguments take a few steps per
-// value and microseconds. Past either budget the validation stops and the
+// and small ones cannot pin a core. Ordinary arguments take a few steps
+// and a few microseconds per value; the time budget is a generous
+// backstop. Past either budget the validation stops and the
 // arguments are rejected with a [Violation] at the root whose Err wraps
 // [ErrTooComplex]; the tool is not called.
 const (
 	ValidationSteps         = 20_000
 	ValidationStepsPerValue = 64
 	ValidationTime          = time.Second
-	ValidationTimePerValue  = 10 * time.Microsecond
+	ValidationTimePerValue  = 100 * time.Microsecond
 )
 
 // Schema is a compiled JSON Schema for a tool's input. It is safe for
