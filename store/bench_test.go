@@ -163,11 +163,11 @@ func writeBenchLogs(b *testing.B, dir, session string, n int) {
 	}
 	grants := appendRecord(nil, encodeHeader(logGrants, session))
 	handles := appendRecord(nil, encodeHeader(logHandles, session))
-	g := d.cfg.newGrant(d.cfg.now())
 	meta := make([]byte, 100)
 	for i := range n {
-		key := KeyOf([]byte(strconv.Itoa(i)))
-		grants = appendRecord(grants, encodeGrant(key, g))
+		body := []byte(strconv.Itoa(i))
+		key := KeyOf(body)
+		grants = appendRecord(grants, encodeGrant(key, d.cfg.newGrant(d.cfg.now(), len(body))))
 		binary.LittleEndian.PutUint64(meta, uint64(i))
 		rec := HandleRecord{Handle: "r" + strconv.Itoa(i+1), Key: key, Kind: "array", Size: int64(i), Meta: meta}
 		handles = appendRecord(handles, encodeHandle(rec))

@@ -60,8 +60,9 @@ type snapshot struct {
 	size      int64
 	reason    Reason
 	temp      bool
-	path      string      // Dir: the file to delete
-	info      os.FileInfo // Dir: Lstat of path
+	dir       *os.Root    // Dir: the directory of the file to delete
+	file      string      // Dir: the file's name in dir
+	info      os.FileInfo // Dir: Lstat of the file
 	digest    [32]byte    // Dir: SHA-256 of the file's bytes
 	gen       uint64      // Memory: generation of the body
 }

@@ -468,7 +468,7 @@ func TestPlanInUse(t *testing.T) {
 		}
 		done <- r
 	}()
-	mustPutLocked(t, d, "b", key) // what a Put does while Apply waits
+	mustPutLocked(t, d, "b", key, 1) // what a Put does while Apply waits
 	unlock()
 	r := <-done
 	want = []brief{{bodyName(tmpName), ReasonInUse}, {bodyName(key), ReasonReferenced}}
@@ -481,10 +481,10 @@ func TestPlanInUse(t *testing.T) {
 }
 
 // mustPutLocked does the grant half of a Put of key for session, whose
-// body exists, while the test holds the key's lock.
-func mustPutLocked(t *testing.T, d *Dir, session, key string) {
+// body of size bytes exists, while the test holds the key's lock.
+func mustPutLocked(t *testing.T, d *Dir, session, key string, size int) {
 	t.Helper()
-	if err := d.addGrant(d.session(session), key, d.cfg.newGrant(d.cfg.now())); err != nil {
+	if err := d.addGrant(d.session(session), key, d.cfg.newGrant(d.cfg.now(), size)); err != nil {
 		t.Fatal(err)
 	}
 }

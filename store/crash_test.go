@@ -215,7 +215,7 @@ func verifyAfterCrash(t *testing.T, dir string, stored map[string]bool) (debris 
 	for _, name := range listDir(t, bodies) {
 		path := filepath.Join(bodies, name)
 		if CheckKey(name) == nil {
-			if _, err := readBody(path, name); err != nil {
+			if _, err := readBody(d.bodiesRoot, name, unknownSize); err != nil {
 				t.Errorf("body %s does not verify after a crash: %v", name, err)
 			}
 			continue

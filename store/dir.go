@@ -8,17 +8,22 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
 
 // Dir is a [Store] and [Cleaner] in a directory of the local file system:
 // the embedded default. A Dir is safe for concurrent use. One Dir at a time
-// may hold a directory: [OpenDir] takes an exclusive lock on it (on Linux,
-// the BSDs and macOS; elsewhere the rule is not enforced) that [Dir.Close]
-// or the end of the process releases.
+// may hold a directory: [OpenDir] takes an exclusive lock on the directory
+// itself and on its LOCK file (on Linux, the BSDs and macOS; elsewhere the
+// rule is not enforced), which [Dir.Close] or the end of the process
+// releases. Removing or replacing LOCK does not release the lock: a second
+// OpenDir still fails with [ErrLocked], and the open Dir's writes fail with
+// [ErrReplaced].
 //
 // Layout, all directories mode 0700 and files 0600:
 //
@@ -31,53 +36,82 @@ import (
 //	    handles.log            the session's handle table
 //
 // A body is written to a temporary file in bodies/, fsynced, renamed into
-// place and the directory fsynced; only then is the grant appended (and
-// fsynced) to the session's grant log, so after a crash every key that is
-// present is whole and every grant names a body that was durable. An
-// existing body is never replaced, except one that no longer matches its
-// key, which Put repairs by writing the right bytes in its place. Every
-// Get hashes the bytes it read before returning them.
+// place and the directory fsynced; only then is the grant (with the body's
+// size) appended and fsynced to the session's grant log, so after a crash
+// every key that is present is whole and every grant names a body that was
+// durable. An existing body is never replaced, except one that no longer
+// matches its key, which Put repairs by writing the right bytes in its
+// place. Every Get checks the body's size against its grant before reading
+// it and hashes the bytes it read before returning them.
+//
+// Every file is reached through the directories OpenDir opened (the store
+// directory, bodies/, sessions/), never by following a symbolic link out
+// of them, and a log or body that is a symbolic link is refused. Before
+// and after each write a Dir checks that the store directory, LOCK,
+// bodies/, sessions/, the session directory and the log it writes are
+// still the ones it opened; if one was removed, moved, replaced or made a
+// symbolic link, the write fails with [ErrReplaced] rather than land, or
+// be reported durable, anywhere else. Checks cannot stop a process that
+// may write the directory from changing it between two of them; they make
+// sure such a change is not silently taken for a durable write.
 //
 // Grants and handles are kept in append-only logs of checksummed records
-// (see [Store.Handles] for how a torn last record is treated). Grants are
-// loaded when the store opens; handles are read on each [Dir.Handles].
+// (see [Store.Handles] for how a damaged last record is treated). Grants
+// are loaded when the store opens; handles are read on each [Dir.Handles].
 // Session directories and logs are never deleted, so a session reopened
 // after its grants expired is told [ErrExpired], not [ErrNotFound].
 type Dir struct {
-	root, bodies, sessions string
+	root, bodies, sessions string // paths, for messages
 	cfg                    config
 
-	// life is held shared by every operation and exclusively by Close.
-	life   sync.RWMutex
-	closed bool
-	lock   *os.File
+	// Directories the Dir works in, opened once; see the type's comment.
+	top, bodiesRoot, sessionsRoot *os.Root
+	places                        []place // what checkPlaces compares
 
-	mu       sync.Mutex             // guards the fields below
-	sess     map[string]*dirSession // by session id
-	refs     map[string]int64       // by key: the latest expiry of any grant on it
-	damaged  map[string]error       // by session directory name: why its grants could not be read
-	keyLocks map[string]*keyLock    // by key, while a Put or Apply works on it
-	temps    map[string]bool        // temporary files being written, by base name
+	// life is held shared by every operation and exclusively by Close.
+	life    sync.RWMutex
+	closed  bool
+	dirLock *os.File // the store directory, locked
+	lock    *os.File // LOCK, locked
+
+	mu         sync.Mutex             // guards the fields below
+	sess       map[string]*dirSession // by session id
+	refs       map[string]int64       // by key: the latest expiry of any grant on it
+	damaged    map[string]error       // by session directory name: why its grants could not be read
+	lostGrants map[string]int         // by session directory name: lost grant records
+	keyLocks   map[string]*keyLock    // by key, while a Put or Apply works on it
+	temps      map[string]bool        // temporary files being written, by base name
+}
+
+// place is a path the store writes through, with the identity it had when
+// the store opened.
+type place struct {
+	path   string
+	info   os.FileInfo
+	follow bool // a symbolic link may lead to it (the store directory itself)
 }
 
 // dirSession is the state of one session of a Dir.
 type dirSession struct {
 	id     string
-	dir    string
+	name   string           // of its directory in sessions/
+	dir    string           // path of its directory, for messages
 	grants map[string]grant // guarded by Dir.mu
 
 	mu       sync.Mutex // serializes appends to the session's logs and guards below
-	dirReady bool       // dir is known to exist
+	dirReady bool       // the directory is known to exist
 	grantLog logFile
 	handles  logFile
 }
 
 // logFile is the append state of one session log.
 type logFile struct {
-	path  string
+	name  string // in the session directory
+	path  string // for messages
 	kind  byte
-	ready bool  // the log starts with the right header and ends at end
-	end   int64 // offset just past the last intact record
+	ready bool        // the log starts with the right header and ends at end
+	end   int64       // offset just past the last intact record
+	info  os.FileInfo // identity of the log that was made ready
 }
 
 type keyLock struct {
@@ -99,8 +133,8 @@ const (
 // if needed, configured by opts: none, or one [Options] (more than one
 // panics). It fails with an error matching [ErrLocked] when another Dir
 // holds dir, and with a plain error when dir holds another store format or
-// its bodies or sessions directory is a symbolic link or not a directory.
-// A session whose grant log is damaged does not stop the store from
+// its FORMAT, LOCK, bodies or sessions is a symbolic link or of the wrong
+// type. A session whose grant log is damaged does not stop the store from
 // opening: its Get and Put fail with [ErrIntegrity], and so does
 // [Dir.Plan], which cannot tell what that session still references.
 func OpenDir(dir string, opts ...Options) (*Dir, error) {
@@ -115,99 +149,210 @@ func OpenDir(dir string, opts ...Options) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(root, lockName), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	if err := lockFile(lock); err != nil {
-		lock.Close()
-		if errors.Is(err, ErrLocked) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, root)
-		}
-		return nil, fmt.Errorf("store: lock %s: %w", root, err)
-	}
 	d := &Dir{
-		root:     root,
-		bodies:   filepath.Join(root, bodiesName),
-		sessions: filepath.Join(root, sessionsName),
-		cfg:      cfg,
-		lock:     lock,
-		sess:     make(map[string]*dirSession),
-		refs:     make(map[string]int64),
-		damaged:  make(map[string]error),
-		keyLocks: make(map[string]*keyLock),
-		temps:    make(map[string]bool),
+		root:       root,
+		bodies:     filepath.Join(root, bodiesName),
+		sessions:   filepath.Join(root, sessionsName),
+		cfg:        cfg,
+		sess:       make(map[string]*dirSession),
+		refs:       make(map[string]int64),
+		damaged:    make(map[string]error),
+		lostGrants: make(map[string]int),
+		keyLocks:   make(map[string]*keyLock),
+		temps:      make(map[string]bool),
 	}
 	if err := d.init(); err != nil {
-		unlockFile(lock)
-		lock.Close()
+		d.release()
 		return nil, err
 	}
 	return d, nil
 }
 
-// init checks or creates the format file and directories and loads the
-// grants.
+// init locks the directory, checks or creates the format file and
+// directories, and loads the grants. On error the caller calls release.
 func (d *Dir) init() error {
-	switch b, err := os.ReadFile(filepath.Join(d.root, formatName)); {
+	var err error
+	if d.top, err = os.OpenRoot(d.root); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	// The lock is on the directory itself, so that removing or replacing
+	// LOCK cannot let a second Dir in; LOCK is locked too, for stores of
+	// older versions, which lock only LOCK.
+	if d.dirLock, err = d.top.Open("."); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := lockFile(d.dirLock); err != nil {
+		d.dirLock.Close()
+		d.dirLock = nil
+		if errors.Is(err, ErrLocked) {
+			return fmt.Errorf("%w: %s", ErrLocked, d.root)
+		}
+		return fmt.Errorf("store: lock %s: %w", d.root, err)
+	}
+	topInfo, err := d.dirLock.Stat()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	lock, lockInfo, err := openCreate(d.top, lockName, os.O_RDWR)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", lockName, err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, ErrLocked) {
+			return fmt.Errorf("%w: %s", ErrLocked, d.root)
+		}
+		return fmt.Errorf("store: lock %s: %w", d.root, err)
+	}
+	d.lock = lock
+	switch f, _, err := openRegular(d.top, formatName, os.O_RDONLY); {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := writeFileAtomic(d.root, formatName, []byte(formatText)); err != nil {
+		if err := writeFileAtomic(d.top, formatName, []byte(formatText)); err != nil {
 			return err
 		}
 	case err != nil:
-		return fmt.Errorf("store: %w", err)
-	case string(b) != formatText:
-		return fmt.Errorf("store: %s holds an unknown store format %q", d.root, clip(string(b)))
+		return fmt.Errorf("store: open %s: %w", formatName, err)
+	default:
+		b, err := io.ReadAll(io.LimitReader(f, int64(len(formatText))+1))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		if string(b) != formatText {
+			return fmt.Errorf("store: %s holds an unknown store format %q", d.root, clip(string(b)))
+		}
 	}
 	created := false
-	for _, sub := range []string{d.bodies, d.sessions} {
-		made, err := ensureDir(sub)
+	for _, sub := range []string{bodiesName, sessionsName} {
+		made, err := ensureDir(d.top, sub)
 		if err != nil {
 			return err
 		}
 		created = created || made
 	}
 	if created {
-		if err := syncDir(d.root); err != nil {
+		if err := syncDir(d.top); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
+	}
+	if d.bodiesRoot, err = openSubdir(d.top, bodiesName); err != nil {
+		return err
+	}
+	if d.sessionsRoot, err = openSubdir(d.top, sessionsName); err != nil {
+		return err
+	}
+	bodiesInfo, err := d.bodiesRoot.Stat(".")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	sessionsInfo, err := d.sessionsRoot.Stat(".")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	d.places = []place{
+		{path: d.root, info: topInfo, follow: true},
+		{path: filepath.Join(d.root, lockName), info: lockInfo},
+		{path: d.bodies, info: bodiesInfo},
+		{path: d.sessions, info: sessionsInfo},
 	}
 	return d.loadGrants()
 }
 
-// ensureDir creates dir if missing and reports whether it did. An existing
-// dir must be a real directory, not a symbolic link to one.
-func ensureDir(dir string) (bool, error) {
-	err := os.Mkdir(dir, 0o700)
+// release closes what init opened, releasing the locks.
+func (d *Dir) release() error {
+	var errs []error
+	for _, r := range []*os.Root{d.bodiesRoot, d.sessionsRoot, d.top} {
+		if r != nil {
+			errs = append(errs, r.Close())
+		}
+	}
+	for _, f := range []*os.File{d.lock, d.dirLock} {
+		if f != nil {
+			errs = append(errs, unlockFile(f), f.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkPlaces fails with ErrReplaced unless the store directory, LOCK,
+// bodies/ and sessions/ are still, at their paths, the ones OpenDir opened
+// and locked (LOCK, bodies/ and sessions/ without following a symbolic
+// link).
+func (d *Dir) checkPlaces() error {
+	for _, p := range d.places {
+		stat := os.Lstat
+		if p.follow {
+			stat = os.Stat
+		}
+		if info, err := stat(p.path); err != nil || !os.SameFile(info, p.info) {
+			return fmt.Errorf("%w: %s was removed, moved, replaced or made a symbolic link since the store was opened", ErrReplaced, p.path)
+		}
+	}
+	return nil
+}
+
+// ensureDir creates directory name in dir if missing and reports whether
+// it did. An existing one must be a real directory, not a symbolic link to
+// one.
+func ensureDir(dir *os.Root, name string) (bool, error) {
+	err := dir.Mkdir(name, 0o700)
 	if err == nil {
 		return true, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return false, fmt.Errorf("store: %w", err)
 	}
-	info, err := os.Lstat(dir)
+	info, err := dir.Lstat(name)
 	if err != nil {
 		return false, fmt.Errorf("store: %w", err)
 	}
 	if !info.IsDir() {
-		return false, fmt.Errorf("store: %s is not a directory (mode %s)", dir, info.Mode())
+		return false, fmt.Errorf("store: %s is not a directory (mode %s)", joinName(dir, name), info.Mode())
 	}
 	return false, nil
 }
 
+// openSubdir opens directory name in dir without following a symbolic link.
+// A missing name fails with an error matching fs.ErrNotExist, anything
+// but a directory (a symbolic link to one included) with ErrIntegrity.
+func openSubdir(dir *os.Root, name string) (*os.Root, error) {
+	info, err := dir.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory (mode %s)", ErrIntegrity, joinName(dir, name), info.Mode())
+	}
+	sub, err := dir.OpenRoot(name)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if opened, err := sub.Stat("."); err != nil || !os.SameFile(info, opened) {
+		sub.Close()
+		return nil, fmt.Errorf("%w: %s was replaced while being opened", ErrIntegrity, joinName(dir, name))
+	}
+	return sub, nil
+}
+
+// joinName is the path of name in dir, for messages.
+func joinName(dir *os.Root, name string) string { return filepath.Join(dir.Name(), name) }
+
 // writeFileAtomic writes file name in dir through a temporary file, so
 // that name is either absent or whole.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, TempPrefix+"*")
+func writeFileAtomic(dir *os.Root, name string, data []byte) error {
+	tmp, tmpName, err := createTemp(dir)
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return fmt.Errorf("store: write %s: %w", name, err)
 	}
 	err = writeSyncClose(tmp, data)
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+		err = dir.Rename(tmpName, name)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		dir.Remove(tmpName)
 	} else {
 		err = syncDir(dir)
 	}
@@ -215,6 +360,19 @@ func writeFileAtomic(dir, name string, data []byte) error {
 		return fmt.Errorf("store: write %s: %w", name, err)
 	}
 	return nil
+}
+
+// createTemp creates a new temporary file in dir, named TempPrefix and a
+// random suffix, mode 0600, open for reading and writing.
+func createTemp(dir *os.Root) (*os.File, string, error) {
+	for try := 0; ; try++ {
+		name := TempPrefix + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		return f, name, err
+	}
 }
 
 // writeSyncClose writes data to f, fsyncs and closes it.
@@ -231,7 +389,7 @@ func writeSyncClose(f *os.File, data []byte) error {
 
 // loadGrants reads every session's grant log.
 func (d *Dir) loadGrants() error {
-	entries, err := os.ReadDir(d.sessions)
+	entries, err := readDirNames(d.sessionsRoot)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -240,24 +398,35 @@ func (d *Dir) loadGrants() error {
 		if CheckKey(name) != nil || e.Type() != fs.ModeDir {
 			continue // not ours: Plan reports it
 		}
-		dir := filepath.Join(d.sessions, name)
-		id, payloads, _, err := readLog(filepath.Join(dir, grantsLog), logGrants)
-		if err == nil && id != "" && sessionName(id) != name {
-			err = fmt.Errorf("%w: log of session %q is in the directory of another", ErrIntegrity, id)
+		var st logState
+		dir, err := openSubdir(d.sessionsRoot, name)
+		if err == nil {
+			st, err = readLog(dir, grantsLog, logGrants)
+			dir.Close()
+		}
+		if err == nil && st.session != "" && sessionName(st.session) != name {
+			err = fmt.Errorf("%w: log of session %q is in the directory of another", ErrIntegrity, st.session)
 		}
 		if err != nil {
 			d.damaged[name] = err
 			continue
 		}
-		if id == "" {
+		lost := st.lost()
+		if st.session == "" {
+			if lost > 0 {
+				d.lostGrants[name] = lost
+			}
 			continue // no grants yet; the session's state is made on first use
 		}
-		grants, err := decodeGrants(payloads)
+		grants, _, err := decodeGrants(st.payloads)
 		if err != nil {
 			d.damaged[name] = err
 			continue
 		}
-		s := d.newSession(id)
+		if lost > 0 {
+			d.lostGrants[name] = lost
+		}
+		s := d.newSession(st.session)
 		s.dirReady = true
 		s.grants = grants
 		for key, g := range grants {
@@ -267,6 +436,16 @@ func (d *Dir) loadGrants() error {
 		}
 	}
 	return nil
+}
+
+// readDirNames lists directory dir.
+func readDirNames(dir *os.Root) ([]fs.DirEntry, error) {
+	f, err := dir.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // sessionName is the name of the directory of session id: the SHA-256 of
@@ -304,10 +483,11 @@ func (d *Dir) newSession(id string) *dirSession {
 	}
 	s := &dirSession{
 		id:       id,
+		name:     sessionName(id),
 		dir:      dir,
 		grants:   make(map[string]grant),
-		grantLog: logFile{path: filepath.Join(dir, grantsLog), kind: logGrants},
-		handles:  logFile{path: filepath.Join(dir, handlesLog), kind: logHandles},
+		grantLog: logFile{name: grantsLog, path: filepath.Join(dir, grantsLog), kind: logGrants},
+		handles:  logFile{name: handlesLog, path: filepath.Join(dir, handlesLog), kind: logHandles},
 	}
 	d.sess[id] = s
 	return s
@@ -348,18 +528,24 @@ func (d *Dir) begin() error {
 
 func (d *Dir) end() { d.life.RUnlock() }
 
-// Put implements [Store.Put].
+// Put implements [Store.Put]. It fails with [ErrReplaced] when a file or
+// directory it would write through is no longer the one the store opened
+// (see [Dir]); the body may then have been written, but no key is
+// returned.
 func (d *Dir) Put(session string, body []byte) (string, error) {
 	if err := CheckSession(session); err != nil {
 		return "", err
 	}
 	key := KeyOf(body)
-	g := d.cfg.newGrant(d.cfg.now())
+	g := d.cfg.newGrant(d.cfg.now(), len(body))
 	if err := d.begin(); err != nil {
 		return "", err
 	}
 	defer d.end()
 	if err := d.damagedErr(session); err != nil {
+		return "", err
+	}
+	if err := d.checkPlaces(); err != nil {
 		return "", err
 	}
 	s := d.session(session)
@@ -396,10 +582,10 @@ func (d *Dir) lockKey(key string) (unlock func()) {
 }
 
 // storeBody makes sure the body of key is durable in bodies/. The caller
-// holds the key's lock.
+// holds the key's lock. A body it wrote is checked to be in the store's
+// own bodies/ afterwards (ErrReplaced otherwise).
 func (d *Dir) storeBody(key string, body []byte) error {
-	path := filepath.Join(d.bodies, key)
-	same, err := sameContent(path, body)
+	same, err := sameContent(d.bodiesRoot, key, body)
 	if err != nil {
 		return fmt.Errorf("store: check body %s: %w", key, err)
 	}
@@ -407,10 +593,8 @@ func (d *Dir) storeBody(key string, body []byte) error {
 		return nil
 	}
 	d.mu.Lock() // so that Plan never sees the temp file unregistered
-	tmp, err := os.CreateTemp(d.bodies, TempPrefix+"*")
-	var name string
+	tmp, name, err := createTemp(d.bodiesRoot)
 	if err == nil {
-		name = filepath.Base(tmp.Name())
 		d.temps[name] = true
 	}
 	d.mu.Unlock()
@@ -424,23 +608,27 @@ func (d *Dir) storeBody(key string, body []byte) error {
 	}()
 	err = writeSyncClose(tmp, body)
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = d.bodiesRoot.Rename(name, key)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		d.bodiesRoot.Remove(name)
 		return fmt.Errorf("store: write body %s: %w", key, err)
 	}
-	if err := syncDir(d.bodies); err != nil {
+	if err := syncDir(d.bodiesRoot); err != nil {
 		return fmt.Errorf("store: write body %s: %w", key, err)
+	}
+	if err := d.checkPlaces(); err != nil {
+		return fmt.Errorf("%w; body %s is not durable in the store", err, key)
 	}
 	return nil
 }
 
-// sameContent reports whether path is a regular file holding exactly body.
-// A missing file, a symbolic link or a file with other bytes is not the
-// same; errors reading an existing file are returned.
-func sameContent(path string, body []byte) (bool, error) {
-	info, err := os.Lstat(path)
+// sameContent reports whether name in dir is a regular file holding
+// exactly body. A missing file, a symbolic link or a file with other bytes
+// is not the same; errors reading an existing file are returned. It reads
+// at most len(body)+1 bytes.
+func sameContent(dir *os.Root, name string, body []byte) (bool, error) {
+	info, err := dir.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -450,11 +638,14 @@ func sameContent(path string, body []byte) (bool, error) {
 	if !info.Mode().IsRegular() || info.Size() != int64(len(body)) {
 		return false, nil
 	}
-	f, err := os.Open(path)
+	f, err := dir.Open(name)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
+		return false, err
+	}
 	buf := make([]byte, min(len(body), 64<<10)+1)
 	for rest := body; ; {
 		n, err := f.Read(buf)
@@ -472,14 +663,14 @@ func sameContent(path string, body []byte) (bool, error) {
 }
 
 // addGrant records g for key in session s, unless s already holds a grant
-// on key that lasts at least as long.
+// on key that lasts at least as long and records the body's size.
 func (d *Dir) addGrant(s *dirSession, key string, g grant) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d.mu.Lock()
 	old, ok := s.grants[key]
 	d.mu.Unlock()
-	if ok && old.expires >= g.expires {
+	if ok && old.expires >= g.expires && old.size != unknownSize {
 		return nil
 	}
 	if err := d.appendLog(s, &s.grantLog, encodeGrant(key, g)); err != nil {
@@ -494,8 +685,20 @@ func (d *Dir) addGrant(s *dirSession, key string, g grant) error {
 	return nil
 }
 
-// Get implements [Store.Get]. Each call reads the whole body and checks its
-// SHA-256 before returning it.
+// Get implements [Store.Get]. Each call checks the body's size against
+// the size recorded with the session's grant before reading anything, so
+// a body of another size (a huge sparse file included) fails with
+// [ErrIntegrity] without being read, and reads at most that size plus one
+// byte; it then checks the bytes' SHA-256 before returning them. For a
+// grant recorded without a size (by an older version), Get first hashes
+// the file in fixed-size pieces and reads it into memory only if it
+// matches key, so memory stays bounded there too, though time grows with
+// the file's size.
+//
+// A session whose grant log lost a record (see [Store.Handles] for when a
+// record counts as lost) gets [ErrIntegrity] rather than [ErrDenied] or
+// [ErrNotFound] for a key it holds no grant on, since the lost record may
+// have been that grant.
 func (d *Dir) Get(session, key string) ([]byte, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
@@ -504,17 +707,21 @@ func (d *Dir) Get(session, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	name := filepath.Base(path)
 	t := d.cfg.now().UnixNano()
 	if err := d.begin(); err != nil {
 		return nil, err
 	}
 	defer d.end()
-	g, granted, referenced, err := d.grantOf(session, key)
+	g, granted, referenced, lost, err := d.grantOf(session, key)
 	if err != nil {
 		return nil, err
 	}
 	if !granted {
-		if _, err := os.Lstat(path); referenced || err == nil {
+		if lost > 0 {
+			return nil, fmt.Errorf("%w: session %q holds no grant on %s, and its grant log lost %d record(s), which may have held one", ErrIntegrity, session, key, lost)
+		}
+		if _, err := d.bodiesRoot.Lstat(name); referenced || err == nil {
 			return nil, fmt.Errorf("%w: session %q did not store %s", ErrDenied, session, key)
 		}
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
@@ -522,7 +729,7 @@ func (d *Dir) Get(session, key string) ([]byte, error) {
 	if !live(g.expires, t) {
 		return nil, expiredError(session, key, g)
 	}
-	body, err := readBody(path, key)
+	body, err := readBody(d.bodiesRoot, key, g.size)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A cleanup may have deleted the body after the grant ran out
 		// between the check above and the read.
@@ -534,65 +741,67 @@ func (d *Dir) Get(session, key string) ([]byte, error) {
 	return body, err
 }
 
-// grantOf returns session's grant on key and whether any session holds one.
-func (d *Dir) grantOf(session, key string) (g grant, granted, referenced bool, err error) {
+// grantOf returns session's grant on key, whether any session holds one,
+// and how many grant records session lost.
+func (d *Dir) grantOf(session, key string) (g grant, granted, referenced bool, lost int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.damaged[sessionName(session)]; err != nil {
-		return grant{}, false, false, fmt.Errorf("%w (session %q)", err, session)
+	name := sessionName(session)
+	if err := d.damaged[name]; err != nil {
+		return grant{}, false, false, 0, fmt.Errorf("%w (session %q)", err, session)
 	}
 	if s := d.sess[session]; s != nil {
 		g, granted = s.grants[key]
 	}
 	_, referenced = d.refs[key]
-	return g, granted, referenced, nil
+	return g, granted, referenced, d.lostGrants[name], nil
 }
 
 func expiredError(session, key string, g grant) error {
 	return fmt.Errorf("%w: grant of session %q on %s ran out at %s", ErrExpired, session, key, time.Unix(0, g.expires).UTC().Format(time.RFC3339))
 }
 
-// readBody reads the regular file at path and returns its bytes if they
-// hash to key. Any other content fails with ErrIntegrity; a missing file
-// fails with an error matching fs.ErrNotExist.
-func readBody(path, key string) ([]byte, error) {
-	info, err := os.Lstat(path)
+// hashPiece is the buffer size readBody hashes an unsized body with.
+const hashPiece = 256 << 10
+
+// readBody reads the regular file key in dir and returns its bytes if
+// there are size of them (any number when size is unknownSize) and they
+// hash to key. It checks the size before reading and never reads more
+// than size+1 bytes. Any other content fails with ErrIntegrity; a missing
+// file fails with an error matching fs.ErrNotExist.
+func readBody(dir *os.Root, key string, size int64) ([]byte, error) {
+	f, info, err := openRegular(dir, key, os.O_RDONLY)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store: read body %s: %w", key, err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: body %s is not a regular file (mode %s)", ErrIntegrity, key, info.Mode())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrIntegrity) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("store: read body %s: %w", key, err)
 	}
 	defer f.Close()
-	opened, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("store: read body %s: %w", key, err)
+	n := info.Size()
+	switch {
+	case size != unknownSize && n != size:
+		return nil, fmt.Errorf("%w: body %s has %d bytes, its grant records %d", ErrIntegrity, key, n, size)
+	case n < 0 || uint64(n) >= uint64(maxInt):
+		return nil, fmt.Errorf("%w: body %s has size %d", ErrIntegrity, key, n)
+	case size == unknownSize:
+		// Hash it before holding it: only bytes that match are read whole.
+		h := sha256.New()
+		if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, n+1), make([]byte, hashPiece)); err != nil {
+			return nil, fmt.Errorf("store: read body %s: %w", key, err)
+		}
+		if hex.EncodeToString(h.Sum(nil)) != key {
+			return nil, fmt.Errorf("%w: body %s does not match its key", ErrIntegrity, key)
+		}
 	}
-	if !os.SameFile(info, opened) {
-		return nil, fmt.Errorf("%w: body %s was replaced while being opened", ErrIntegrity, key)
-	}
-	size := opened.Size()
-	if size < 0 || uint64(size) >= uint64(maxInt) {
-		return nil, fmt.Errorf("%w: body %s has size %d", ErrIntegrity, key, size)
-	}
-	body := make([]byte, size)
+	body := make([]byte, n)
 	if _, err := io.ReadFull(f, body); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: body %s shrank while being read", ErrIntegrity, key)
 		}
 		return nil, fmt.Errorf("store: read body %s: %w", key, err)
 	}
-	if n, _ := f.Read(make([]byte, 1)); n != 0 {
+	if m, _ := f.Read(make([]byte, 1)); m != 0 {
 		return nil, fmt.Errorf("%w: body %s grew while being read", ErrIntegrity, key)
 	}
 	if KeyOf(body) != key {
@@ -604,7 +813,11 @@ func readBody(path, key string) ([]byte, error) {
 const maxInt = int(^uint(0) >> 1)
 
 // AppendHandle implements [Store.AppendHandle]. The record is fsynced
-// before AppendHandle returns.
+// before AppendHandle returns. It fails with [ErrReplaced] when the
+// session's log or a directory above it is no longer the one the store
+// opened (see [Dir]), and with [ErrIntegrity] when the log is damaged
+// before its last record; a damaged last record it replaces with a lost
+// record first (see [Store.Handles]).
 func (d *Dir) AppendHandle(session string, rec HandleRecord) error {
 	if err := CheckSession(session); err != nil {
 		return err
@@ -624,9 +837,13 @@ func (d *Dir) AppendHandle(session string, rec HandleRecord) error {
 }
 
 // Handles implements [Store.Handles]. It reads the session's handle log
-// from disk on every call. The records of one call share their memory: the
-// Meta of all of them are slices of one buffer, so keeping one record
-// keeps the whole log in memory.
+// from disk on every call. A damaged last record, and each lost record an
+// append wrote in place of one before, is returned as a lost record
+// ([HandleRecord.Lost]); a log whose header itself is damaged reads as
+// one lost record, since it may have held any. The records of one call
+// share their memory: the Meta of all of them are slices of one buffer, so
+// keeping one record keeps the whole log in memory. A log or session
+// directory that is a symbolic link fails with [ErrIntegrity].
 func (d *Dir) Handles(session string) ([]HandleRecord, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
@@ -637,26 +854,37 @@ func (d *Dir) Handles(session string) ([]HandleRecord, error) {
 	defer d.end()
 	s := d.session(session)
 	s.mu.Lock()
-	id, payloads, _, err := readLog(s.handles.path, logHandles)
+	st, err := d.readSessionLog(s, &s.handles)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("%w (session %q)", err, session)
 	}
-	if id != "" && id != session {
-		return nil, fmt.Errorf("%w: handle log of session %q holds session %q", ErrIntegrity, session, id)
+	if st.session != "" && st.session != session {
+		return nil, fmt.Errorf("%w: handle log of session %q holds session %q", ErrIntegrity, session, st.session)
 	}
-	if len(payloads) == 0 {
-		return nil, nil
-	}
-	recs, err := decodeHandles(payloads)
+	recs, err := handleRecords(st)
 	if err != nil {
 		return nil, fmt.Errorf("%w (session %q)", err, session)
 	}
 	return recs, nil
 }
 
+// readSessionLog reads the log lf of session s; a missing session
+// directory reads as a missing log.
+func (d *Dir) readSessionLog(s *dirSession, lf *logFile) (logState, error) {
+	if _, err := d.sessionsRoot.Lstat(s.name); errors.Is(err, fs.ErrNotExist) {
+		return logState{}, nil
+	}
+	dir, err := openSubdir(d.sessionsRoot, s.name)
+	if err != nil {
+		return logState{}, err
+	}
+	defer dir.Close()
+	return readLog(dir, lf.name, lf.kind)
+}
+
 // Close implements [Store.Close]. It waits for operations in progress and
-// releases the directory's lock.
+// releases the directory's locks.
 func (d *Dir) Close() error {
 	d.life.Lock()
 	defer d.life.Unlock()
@@ -664,11 +892,7 @@ func (d *Dir) Close() error {
 		return nil
 	}
 	d.closed = true
-	err := unlockFile(d.lock)
-	if cerr := d.lock.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := d.release(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil

@@ -7,14 +7,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 )
 
 // Plan implements [Cleaner.Plan]. It reads the store directory, bodies/
-// and sessions/ (never following a symbolic link) and changes nothing; it
+// and sessions/ that OpenDir opened (never following a symbolic link, and
+// whatever their paths name now) and changes nothing; it
 // reads each file it lists for deletion whole, to record its digest. It
 // lists for deletion the bodies that no grant live at now references and
 // the abandoned temporary files ([TempPrefix]) in the store directory and
@@ -22,7 +22,9 @@ import (
 // to Keep. Session directories and logs are never listed for deletion.
 // While the grant log of a session is damaged Plan fails with
 // [ErrIntegrity] and plans nothing, since it cannot tell what that session
-// still references.
+// still references. A grant lost to a damaged last record (see [Dir.Get])
+// no longer keeps its body, since no one can tell which body it named;
+// a Get of that body by its session then fails with ErrIntegrity.
 func (d *Dir) Plan(now time.Time) (Plan, error) {
 	if err := d.begin(); err != nil {
 		return Plan{}, err
@@ -63,19 +65,16 @@ type entry struct {
 	info os.FileInfo
 }
 
-// readEntries lists dir, which must be a real directory, with Lstat
-// information. Entries that vanish while being listed are left out.
-func readEntries(dir string) ([]entry, error) {
-	if info, err := os.Lstat(dir); err != nil || !info.IsDir() {
-		return nil, err // not a directory: its parent's plan reports it
-	}
-	des, err := os.ReadDir(dir)
+// readEntries lists dir with Lstat information. Entries that vanish while
+// being listed are left out.
+func readEntries(dir *os.Root) ([]entry, error) {
+	des, err := readDirNames(dir)
 	if err != nil {
 		return nil, err
 	}
 	es := make([]entry, 0, len(des))
 	for _, de := range des {
-		info, err := de.Info()
+		info, err := dir.Lstat(de.Name())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -88,7 +87,7 @@ func readEntries(dir string) ([]entry, error) {
 }
 
 func (d *Dir) planRoot(p *Plan) error {
-	es, err := readEntries(d.root)
+	es, err := readEntries(d.top)
 	if err != nil {
 		return err
 	}
@@ -99,7 +98,7 @@ func (d *Dir) planRoot(p *Plan) error {
 		case e.name == formatName || e.name == lockName || e.name == bodiesName || e.name == sessionsName:
 			p.keep(e, e.name, wrongType(e.info))
 		default:
-			if err := d.planOther(p, d.root, e.name, e); err != nil {
+			if err := d.planOther(p, d.top, e.name, e); err != nil {
 				return err
 			}
 		}
@@ -108,7 +107,7 @@ func (d *Dir) planRoot(p *Plan) error {
 }
 
 func (d *Dir) planBodies(p *Plan) error {
-	es, err := readEntries(d.bodies)
+	es, err := readEntries(d.bodiesRoot)
 	if err != nil {
 		return err
 	}
@@ -116,7 +115,7 @@ func (d *Dir) planBodies(p *Plan) error {
 	for _, e := range es {
 		name := bodiesName + "/" + e.name
 		if CheckKey(e.name) != nil {
-			if err := d.planOther(p, d.bodies, name, e); err != nil {
+			if err := d.planOther(p, d.bodiesRoot, name, e); err != nil {
 				return err
 			}
 			continue
@@ -140,7 +139,7 @@ func (d *Dir) planBodies(p *Plan) error {
 		case referenced:
 			reason = ReasonExpired
 		}
-		sn := snapshot{owner: d, name: name, key: e.name, path: filepath.Join(d.bodies, e.name)}
+		sn := snapshot{owner: d, name: name, key: e.name, dir: d.bodiesRoot, file: e.name}
 		if err := d.planDelete(p, sn, e.info, reason); err != nil {
 			return err
 		}
@@ -151,7 +150,7 @@ func (d *Dir) planBodies(p *Plan) error {
 // planDelete adds the file of sn, last seen as info, to p.Delete with its
 // digest. A file that is gone or replaced by now is left out.
 func (d *Dir) planDelete(p *Plan, sn snapshot, info os.FileInfo, r Reason) error {
-	digest, err := fileDigest(sn.path, info)
+	digest, err := fileDigest(sn.dir, sn.file, info)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errReplaced) {
 		return nil
 	}
@@ -165,10 +164,10 @@ func (d *Dir) planDelete(p *Plan, sn snapshot, info os.FileInfo, r Reason) error
 
 var errReplaced = errors.New("store: file replaced")
 
-// fileDigest returns the SHA-256 of the file at path, which must still be
+// fileDigest returns the SHA-256 of file name in dir, which must still be
 // the file described by info.
-func fileDigest(path string, info os.FileInfo) ([32]byte, error) {
-	f, err := os.Open(path)
+func fileDigest(dir *os.Root, name string, info os.FileInfo) ([32]byte, error) {
+	f, err := dir.Open(name)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -189,7 +188,7 @@ func fileDigest(path string, info os.FileInfo) ([32]byte, error) {
 
 // planOther plans an entry of dir whose name is not one the store gives
 // its files: an abandoned temporary file or something foreign.
-func (d *Dir) planOther(p *Plan, dir, name string, e entry) error {
+func (d *Dir) planOther(p *Plan, dir *os.Root, name string, e entry) error {
 	if !strings.HasPrefix(e.name, TempPrefix) || !e.info.Mode().IsRegular() {
 		reason := ReasonForeign
 		if e.info.Mode()&fs.ModeSymlink != 0 {
@@ -199,17 +198,17 @@ func (d *Dir) planOther(p *Plan, dir, name string, e entry) error {
 		return nil
 	}
 	d.mu.Lock()
-	busy := dir == d.bodies && d.temps[e.name]
+	busy := dir == d.bodiesRoot && d.temps[e.name]
 	d.mu.Unlock()
 	if busy {
 		p.keep(e, name, ReasonInUse)
 		return nil
 	}
-	return d.planDelete(p, snapshot{owner: d, name: name, temp: true, path: filepath.Join(dir, e.name)}, e.info, ReasonAbandonedTemp)
+	return d.planDelete(p, snapshot{owner: d, name: name, temp: true, dir: dir, file: e.name}, e.info, ReasonAbandonedTemp)
 }
 
 func (d *Dir) planSessions(p *Plan) error {
-	es, err := readEntries(d.sessions)
+	es, err := readEntries(d.sessionsRoot)
 	if err != nil {
 		return err
 	}
@@ -223,7 +222,12 @@ func (d *Dir) planSessions(p *Plan) error {
 		case !e.info.IsDir():
 			p.keep(e, name, ReasonNotRegular)
 		default:
-			inner, err := readEntries(filepath.Join(d.sessions, e.name))
+			dir, err := openSubdir(d.sessionsRoot, e.name)
+			if err != nil {
+				return err
+			}
+			inner, err := readEntries(dir)
+			dir.Close()
 			if err != nil {
 				return err
 			}
@@ -276,7 +280,7 @@ func (d *Dir) Apply(p Plan) (Report, error) {
 	var (
 		r     Report
 		errs  []error
-		dirty = make(map[string]bool) // directories to fsync
+		dirty = make(map[*os.Root]bool) // directories to fsync
 	)
 	for _, it := range p.Delete {
 		it = it.asPlanned()
@@ -290,7 +294,7 @@ func (d *Dir) Apply(p Plan) (Report, error) {
 			continue
 		}
 		r.Deleted = append(r.Deleted, it)
-		dirty[filepath.Dir(it.snap.path)] = true
+		dirty[it.snap.dir] = true
 	}
 	for dir := range dirty {
 		if err := syncDir(dir); err != nil {
@@ -306,7 +310,7 @@ func (d *Dir) applyItem(sn snapshot, t int64) (Reason, error) {
 	if sn.owner != d || sn.info == nil {
 		return ReasonNotPlanned, nil
 	}
-	name := filepath.Base(sn.path)
+	name := sn.file
 	if sn.temp {
 		d.mu.Lock()
 		busy := d.temps[name]
@@ -327,9 +331,9 @@ func (d *Dir) applyItem(sn snapshot, t int64) (Reason, error) {
 	return removeSame(sn)
 }
 
-// removeSame removes sn.path if it is still the file the plan saw.
+// removeSame removes the file of sn if it is still the file the plan saw.
 func removeSame(sn snapshot) (Reason, error) {
-	info, err := os.Lstat(sn.path)
+	info, err := sn.dir.Lstat(sn.file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return ReasonGone, nil
@@ -338,7 +342,7 @@ func removeSame(sn snapshot) (Reason, error) {
 	case !os.SameFile(info, sn.info) || info.Size() != sn.info.Size() || info.Mode() != sn.info.Mode() || !info.ModTime().Equal(sn.info.ModTime()):
 		return ReasonChanged, nil
 	}
-	switch digest, err := fileDigest(sn.path, info); {
+	switch digest, err := fileDigest(sn.dir, sn.file, info); {
 	case errors.Is(err, fs.ErrNotExist):
 		return ReasonGone, nil
 	case errors.Is(err, errReplaced) || err == nil && digest != sn.digest:
@@ -346,7 +350,7 @@ func removeSame(sn snapshot) (Reason, error) {
 	case err != nil:
 		return ReasonFailed, fmt.Errorf("store: %w", err)
 	}
-	if err := os.Remove(sn.path); err != nil {
+	if err := sn.dir.Remove(sn.file); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return ReasonGone, nil
 		}

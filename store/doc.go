@@ -38,6 +38,22 @@
 // planned item only after checking again that it still qualifies and has
 // not changed. Nothing runs in the background.
 //
+// # Damage and tampering
+//
+// A damaged last record of a session log (torn by a crash during its
+// append, or a flipped bit or a cut after it was acknowledged: the bytes
+// cannot tell these apart) is never dropped. [Store.Handles] returns it
+// as a lost record ([HandleRecord.Lost]), which [ForValues] turns into a
+// lost handle whose number is never handed out again, and a session that
+// lost a grant is told [ErrIntegrity], not [ErrDenied], for a key it holds
+// no grant on. Damage before the last record fails with [ErrIntegrity].
+// [Dir.Get] checks a body's size against its grant before reading it, so
+// a tampered body costs no more memory than the real one. A [Dir] works
+// through the directories it opened, never follows a symbolic link out of
+// them, keeps a second Dir out even if LOCK is removed, and fails a write
+// with [ErrReplaced] when its directory, LOCK, bodies/, sessions/ or a
+// session log was swapped while it was open.
+//
 // # Limits
 //
 // Session ids are 1 to [MaxSessionLen] bytes of A-Z a-z 0-9 . _ - and

@@ -3,7 +3,10 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -86,6 +89,7 @@ func checkSessionPath(t *testing.T, id string) string {
 	if !valid {
 		checkError(t, err, ErrInvalidSession)
 		checkError(t, perr, ErrInvalidSession)
+		checkSessionMessage(t, id, err.Error())
 		return ""
 	}
 	if err != nil || perr != nil {
@@ -108,6 +112,36 @@ func checkSessionPath(t *testing.T, id string) string {
 		}
 	}
 	return path
+}
+
+// checkSessionMessage checks that msg, the error for invalid session id,
+// names the first offending character truthfully: at its byte offset, the
+// character itself when it is a printable UTF-8 one, else an escape.
+func checkSessionMessage(t *testing.T, id, msg string) {
+	t.Helper()
+	if len(id) == 0 || len(id) > MaxSessionLen || id == "." || id == ".." {
+		return
+	}
+	i := strings.IndexFunc(id, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-')
+	})
+	if i < 0 {
+		t.Fatalf("invalid id %q has no offending character", id)
+	}
+	if !strings.HasSuffix(msg, fmt.Sprintf(" at byte %d, want A-Z a-z 0-9 . _ -", i)) {
+		t.Fatalf("message %q does not name byte %d of %q", msg, i, id)
+	}
+	r, n := utf8.DecodeRuneInString(id[i:])
+	switch {
+	case r == utf8.RuneError && n <= 1:
+		if !strings.Contains(msg, fmt.Sprintf(`has '\x%02x' at`, id[i])) {
+			t.Fatalf("message %q does not show invalid byte %#x as \\x%02x", msg, id[i], id[i])
+		}
+	case strconv.IsPrint(r) && r != '\'' && r != '\\':
+		if !strings.Contains(msg, "has '"+string(r)+"' at") {
+			t.Fatalf("message %q does not show %q", msg, r)
+		}
+	}
 }
 
 // FuzzScanLog: reading any bytes as a log never panics; what it accepts
@@ -203,6 +237,99 @@ func FuzzHandleRecord(f *testing.F) {
 		}
 		if diff := cmp.Diff(r.clone(), got); diff != "" {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// FuzzHandleLogDamage: damage confined to the last record of a handle log,
+// a flipped bit or a cut inside it, never drops that record silently: the
+// log reads as the records before it and one lost record, and so does the
+// log after the next append writes a lost record in place of the damage,
+// now without damage. The only other outcome is ErrIntegrity (for example
+// when the damaged record holds a whole intact record in its Meta).
+func FuzzHandleLogDamage(f *testing.F) {
+	f.Add(uint8(3), []byte("meta"), uint32(0), false)
+	f.Add(uint8(1), []byte(nil), uint32(77), true)
+	f.Add(uint8(0), []byte(nil), uint32(3), true)
+	f.Add(uint8(2), appendRecord(nil, encodeHandle(HandleRecord{Handle: "r9"})), uint32(20), false)
+	f.Add(uint8(2), appendRecord(nil, encodeHandle(HandleRecord{Handle: "r9"})), uint32(5), true)
+	f.Fuzz(func(t *testing.T, n uint8, meta []byte, pos uint32, cut bool) {
+		count := int(n%6) + 1
+		recs := make([]HandleRecord, count)
+		log := appendRecord(nil, encodeHeader(logHandles, "s"))
+		last := 0
+		for i := range recs {
+			recs[i] = HandleRecord{Handle: "r" + strconv.Itoa(i+1), Kind: "text", Size: int64(i), Meta: meta}
+			last = len(log)
+			log = appendRecord(log, encodeHandle(recs[i]))
+			recs[i] = recs[i].clone()
+		}
+		rec := log[last:]
+		var damaged []byte
+		if cut {
+			damaged = log[:last+1+int(pos%uint32(len(rec)-1))]
+		} else {
+			bit := int(pos % uint32(8*len(rec)))
+			damaged = append([]byte(nil), log...)
+			damaged[last+bit/8] ^= 1 << (bit % 8)
+		}
+		st, err := parseLog(damaged, logHandles)
+		var got []HandleRecord
+		if err == nil {
+			got, err = handleRecords(st)
+		}
+		if err != nil {
+			checkError(t, err, ErrIntegrity)
+			return
+		}
+		want := append(recs[:count-1:count-1], HandleRecord{})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("damaged log reads as (-want +got):\n%s", diff)
+		}
+		if st.session != "s" || !st.damaged() || st.end != int64(last) {
+			t.Fatalf("damaged log: session %q, end %d of %d; want \"s\", %d", st.session, st.end, st.size, last)
+		}
+		fixed := appendRecord(damaged[:st.end:st.end], lostPayload)
+		st, err = parseLog(fixed, logHandles)
+		if err == nil {
+			got, err = handleRecords(st)
+		}
+		if err != nil || st.damaged() {
+			t.Fatalf("log with a lost record in place of the damage: damaged %v, %v", st.damaged(), err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("log with a lost record reads as (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// FuzzGrantRecord: a grant encodes and decodes to itself, merging with an
+// older grant on the same key that lacks the size keeps the size; a lost
+// record counts as one; decoding any payload never panics and yields only
+// valid keys and sizes.
+func FuzzGrantRecord(f *testing.F) {
+	f.Add([]byte("body"), int64(1), int64(2), []byte("G"))
+	f.Add([]byte(nil), int64(-1), int64(math.MaxInt64), []byte("L"))
+	f.Fuzz(func(t *testing.T, body []byte, granted, expires int64, raw []byte) {
+		key := KeyOf(body)
+		g := grant{granted: granted, expires: expires, size: int64(len(body))}
+		rec := encodeGrant(key, g)
+		grants, lost, err := decodeGrants([][]byte{rec[:oldGrantLen], lostPayload, rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]grant{key: g}, grants, cmp.AllowUnexported(grant{})); diff != "" || lost != 1 {
+			t.Fatalf("decoded grants (-want +got):\n%s\nlost %d, want 1", diff, lost)
+		}
+		gs, _, err := decodeGrants([][]byte{raw})
+		if err != nil {
+			checkError(t, err, ErrIntegrity)
+			return
+		}
+		for k, g := range gs {
+			if CheckKey(k) != nil || g.size < unknownSize {
+				t.Fatalf("decoded %q as key %q, size %d", raw, k, g.size)
+			}
 		}
 	})
 }

@@ -16,9 +16,27 @@ import (
 //
 // A record is appended with one write and fsynced before the append
 // returns, and a log is only appended to by the one Dir that holds the
-// directory's lock, so a crash can damage only the last record. Reading
-// therefore ignores a damaged last record (a torn tail) but fails on damage
-// followed by an intact record, which a crash cannot produce.
+// directory's lock, so a crash can damage only the last record.
+//
+// Bytes after the last intact record (a damaged tail; without an intact
+// header, any bytes at all) have two causes the bytes cannot tell apart: a
+// crash during the append of a record that was never acknowledged (the
+// write was cut short, or the file grew before its data reached the disk
+// and reads back as zeros or garbage), and damage to a record that was
+// fsynced and acknowledged (a flipped bit, a truncation). A truncation
+// looks exactly like a short write and a flipped bit like a write whose
+// data did not land, and a checksum only says that the record is not
+// intact. So a damaged tail is never forgotten: it reads as one lost
+// record (records.go), as if the record had been acknowledged, and the
+// first append after it writes a lost record in its place (one write and
+// fsync over the damaged bytes, then a truncation), so that the loss stays
+// on record. A crash during that replacement leaves a damaged tail again,
+// or a lost record followed by one, never fewer lost records. Damage
+// followed by an intact record, which no crash produces, fails with
+// ErrIntegrity and the log is never written to again.
+//
+// What no check here can see: a log cut exactly at a record boundary reads
+// as a shorter intact log, and a log removed whole reads as no log.
 
 const (
 	recMagic     = "\xa7AVs"

@@ -49,7 +49,7 @@ func (m *Memory) Put(session string, body []byte) (string, error) {
 		return "", err
 	}
 	key := KeyOf(body)
-	g := m.cfg.newGrant(m.cfg.now())
+	g := m.cfg.newGrant(m.cfg.now(), len(body))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

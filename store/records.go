@@ -11,15 +11,22 @@ import (
 // into another session's directory is reported instead of trusted.
 //
 //	header  'H' version kind uvarint(len(session)) session
-//	grant   'G' key[32] granted[8] expires[8]          (little-endian Unix ns)
+//	grant   'G' key[32] granted[8] expires[8] size[8]  (little-endian Unix ns, bytes)
 //	handle  'R' str(handle) str(key) str(kind) size[8] str(meta)
+//	lost    'L'
 //
 // where str(s) is uvarint(len(s)) followed by s, and a grant's expires is
-// math.MaxInt64 when it never expires.
+// math.MaxInt64 when it never expires. A grant written before grants
+// recorded the body's size lacks size; it still reads, with the size
+// unknown. A lost record, in either log, stands where a damaged last
+// record was (see log.go); it reads back as one lost grant or one lost
+// handle record. Readers older than lost records and sized grants reject
+// both with ErrIntegrity: they fail closed.
 const (
 	recHeader = 'H'
 	recGrant  = 'G'
 	recHandle = 'R'
+	recLost   = 'L'
 
 	logVersion = 1
 	logGrants  = 'g'
@@ -45,38 +52,68 @@ func decodeHeader(p []byte, kind byte) (string, error) {
 	return session, nil
 }
 
+// lostPayload is the payload of a lost record.
+var lostPayload = []byte{recLost}
+
+// isLost reports whether p is the payload of a lost record.
+func isLost(p []byte) bool { return len(p) == 1 && p[0] == recLost }
+
+// Sizes of grant payloads: without and with the body's size.
+const (
+	oldGrantLen = 1 + 32 + 16
+	grantLen    = oldGrantLen + 8
+)
+
+// encodeGrant encodes g, which must have a known size, as a grant on key.
 func encodeGrant(key string, g grant) []byte {
-	b := make([]byte, 1, 1+32+16)
+	b := make([]byte, 1, grantLen)
 	b[0] = recGrant
 	b, _ = hex.AppendDecode(b, []byte(key))
 	b = binary.LittleEndian.AppendUint64(b, uint64(g.granted))
-	return binary.LittleEndian.AppendUint64(b, uint64(g.expires))
+	b = binary.LittleEndian.AppendUint64(b, uint64(g.expires))
+	return binary.LittleEndian.AppendUint64(b, uint64(g.size))
 }
 
 // decodeGrants decodes grant payloads into a map by key, merging the
-// grants on one key. The keys share one allocation.
-func decodeGrants(payloads [][]byte) (map[string]grant, error) {
+// grants on one key, and counts the lost records among them. The keys
+// share one allocation. A negative size is damage.
+func decodeGrants(payloads [][]byte) (grants map[string]grant, lost int, err error) {
 	arena := make([]byte, 0, len(payloads)*KeyLen)
 	for i, p := range payloads {
-		if len(p) != 1+32+16 || p[0] != recGrant {
-			return nil, fmt.Errorf("%w: bad grant record %d", ErrIntegrity, i)
+		switch {
+		case isLost(p):
+			lost++
+			continue
+		case len(p) == grantLen && p[0] == recGrant && int64(binary.LittleEndian.Uint64(p[oldGrantLen:])) >= 0:
+		case len(p) == oldGrantLen && p[0] == recGrant:
+		default:
+			return nil, 0, fmt.Errorf("%w: bad grant record %d", ErrIntegrity, i)
 		}
 		arena = hex.AppendEncode(arena, p[1:33])
 	}
 	keys := string(arena)
-	grants := make(map[string]grant, len(payloads))
-	for i, p := range payloads {
-		key := keys[i*KeyLen : (i+1)*KeyLen]
+	grants = make(map[string]grant, len(payloads)-lost)
+	k := 0
+	for _, p := range payloads {
+		if isLost(p) {
+			continue
+		}
+		key := keys[k*KeyLen : (k+1)*KeyLen]
+		k++
 		g := grant{
 			granted: int64(binary.LittleEndian.Uint64(p[33:41])),
 			expires: int64(binary.LittleEndian.Uint64(p[41:49])),
+			size:    unknownSize,
+		}
+		if len(p) == grantLen {
+			g.size = int64(binary.LittleEndian.Uint64(p[oldGrantLen:]))
 		}
 		if old, ok := grants[key]; ok {
 			g = old.merge(g)
 		}
 		grants[key] = g
 	}
-	return grants, nil
+	return grants, lost, nil
 }
 
 func encodeHandle(r HandleRecord) []byte {
@@ -99,14 +136,19 @@ func decodeHandle(p []byte) (HandleRecord, error) {
 	return recs[0], nil
 }
 
-// decodeHandles decodes handle payloads. The records' Meta alias the
-// payloads, and their strings share one allocation: reading a session back
-// costs a few allocations, not several per record.
+// decodeHandles decodes handle payloads; a lost record decodes as a
+// HandleRecord whose Lost is true. The records' Meta alias the payloads,
+// and their strings share one allocation: reading a session back costs a
+// few allocations, not several per record.
 func decodeHandles(payloads [][]byte) ([]HandleRecord, error) {
 	recs := make([]HandleRecord, len(payloads))
 	lens := make([]uint8, 0, 3*len(payloads)) // of each record's strings
 	arena := make([]byte, 0, len(payloads)*(KeyLen+16))
 	for i, p := range payloads {
+		if isLost(p) {
+			lens = append(lens, 0, 0, 0)
+			continue
+		}
 		if len(p) == 0 || p[0] != recHandle {
 			return nil, fmt.Errorf("%w: bad handle record %d", ErrIntegrity, i)
 		}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Store holds immutable bodies under their content key and remembers which
@@ -43,9 +45,13 @@ type Store interface {
 	AppendHandle(session string, rec HandleRecord) error
 
 	// Handles returns session's handle records in append order, nil for a
-	// session that never appended one. A record cut short by a crash during
-	// its append is not returned; damage anywhere before the last record
-	// fails the call with [ErrIntegrity] rather than drop records silently.
+	// session that never appended one. A record is never dropped silently:
+	// one the store can no longer read back (for [Dir], the last record of
+	// the log torn by a crash during its append or damaged later; the two
+	// cannot be told apart) is returned as a lost record, whose
+	// [HandleRecord.Lost] is true, at its place in the order. Damage
+	// anywhere before the last record fails the call with [ErrIntegrity]
+	// and returns no records.
 	Handles(session string) ([]HandleRecord, error)
 
 	// Close releases the store. Later calls fail with [ErrClosed]; Close
@@ -78,9 +84,11 @@ var (
 	// ErrExpired means the session once held a grant on the key and the
 	// grant is past its retention.
 	ErrExpired = errors.New("store: expired")
-	// ErrIntegrity means stored bytes do not match their key, a body the
-	// session holds a live grant on is missing, or a session log is damaged
-	// before its last record.
+	// ErrIntegrity means stored bytes do not match their key or the size
+	// recorded with their grant, a body the session holds a live grant on
+	// is missing, a session log is damaged before its last record, or a
+	// session asks for a key it holds no grant on while its grant log has
+	// lost a record (which may have been that grant).
 	ErrIntegrity = errors.New("store: integrity check failed")
 	// ErrInvalidKey means a key is not exactly [KeyLen] lowercase hex digits.
 	ErrInvalidKey = errors.New("store: invalid key")
@@ -93,6 +101,16 @@ var (
 	// ErrLocked means another open [Dir] (in this or another process) holds
 	// the directory.
 	ErrLocked = errors.New("store: directory is in use by another store")
+	// ErrReplaced means a file or directory an open [Dir] writes through
+	// (the store directory, its LOCK file, bodies/, sessions/, a session
+	// directory or log) was removed, moved, replaced or turned into a
+	// symbolic link since the Dir opened it. The write that noticed fails
+	// and is not durable in the store. Later writes check again: a swapped
+	// store directory, LOCK, bodies/ or sessions/ fails them until it is
+	// put back or the directory is opened again; a session log or
+	// directory is looked at afresh, so a symbolic link keeps failing and
+	// a regular log of the session is used.
+	ErrReplaced = errors.New("store: store file replaced while open")
 	// ErrUnavailable is the error a [Failing] store wraps when given none.
 	ErrUnavailable = errors.New("store: unavailable")
 )
@@ -173,11 +191,17 @@ const never = math.MaxInt64
 type grant struct {
 	granted int64
 	expires int64 // never: does not expire
+	size    int64 // the body's size in bytes; unknownSize for a grant recorded without it
 }
 
-func (c config) newGrant(now time.Time) grant {
+// unknownSize is the size of a grant read from a log record written before
+// grants recorded the body's size.
+const unknownSize = -1
+
+// newGrant returns a grant made at now on a body of size bytes.
+func (c config) newGrant(now time.Time, size int) grant {
 	t := now.UnixNano()
-	g := grant{granted: t, expires: never}
+	g := grant{granted: t, expires: never, size: int64(size)}
 	if c.ttl >= 0 && t <= never-int64(c.ttl) {
 		g.expires = t + int64(c.ttl)
 	}
@@ -188,9 +212,10 @@ func (c config) newGrant(now time.Time) grant {
 func live(expires, t int64) bool { return t < expires }
 
 // merge combines two grants on the same body: the later grant time and the
-// later expiry win, so a renewal never shortens a grant.
+// later expiry win, so a renewal never shortens a grant, and a known size
+// wins over unknownSize (two known sizes are equal: same key, same bytes).
 func (g grant) merge(h grant) grant {
-	return grant{granted: max(g.granted, h.granted), expires: max(g.expires, h.expires)}
+	return grant{granted: max(g.granted, h.granted), expires: max(g.expires, h.expires), size: max(g.size, h.size)}
 }
 
 // KeyOf returns the key of body: its SHA-256 digest in lowercase hex,
@@ -239,6 +264,11 @@ var keyDigits = [256]bool{
 // [ErrInvalidSession]. Ids are case-sensitive: "A" and "a" are different
 // sessions, also on a case-insensitive file system, because [Dir] never
 // uses an id as a file name.
+//
+// The error names the first offending character as it is: a UTF-8
+// character quoted whole ('é', '\u200b' for one that does not print), a
+// byte that is not part of valid UTF-8 as '\xNN'; and the byte offset
+// where it starts. The message itself is always valid UTF-8.
 func CheckSession(id string) error {
 	if len(id) == 0 || len(id) > MaxSessionLen {
 		return fmt.Errorf("%w: %q is %d bytes, want 1 to %d", ErrInvalidSession, clip(id), len(id), MaxSessionLen)
@@ -248,19 +278,34 @@ func CheckSession(id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has %q at byte %d, want A-Z a-z 0-9 . _ -", ErrInvalidSession, clip(id), c, i)
+			return fmt.Errorf("%w: %q has %s at byte %d, want A-Z a-z 0-9 . _ -", ErrInvalidSession, clip(id), quoteCharAt(id, i), i)
 		}
 	}
 	return nil
 }
 
-// clip shortens s for an error message.
+// quoteCharAt quotes the character that starts at byte i of s: the whole
+// UTF-8 sequence as a Go rune literal, or '\xNN' for a byte that does not
+// start a valid one.
+func quoteCharAt(s string, i int) string {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && n <= 1 {
+		return fmt.Sprintf(`'\x%02x'`, s[i])
+	}
+	return strconv.QuoteRune(r)
+}
+
+// clip shortens s for an error message, never inside a UTF-8 sequence.
 func clip(s string) string {
 	const n = 80
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > n-utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // HandleRecord is one entry of a session's handle table: which handle the
@@ -269,7 +314,7 @@ func clip(s string) string {
 // otherwise treats every field as opaque.
 type HandleRecord struct {
 	// Handle names the value within its session, such as "r3": 1 to
-	// MaxHandleLen bytes.
+	// MaxHandleLen bytes. It is empty only in a lost record (see Lost).
 	Handle string
 	// Key is the value's body key, or "" for a handle without a stored
 	// body. A non-empty Key must pass CheckKey; the store does not check
@@ -303,6 +348,15 @@ func (r HandleRecord) check() error {
 	}
 	return nil
 }
+
+// Lost reports whether r is a lost record: the place of a record that
+// [Store.Handles] could not read back (see there), with every field zero.
+// Its Handle is empty, which AppendHandle never accepts, so a lost record
+// is never mistaken for a real one; the handle it held is unknown.
+// [ForValues] turns it into a record without a key under the next handle
+// number, which a session reopened with values.Open treats as a lost
+// handle.
+func (r HandleRecord) Lost() bool { return r.Handle == "" }
 
 // clone returns r with its own copy of Meta (nil when empty).
 func (r HandleRecord) clone() HandleRecord {

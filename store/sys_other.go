@@ -12,4 +12,4 @@ func unlockFile(f *os.File) error { return nil }
 
 // syncDir does nothing on this system, where directories cannot be
 // fsynced; renames are made durable by the file system itself or not at all.
-func syncDir(dir string) error { return nil }
+func syncDir(dir *os.Root) error { return nil }

@@ -8,9 +8,10 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive lock on f without waiting. The lock belongs
-// to the open file, so it also keeps a second Dir of the same process out,
-// and the kernel releases it when the process ends, however it ends.
+// lockFile takes an exclusive lock on f, a file or a directory, without
+// waiting. The lock belongs to the open file, so it also keeps a second Dir
+// of the same process out, and the kernel releases it when the process
+// ends, however it ends.
 func lockFile(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -25,8 +26,8 @@ func unlockFile(f *os.File) error {
 
 // syncDir fsyncs directory dir, making the creation, renaming and removal
 // of its entries durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
+func syncDir(dir *os.Root) error {
+	f, err := dir.Open(".")
 	if err != nil {
 		return err
 	}
