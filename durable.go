@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // This file holds the opt-in durable layer: persisting every stored value
@@ -320,7 +322,7 @@ func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 	for i := range recs {
 		n, ok := parseHandle(recs[i].Handle)
 		if !ok {
-			return nil, fmt.Errorf("values: opening session %q: record %d: %q is not a handle r1, r2, …", session, i, clipString(recs[i].Handle))
+			return nil, fmt.Errorf("values: opening session %q: record %d: %q is not a handle r1, r2, …", session, i, jsontext.ClipString(recs[i].Handle))
 		}
 		if n > len(recs)+MaxUnrecorded {
 			return nil, fmt.Errorf("values: opening session %q: record %d: handle %s is more than %d past the %d records; a record was damaged or not written by this package", session, i, recs[i].Handle, MaxUnrecorded, len(recs))
@@ -406,70 +408,40 @@ func encodeMeta(x *value, preview string) []byte {
 // one Meta per handle). Unknown fields are ignored.
 func decodeMeta(b []byte) (recordMeta, error) {
 	var m recordMeta
-	malformed := func(err error) (recordMeta, error) { return recordMeta{}, fmt.Errorf("malformed meta: %w", err) }
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return malformed(syntaxErr(b, i, "want an object"))
+	if err := jsontext.Valid(b); err != nil {
+		return m, fmt.Errorf("malformed meta: %w", err)
 	}
-	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			j, k, err := scanKey(b, i)
-			if err != nil {
-				return malformed(err)
-			}
-			i = skipSpace(b, j)
-			start := i
-			switch {
-			case i >= len(b) || b[i] == '{' || b[i] == '[':
-				return malformed(syntaxErr(b, i, "want a string or number"))
-			case b[i] == '"':
-				i, err = scanString(b, i)
-			default:
-				i, err = scanScalar(b, i)
-			}
-			if err != nil {
-				return malformed(err)
-			}
-			if !m.set(b[k.start:k.end], b[start:i]) {
-				return malformed(fmt.Errorf("field %s has the wrong type", clip(b[k.start:k.end], 40)))
-			}
-			i = skipSpace(b, i)
-			if i < len(b) && b[i] == ',' {
-				i++
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
-				i++
-				break
-			}
-			return malformed(syntaxErr(b, i, "want ',' or '}'"))
+	b = b[jsontext.SkipSpace(b, 0):]
+	if b[0] != '{' {
+		return m, errors.New("malformed meta: not an object")
+	}
+	var err error
+	jsontext.EachChild(b, func(k, v []byte) bool {
+		if !m.set(k, v) {
+			err = fmt.Errorf("malformed meta: field %s has the wrong type", jsontext.AppendClipped(nil, k, 40))
 		}
-	}
-	if i = skipSpace(b, i); i != len(b) {
-		return malformed(syntaxErr(b, i, "unexpected data after the object"))
-	}
-	return m, nil
+		return err == nil
+	})
+	return m, err
 }
 
 // set sets the field named by the quoted key k to the validated JSON
 // string or number v, and reports false when v has the wrong type.
 func (m *recordMeta) set(k, v []byte) (ok bool) {
 	switch {
-	case keyEquals(k, "v"):
+	case jsontext.KeyEquals(k, "v"):
 		m.V, ok = metaInt(v)
-	case keyEquals(k, "n"):
+	case jsontext.KeyEquals(k, "n"):
 		m.N, ok = metaInt(v)
-	case keyEquals(k, "lines"):
+	case jsontext.KeyEquals(k, "lines"):
 		m.Lines, ok = metaInt(v)
-	case keyEquals(k, "max"):
+	case jsontext.KeyEquals(k, "max"):
 		m.Max, ok = metaInt(v)
-	case keyEquals(k, "ctype"):
+	case jsontext.KeyEquals(k, "ctype"):
 		m.CType, ok = metaString(v)
-	case keyEquals(k, "sha256"):
+	case jsontext.KeyEquals(k, "sha256"):
 		m.SHA256, ok = metaString(v)
-	case keyEquals(k, "preview"):
+	case jsontext.KeyEquals(k, "preview"):
 		m.Preview, ok = metaString(v)
 	default:
 		ok = true
@@ -477,17 +449,8 @@ func (m *recordMeta) set(k, v []byte) (ok bool) {
 	return ok
 }
 
-// metaInt parses a validated JSON number that is a non-negative int.
-func metaInt(v []byte) (int, bool) {
-	n := 0
-	for _, c := range v {
-		if c < '0' || c > '9' || n > (maxHandle-9)/10 {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, len(v) > 0
-}
+// metaInt parses a valid JSON number that is a non-negative int.
+func metaInt(v []byte) (int, bool) { return jsontext.ParseUint(v, maxInt) }
 
 // metaString decodes a validated JSON string.
 func metaString(v []byte) (string, bool) {
@@ -497,8 +460,8 @@ func metaString(v []byte) (string, bool) {
 	if bytes.IndexByte(v, '\\') < 0 {
 		return string(v[1 : len(v)-1]), true
 	}
-	u := appendUnescaped(make([]byte, 0, len(v)-2), v)      // never longer than the escaped form
-	return unsafe.String(unsafe.SliceData(u), len(u)), true // u is never modified
+	u := jsontext.AppendUnquoted(make([]byte, 0, len(v)-2), v) // never longer than the escaped form
+	return unsafe.String(unsafe.SliceData(u), len(u)), true    // u is never modified
 }
 
 // fromRecord builds the disk-only value a record describes.
@@ -512,7 +475,7 @@ func (s *SessionValues) fromRecord(r *Record) (*value, error) {
 	}
 	k, ok := kindNamed(r.Kind)
 	if !ok {
-		return nil, fmt.Errorf("unknown kind %q", clipString(r.Kind))
+		return nil, fmt.Errorf("unknown kind %q", jsontext.ClipString(r.Kind))
 	}
 	if r.Size < 0 || int64(int(r.Size)) != r.Size {
 		return nil, fmt.Errorf("size %d out of range", r.Size)
@@ -520,7 +483,7 @@ func (s *SessionValues) fromRecord(r *Record) (*value, error) {
 	x := value{kind: k, n: m.N, lines: m.Lines, ctype: m.CType, max: s.cfg.maxPreview}
 	if m.SHA256 != "" {
 		if n, err := hex.Decode(x.sum[:], []byte(m.SHA256)); err != nil || n != len(x.sum) {
-			return nil, fmt.Errorf("malformed sha256 %q", clipString(m.SHA256))
+			return nil, fmt.Errorf("malformed sha256 %q", jsontext.ClipString(m.SHA256))
 		}
 	}
 	if !utf8.ValidString(m.Preview) { // not written by encodeMeta: render it again when asked
@@ -715,5 +678,5 @@ func unavailablePreview(handle string, x *value, limit int) string {
 	b = append(b, "bytes="...)
 	b = strconv.AppendInt(b, int64(x.size), 10)
 	b = append(b, ", unavailable)"...)
-	return string(appendClipped(nil, b, limit))
+	return string(jsontext.AppendClipped(nil, b, limit))
 }

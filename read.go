@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // This file holds paging reads of stored values ([SessionValues.Read]) and
@@ -145,7 +147,7 @@ func appendRefJSON(dst []byte, ref string) []byte {
 	if !utf8.ValidString(ref) {
 		ref = strings.ToValidUTF8(ref, "\uFFFD")
 	}
-	return appendQuoted(dst, []byte(ref))
+	return jsontext.AppendQuote(dst, []byte(ref))
 }
 
 // Read returns the page of the value ref names that starts at byte offset
@@ -206,7 +208,7 @@ func appendRefJSON(dst []byte, ref string) []byte {
 func (s *SessionValues) Read(ref string, offset, limit int) (Page, error) {
 	r, ok := parseRef(strings.TrimPrefix(ref, "$"))
 	if !ok {
-		return Page{}, fmt.Errorf("values: %s: %w; want a handle such as \"r3\" or a reference such as \"$r3.rows.0\"", quoteClipped(ref), ErrBadRef)
+		return Page{}, fmt.Errorf("values: %s: %w; want a handle such as \"r3\" or a reference such as \"$r3.rows.0\"", jsontext.QuoteClipped(ref), ErrBadRef)
 	}
 	if offset < 0 {
 		return Page{}, fmt.Errorf("values: offset %d: %w; the first page is at offset 0", offset, ErrNegativeOffset)
@@ -269,7 +271,7 @@ func (s *SessionValues) Read(ref string, offset, limit int) (Page, error) {
 }
 
 func tooSmall(limit, need int, ref string) error {
-	return fmt.Errorf("values: limit %d: %w to page %s; use at least %d", limit, ErrLimitTooSmall, quoteClipped(ref), need)
+	return fmt.Errorf("values: limit %d: %w to page %s; use at least %d", limit, ErrLimitTooSmall, jsontext.QuoteClipped(ref), need)
 }
 
 // readMode is how a readSource's bytes map to the paged text.
@@ -296,8 +298,8 @@ func newReadSource(whole Value, part []byte) readSource {
 	case part == nil:
 		return readSource{b: x.raw, total: len(x.raw)}
 	case part[0] == '"':
-		body := part[1 : len(part)-1]
-		return readSource{b: body, mode: readString, total: decodedLen(body)}
+		n, _ := jsontext.StringStats(part)
+		return readSource{b: part[1 : len(part)-1], mode: readString, total: n}
 	}
 	return readSource{b: part, total: len(part)}
 }
@@ -316,7 +318,7 @@ func (src *readSource) seek(off int) (pos, at int) {
 		}
 		return off, off
 	case readString:
-		return stringSeek(src.b, off)
+		return jsontext.StringSeek(src.b, off)
 	}
 	return off, off
 }
@@ -332,10 +334,10 @@ func (src *readSource) window(pos, at, budget int) []byte {
 		enc := base64.StdEncoding.AppendEncode(make([]byte, 0, base64.StdEncoding.EncodedLen(hi-lo)), src.b[lo:hi])
 		return enc[pos%4 : pos%4+end-pos]
 	case readString:
-		return stringWindow(make([]byte, 0, min(budget, src.total-pos)), src.b, at, budget)
+		return jsontext.AppendStringWindow(make([]byte, 0, min(budget, src.total-pos)), src.b, at, budget)
 	}
 	rest := src.b[at:]
-	return rest[:headCut(rest, budget)]
+	return rest[:jsontext.HeadCut(rest, budget)]
 }
 
 // trimEnd shortens the window w of a page that does not reach the end: to
@@ -356,84 +358,6 @@ func (src *readSource) trimEnd(w []byte, pos, budget int) []byte {
 		return w[:lo+k+1]
 	}
 	return w
-}
-
-// decodedLen returns the byte length of the decoding of the validated JSON
-// string body b (without quotes).
-func decodedLen(b []byte) int {
-	n := 0
-	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], '\\')
-		if j < 0 {
-			return n + len(b) - i
-		}
-		n += j
-		r, k := decodeEscape(b, i+j)
-		n += utf8.RuneLen(r)
-		i += j + k
-	}
-	return n
-}
-
-// stringSeek returns the first character boundary pos ≥ off of the
-// decoding of the validated JSON string body b, and the index in b of the
-// character that starts there. off must be less than the decoded length.
-func stringSeek(b []byte, off int) (pos, at int) {
-	for at < len(b) && pos < off {
-		j := bytes.IndexByte(b[at:], '\\')
-		if j < 0 {
-			j = len(b) - at
-		}
-		if pos+j >= off { // off falls in this run of plain bytes
-			at += off - pos
-			pos = off
-			for k := 0; k < utf8.UTFMax-1 && at < len(b) && !utf8.RuneStart(b[at]); k++ {
-				at++
-				pos++
-			}
-			return pos, at
-		}
-		pos += j
-		at += j
-		r, k := decodeEscape(b, at)
-		pos += utf8.RuneLen(r)
-		at += k
-	}
-	return pos, at
-}
-
-// stringWindow appends to dst the longest run of whole characters, at most
-// budget bytes, of the decoding of the validated JSON string body b from
-// index at (a character start).
-func stringWindow(dst, b []byte, at, budget int) []byte {
-	room := budget
-	for at < len(b) && room > 0 {
-		// Look one character past room, so headCut sees the whole character
-		// that straddles it.
-		run := b[at:min(len(b), at+room+utf8.UTFMax)]
-		j := bytes.IndexByte(run, '\\')
-		if j < 0 {
-			j = len(run)
-		}
-		if j > 0 {
-			n := headCut(run[:j], room)
-			dst = append(dst, run[:n]...)
-			if n < j {
-				return dst
-			}
-			room -= n
-			at += n
-			continue
-		}
-		r, k := decodeEscape(b, at)
-		if utf8.RuneLen(r) > room {
-			return dst
-		}
-		dst = utf8.AppendRune(dst, r)
-		room -= utf8.RuneLen(r)
-		at += k
-	}
-	return dst
 }
 
 // Tool is the definition of a tool an agent loop registers with a model:
@@ -480,7 +404,7 @@ func (s *SessionValues) HandleReadValue(args []byte) (string, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(in)) {
 		if k != "ref" && k != "offset" && k != "limit" {
-			return "", fmt.Errorf(`values: read_value: %w: unknown field %s; the fields are "ref", "offset" and "limit"`, ErrReadValueArgs, quoteClipped(k))
+			return "", fmt.Errorf(`values: read_value: %w: unknown field %s; the fields are "ref", "offset" and "limit"`, ErrReadValueArgs, jsontext.QuoteClipped(k))
 		}
 	}
 	var ref string
@@ -489,7 +413,7 @@ func (s *SessionValues) HandleReadValue(args []byte) (string, error) {
 		return "", fmt.Errorf(`values: read_value: %w: "ref" is missing; pass the handle to read, such as {"ref":"r3"}`, ErrReadValueArgs)
 	}
 	if v[0] != '"' || json.Unmarshal(v, &ref) != nil {
-		return "", fmt.Errorf(`values: read_value: %w: "ref" must be a string such as "r3", got %s`, ErrReadValueArgs, clip(v, 40))
+		return "", fmt.Errorf(`values: read_value: %w: "ref" must be a string such as "r3", got %s`, ErrReadValueArgs, jsontext.AppendClipped(nil, v, 40))
 	}
 	offset, err := intArg(in, "offset")
 	if err != nil {
@@ -515,7 +439,7 @@ func intArg(in map[string]json.RawMessage, name string) (int, error) {
 	if !ok || string(v) == "null" {
 		return 0, nil
 	}
-	bad := fmt.Errorf("values: read_value: %w: %q must be an integer, got %s", ErrReadValueArgs, name, clip(v, 40))
+	bad := fmt.Errorf("values: read_value: %w: %q must be an integer, got %s", ErrReadValueArgs, name, jsontext.AppendClipped(nil, v, 40))
 	if len(v) == 0 || !(v[0] == '-' || '0' <= v[0] && v[0] <= '9') {
 		return 0, bad
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // expectedPaged returns the text Read pages for ref, computed without the
@@ -568,29 +570,6 @@ func TestReadValueTool(t *testing.T) {
 	}
 }
 
-func TestStringSeekAndLen(t *testing.T) {
-	// Agreement with appendUnescaped at every offset, for every escape.
-	raw := []byte(`"a\n\u00e9\ud83d\ude00\ud800\"\\\/日x\u0000"`)
-	dec := appendUnescaped(nil, raw)
-	body := raw[1 : len(raw)-1]
-	if n := decodedLen(body); n != len(dec) {
-		t.Fatalf("decodedLen = %d, want %d", n, len(dec))
-	}
-	for off := 0; off < len(dec); off++ {
-		pos, at := stringSeek(body, off)
-		want := off
-		for want < len(dec) && !utf8.RuneStart(dec[want]) {
-			want++
-		}
-		if pos != want {
-			t.Fatalf("stringSeek(%d) = %d, want %d", off, pos, want)
-		}
-		if got := stringWindow(nil, body, at, len(dec)); !bytes.Equal(got, dec[pos:]) {
-			t.Fatalf("window from %d = %q, want %q", pos, got, dec[pos:])
-		}
-	}
-}
-
 // FuzzRead checks, for arbitrary stored values, references, offsets and
 // limits: no panic; every page fits its limit and is valid UTF-8; paging
 // forward from 0 reassembles the paged text exactly.
@@ -635,10 +614,10 @@ func FuzzRead(f *testing.F) {
 		}
 		if v, _ := s.Get("r1"); v.Kind() == KindArray || v.Kind() == KindObject {
 			k := 0
-			eachChild(v.get().raw, func(key, _ []byte) bool {
+			jsontext.EachChild(v.get().raw, func(key, _ []byte) bool {
 				seg := strconv.Itoa(k)
 				if key != nil {
-					seg = strings.NewReplacer(`\`, `\\`, `.`, `\.`).Replace(string(appendUnescaped(nil, key)))
+					seg = strings.NewReplacer(`\`, `\\`, `.`, `\.`).Replace(string(jsontext.AppendUnquoted(nil, key)))
 				}
 				if seg != "" {
 					refs = append(refs, "$r1."+seg)
@@ -743,7 +722,7 @@ func BenchmarkReadStringPartBaseline(b *testing.B) {
 	part := raw[len(`{"content":`) : len(raw)-1]
 	b.ReportAllocs()
 	for b.Loop() {
-		dec := appendUnescaped(nil, part)
+		dec := jsontext.AppendUnquoted(nil, part)
 		_ = string(dec[readBenchSize/2 : readBenchSize/2+DefaultReadLimit])
 	}
 }

@@ -1,9 +1,12 @@
 package values
 
 import (
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentvalues/values/internal/jsontext"
 
 	"github.com/dustin/go-humanize"
 )
@@ -87,7 +90,7 @@ func RenderPreview(handle string, v Value) string {
 	default:
 		b = renderScalar(b, x, limit)
 	}
-	return string(appendClipped(nil, b, limit))
+	return string(jsontext.AppendClipped(nil, b, limit))
 }
 
 // appendHandle appends handle as valid UTF-8, clipped to handleBudget.
@@ -95,7 +98,7 @@ func appendHandle(dst []byte, handle string) []byte {
 	if !utf8.ValidString(handle) {
 		handle = strings.ToValidUTF8(handle, "\uFFFD")
 	}
-	return appendClipped(dst, []byte(handle), handleBudget)
+	return jsontext.AppendClipped(dst, []byte(handle), handleBudget)
 }
 
 // size formats a byte count for reading at a glance.
@@ -106,7 +109,7 @@ func renderScalar(b []byte, x *value, limit int) []byte {
 		return append(b, x.raw...)
 	}
 	suffix := " (" + x.kind.String() + ", " + strconv.Itoa(len(x.raw)) + " bytes)"
-	b = appendClipped(b, x.raw, limit-len(b)-len(suffix))
+	b = jsontext.AppendClipped(b, x.raw, limit-len(b)-len(suffix))
 	return append(b, suffix...)
 }
 
@@ -116,10 +119,8 @@ func renderBinary(b []byte, x *value) []byte {
 	b = append(b, ", type="...)
 	b = append(b, x.ctype...)
 	b = append(b, ", sha256="...)
-	for _, c := range x.sum[:8] {
-		b = append(b, hexDigits[c>>4], hexDigits[c&0xF])
-	}
-	b = append(b, ellipsis...)
+	b = hex.AppendEncode(b, x.sum[:8])
+	b = append(b, jsontext.Ellipsis...)
 	return append(b, ')')
 }
 
@@ -135,16 +136,16 @@ func appendKey(dst, raw []byte) []byte {
 		}
 	}
 	if bare {
-		return appendClipped(dst, body, keyBudget)
+		return jsontext.AppendClipped(dst, body, keyBudget)
 	}
-	return appendRawString(dst, raw, keyBudget)
+	return jsontext.AppendClippedString(dst, raw, keyBudget)
 }
 
-// appendLiteral appends a child's JSON: strings of at most literalBudget
+// appendLiteral appends a jsontext.Child's JSON: strings of at most literalBudget
 // decoded bytes, numbers, booleans and null, clipped to budget.
 func appendLiteral(dst, raw []byte, budget int) []byte {
 	if raw[0] == '"' {
-		return appendRawString(dst, raw, budget)
+		return jsontext.AppendClippedString(dst, raw, budget)
 	}
-	return appendClipped(dst, raw, budget)
+	return jsontext.AppendClipped(dst, raw, budget)
 }

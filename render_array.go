@@ -1,6 +1,10 @@
 package values
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/agentvalues/values/internal/jsontext"
+)
 
 // renderArray appends "array(len=N, …)" for x within limit bytes in total.
 func renderArray(b []byte, x *value, limit int) []byte {
@@ -48,10 +52,10 @@ func renderArray(b []byte, x *value, limit int) []byte {
 // bytes: an object as its first two fields, an array as its length, a
 // string or other scalar literally, each clipped with "…".
 func appendElement(dst, raw []byte, nd *node, budget int) []byte {
-	if budget < len(ellipsis) {
+	if budget < len(jsontext.Ellipsis) {
 		return dst
 	}
-	v := raw[nd.val.start:nd.val.end]
+	v := raw[nd.val.Start:nd.val.End]
 	var e []byte
 	switch nd.kind {
 	case KindObject:
@@ -61,7 +65,7 @@ func appendElement(dst, raw []byte, nd *node, budget int) []byte {
 			if i > 0 {
 				e = append(e, ',')
 			}
-			e = appendClipped(e, appendKey(nil, raw[f.key.start:f.key.end]), innerBudget)
+			e = jsontext.AppendClipped(e, appendKey(nil, raw[f.key.Start:f.key.End]), innerBudget)
 			e = append(e, ':')
 			e = appendInner(e, raw, f)
 		}
@@ -74,7 +78,7 @@ func appendElement(dst, raw []byte, nd *node, budget int) []byte {
 	default:
 		return appendLiteral(dst, v, budget)
 	}
-	return appendClipped(dst, e, budget)
+	return jsontext.AppendClipped(dst, e, budget)
 }
 
 // appendInner appends a field value inside an array item: objects as {…},
@@ -86,7 +90,7 @@ func appendInner(dst, raw []byte, f *node) []byte {
 	case KindArray:
 		return appendArrayLen(dst, f.n)
 	}
-	return appendLiteral(dst, raw[f.val.start:f.val.end], innerBudget)
+	return appendLiteral(dst, raw[f.val.Start:f.val.End], innerBudget)
 }
 
 func appendArrayLen(dst []byte, n int) []byte {

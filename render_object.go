@@ -1,6 +1,10 @@
 package values
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/agentvalues/values/internal/jsontext"
+)
 
 // renderObject appends "json(…, bytes=N)" for x within limit bytes in total.
 func renderObject(b []byte, x *value, limit int) []byte {
@@ -20,7 +24,7 @@ func renderObject(b []byte, x *value, limit int) []byte {
 		b = append(b, " total, first=["...)
 		for i := range x.elems {
 			k := x.elems[i].key
-			piece := appendKey(nil, x.raw[k.start:k.end])
+			piece := appendKey(nil, x.raw[k.Start:k.End])
 			if len(b)+len(piece)+len(", …], ")+len(suffix) > limit {
 				break
 			}
@@ -54,12 +58,12 @@ func renderObject(b []byte, x *value, limit int) []byte {
 
 // appendField appends "key: description" for one field of an object.
 func appendField(dst, raw []byte, f *node) []byte {
-	dst = appendKey(dst, raw[f.key.start:f.key.end])
+	dst = appendKey(dst, raw[f.key.Start:f.key.End])
 	dst = append(dst, ": "...)
 	switch f.kind {
 	case KindText:
 		if f.n <= literalBudget {
-			return appendRawString(dst, raw[f.val.start:f.val.end], 2*literalBudget)
+			return jsontext.AppendClippedString(dst, raw[f.val.Start:f.val.End], 2*literalBudget)
 		}
 		dst = append(dst, "text(len="...)
 		dst = append(dst, size(f.n)...)
@@ -73,5 +77,5 @@ func appendField(dst, raw []byte, f *node) []byte {
 		dst = strconv.AppendInt(dst, int64(f.n), 10)
 		return append(dst, ')')
 	}
-	return appendLiteral(dst, raw[f.val.start:f.val.end], literalBudget)
+	return appendLiteral(dst, raw[f.val.Start:f.val.End], literalBudget)
 }

@@ -1,6 +1,10 @@
 package values
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/agentvalues/values/internal/jsontext"
+)
 
 // renderText appends "text(len=…, lines=…)" and the text whole, or its head
 // and tail, within limit bytes in total.
@@ -13,13 +17,13 @@ func renderText(b []byte, x *value, limit int) []byte {
 	avail := limit - len(b) - len(", head=, tail=)")
 	head := min(textHeadBudget, avail*2/3)
 	tail := min(textTailBudget, avail-head)
-	if len(x.raw) <= head+tail && len(b)+len(") ")+quotedLen(x.raw) <= limit {
+	if len(x.raw) <= head+tail && len(b)+len(") ")+jsontext.QuotedLen(x.raw) <= limit {
 		b = append(b, ") "...)
-		return appendQuoted(b, x.raw)
+		return jsontext.AppendQuote(b, x.raw)
 	}
 	b = append(b, ", head="...)
-	b, _ = appendQuotedHead(b, x.raw, head)
+	b, _ = jsontext.AppendQuotedHead(b, x.raw, head)
 	b = append(b, ", tail="...)
-	b, _ = appendQuotedTail(b, x.raw, tail)
+	b, _ = jsontext.AppendQuotedTail(b, x.raw, tail)
 	return append(b, ')')
 }

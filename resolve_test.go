@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -630,7 +631,7 @@ func TestResolveHugeValues(t *testing.T) {
 		t.Errorf("huge values not spliced intact (text %v, %d items, binary %v, last %s, mid %q)",
 			got.T == text, len(got.A), bytes.Equal(got.B, bin), got.Last, got.Mid)
 	}
-	if want := quotedLen([]byte(text)) + len(arr) + base64.StdEncoding.EncodedLen(len(bin)) + 2; len(out) < want || cap(out) != len(out) {
+	if want := jsontext.QuotedLen([]byte(text)) + len(arr) + base64.StdEncoding.EncodedLen(len(bin)) + 2; len(out) < want || cap(out) != len(out) {
 		t.Errorf("result %d bytes (cap %d), want at least %d and an exact allocation", len(out), cap(out), want)
 	}
 }
@@ -850,28 +851,6 @@ func BenchmarkResolve50MBTextBaselineMarshal(b *testing.B) {
 	}
 }
 
-// The bound is checked with quotedSize, so it must agree with what
-// appendQuoted writes, byte for byte.
-func TestQuotedSizeAgreesWithAppendQuoted(t *testing.T) {
-	var all []byte
-	for c := range 256 {
-		all = append(all, byte(c))
-	}
-	inputs := [][]byte{nil, []byte("a"), []byte("12345678"), []byte("plain ascii text of some length"), all}
-	for c := range 256 {
-		for _, n := range []int{1, 7, 8, 9, 17} {
-			b := bytes.Repeat([]byte{'x'}, n)
-			b[n-1] = byte(c)
-			inputs = append(inputs, b, bytes.Repeat([]byte{byte(c)}, n))
-		}
-	}
-	for _, in := range inputs {
-		if got, want := quotedSize(in), len(appendQuoted(nil, in)); got != want {
-			t.Errorf("quotedSize(%q) = %d, want %d", in, got, want)
-		}
-	}
-}
-
 // fuzzStore holds values of every kind for FuzzResolve: r1 an object with
 // awkward keys, r2 text, r3 binary, r4 a mixed array, r5 a number, r6 text
 // that looks like a reference, r7 JSON with escapes in its keys, r8 an
@@ -953,18 +932,18 @@ func checkResolve(t *testing.T, s, small *SessionValues, args []byte) {
 		if !errors.Is(err, ErrInvalidJSON) {
 			t.Fatalf("Resolve(%q): unexpected error %v", args, err)
 		}
-		if _, _, serr := scanJSON(args); serr == nil {
+		if serr := jsontext.Valid(args); serr == nil {
 			t.Fatalf("Resolve(%q) rejects JSON that scanJSON accepts: %v", args, err)
 		}
 		return
 	}
-	if _, _, serr := scanJSON(args); serr != nil {
+	if serr := jsontext.Valid(args); serr != nil {
 		t.Fatalf("Resolve(%q) accepts JSON that scanJSON rejects: %v", args, serr)
 	}
 	if !json.Valid(out) {
 		t.Fatalf("Resolve(%q) = %q, not valid JSON", args, out)
 	}
-	if _, _, serr := scanJSON(out); serr != nil {
+	if serr := jsontext.Valid(out); serr != nil {
 		t.Fatalf("Resolve(%q) = %q, rejected by scanJSON: %v", args, out, serr)
 	}
 	if len(resolved) == 0 && !bytes.Contains(args, []byte("$$")) && !bytes.Contains(args, []byte(`\u0024`)) && !bytes.Equal(out, args) {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentvalues/values/internal/jsontext"
+
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -214,8 +216,8 @@ func (s *Schema) put(c *compiled) {
 // ValidationError lists, instead of schema violations, each number and
 // container past a limit, with an Err wrapping [ErrTooComplex].
 func (s *Schema) Validate(args []byte) error {
-	if _, _, err := scanJSON(args); err != nil {
-		return err
+	if err := jsontext.Valid(args); err != nil {
+		return fmt.Errorf("values: %w", err)
 	}
 	return s.check(args, nil)
 }
@@ -313,12 +315,12 @@ func (e *ValidationError) Error() string {
 			break
 		}
 		b = append(b, '\n')
-		b = appendClipped(b, []byte(displayPointer(v.Pointer)), maxMessage)
+		b = jsontext.AppendClipped(b, []byte(displayPointer(v.Pointer)), maxMessage)
 		b = append(b, ": "...)
-		b = appendClipped(b, []byte(v.Message), maxMessage)
+		b = jsontext.AppendClipped(b, []byte(v.Message), maxMessage)
 		if v.Ref != "" && v.supplied() {
 			b = append(b, " (from "...)
-			b = appendClipped(b, []byte(v.Ref), maxMessage)
+			b = jsontext.AppendClipped(b, []byte(v.Ref), maxMessage)
 			b = append(b, ')')
 		}
 	}
@@ -411,90 +413,56 @@ func (s *Schema) check(args []byte, refs []Reference) error {
 }
 
 // checkLimits checks the validated JSON args against the limits of
-// validation in one pass, without recursion or allocation unless it finds
-// something, and returns a violation for each number and each container
-// past a limit (what such a container holds is skipped), at most
-// maxViolations of them, and the number of others. It also counts the
-// JSON values in args (containers, strings other than keys, numbers and
-// literals).
+// validation in one pass, without recursion, and returns a violation for
+// each number and each container past a limit (what such a container
+// holds is not looked at), at most maxViolations of them, and the number
+// of others. It also counts the JSON values in args (containers, strings
+// other than keys, numbers and literals).
 func checkLimits(args []byte) (vs []Violation, more, values int) {
-	// One frame per open container, as resolver.frames: the index of the
-	// current item of an array, or -1 minus the offset of the current key
-	// of an object.
-	var frames [MaxArgsDepth]int
-	var object [MaxArgsDepth]bool
-	depth := 0
-	wantKey := false // the next string is a key
+	var w jsontext.Walker
 	report := func(problem string) {
 		if len(vs) == maxViolations {
 			more++
 			return
 		}
 		err := fmt.Errorf("values: %w: %s", ErrTooComplex, problem)
-		vs = append(vs, Violation{Pointer: pointerOf(args, frames[:depth]), Message: strings.TrimPrefix(err.Error(), "values: "), Err: err})
+		vs = append(vs, Violation{Pointer: w.Pointer(args), Message: strings.TrimPrefix(err.Error(), "values: "), Err: err})
 	}
-	for i := 0; i < len(args); {
-		switch c := args[i]; {
-		case c == '"':
-			if wantKey {
-				frames[depth-1], wantKey = -1-i, false
-			} else {
-				values++
-			}
-			i = skipString(args, i)
-		case c == '{' || c == '[':
-			values++
-			if depth == MaxArgsDepth {
-				report(fmt.Sprintf("nested more than %d levels deep; pass a flatter value", MaxArgsDepth))
-				i = skipValue(args, i)
-				continue
-			}
-			frames[depth], object[depth] = 0, c == '{'
-			depth++
-			wantKey = c == '{'
-			i++
-		case c == '}' || c == ']':
-			depth--
-			wantKey = false
-			i++
-		case c == ',':
-			if object[depth-1] {
-				wantKey = true
-			} else {
-				frames[depth-1]++
-			}
-			i++
-		case c == '-' || '0' <= c && c <= '9':
-			values++
-			var problem string
-			if i, problem = checkNumber(args, i); problem != "" {
+	w.MaxDepth = MaxArgsDepth
+	w.TooDeep = func(int) error {
+		report(fmt.Sprintf("nested more than %d levels deep; pass a flatter value", MaxArgsDepth))
+		return nil
+	}
+	scalars := 0
+	err := w.Walk(args, func(start, end int) error {
+		scalars++
+		if c := args[start]; c == '-' || '0' <= c && c <= '9' {
+			if problem := checkNumber(args[start:end]); problem != "" {
 				report(problem)
 			}
-		case c == 't' || c == 'f' || c == 'n': // true, false, null
-			values++
-			i = skipValue(args, i)
-		default: // whitespace and ':'
-			i++
 		}
+		return nil
+	})
+	if err != nil {
+		panic("values: checkLimits: " + err.Error()) // args were validated
 	}
-	return vs, more, values
+	return vs, more, scalars + w.Containers()
 }
 
-// checkNumber checks the validated number starting at d[i] against
-// MaxNumberDigits and MaxNumberExponent, and returns the index after it
-// and what is wrong with it, if anything.
-func checkNumber(d []byte, i int) (end int, problem string) {
-	start := i
+// checkNumber checks the valid number d against MaxNumberDigits and
+// MaxNumberExponent, and returns what is wrong with it, if anything.
+func checkNumber(d []byte) (problem string) {
+	i, start := 0, 0
 	if d[i] == '-' {
 		i++
 	}
 	intStart := i
-	i = skipDigits(d, i)
+	i = jsontext.SkipDigits(d, i)
 	intEnd := i
 	fracStart, fracEnd := i, i
 	if i < len(d) && d[i] == '.' {
 		fracStart = i + 1
-		i = skipDigits(d, fracStart)
+		i = jsontext.SkipDigits(d, fracStart)
 		fracEnd = i
 	}
 	exp, expDigits := 0, 0
@@ -505,12 +473,11 @@ func checkNumber(d []byte, i int) (end int, problem string) {
 			i++
 		}
 		expStart := i
-		i = skipDigits(d, i)
+		i = jsontext.SkipDigits(d, i)
 		expDigits = i - expStart
-		for _, c := range d[expStart:i] {
-			if exp <= 1e8 { // saturate, far past the limit, without overflow
-				exp = exp*10 + int(c-'0')
-			}
+		var ok bool
+		if exp, ok = jsontext.ParseUint(d[expStart:i], 1e9); !ok {
+			exp = 1e9 // far past the limit: saturate rather than overflow
 		}
 		if neg {
 			exp = -exp
@@ -518,7 +485,7 @@ func checkNumber(d []byte, i int) (end int, problem string) {
 	}
 	num := d[start:i]
 	if n := intEnd - intStart + fracEnd - fracStart + expDigits; n > MaxNumberDigits {
-		return i, fmt.Sprintf("the number %s has %d digits, more than the %d that can be validated", clipNumber(num), n, MaxNumberDigits)
+		return fmt.Sprintf("the number %s has %d digits, more than the %d that can be validated", clipNumber(num), n, MaxNumberDigits)
 	}
 	// The power of ten of the first nonzero digit.
 	e10, zero := exp, true
@@ -529,23 +496,23 @@ func checkNumber(d []byte, i int) (end int, problem string) {
 	}
 	switch {
 	case zero && (e10 > MaxNumberExponent || e10 < -MaxNumberExponent):
-		return i, fmt.Sprintf("the number %s has an exponent beyond ±%d; write it as 0", clipNumber(num), MaxNumberExponent)
+		return fmt.Sprintf("the number %s has an exponent beyond ±%d; write it as 0", clipNumber(num), MaxNumberExponent)
 	case e10 > MaxNumberExponent:
-		return i, fmt.Sprintf("the number %s is too large to validate; magnitudes below 1e%d can be", clipNumber(num), MaxNumberExponent+1)
+		return fmt.Sprintf("the number %s is too large to validate; magnitudes below 1e%d can be", clipNumber(num), MaxNumberExponent+1)
 	case e10 < -MaxNumberExponent:
-		return i, fmt.Sprintf("the number %s is too close to zero to validate; write 0, or a magnitude of at least 1e-%d", clipNumber(num), MaxNumberExponent)
+		return fmt.Sprintf("the number %s is too close to zero to validate; write 0, or a magnitude of at least 1e-%d", clipNumber(num), MaxNumberExponent)
 	}
-	return i, ""
+	return ""
 }
 
 // clipNumber returns the number num as written, or its first and last
-// digits around an ellipsis when it is long.
+// digits around an jsontext.Ellipsis when it is long.
 func clipNumber(num []byte) string {
 	const keep = 12
-	if len(num) <= 2*keep+len(ellipsis) {
+	if len(num) <= 2*keep+len(jsontext.Ellipsis) {
 		return string(num)
 	}
-	return string(num[:keep]) + ellipsis + string(num[len(num)-keep:])
+	return string(num[:keep]) + jsontext.Ellipsis + string(num[len(num)-keep:])
 }
 
 // within reports whether the JSON pointer p is at or below base.

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -561,7 +562,7 @@ func FuzzCheckLimits(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		if _, _, err := scanJSON(args); err != nil {
+		if err := jsontext.Valid(args); err != nil {
 			return
 		}
 		vs, more, values := checkLimits(args)

@@ -86,6 +86,8 @@ import (
 	"sync"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // Kind is the type of a stored value.
@@ -114,7 +116,7 @@ func (k Kind) String() string {
 
 // ErrInvalidJSON is wrapped by the error [SessionValues.Put] returns for a
 // [json.RawMessage] that is not exactly one valid JSON value.
-var ErrInvalidJSON = errSyntax
+var ErrInvalidJSON = jsontext.ErrSyntax
 
 // Value is one stored value. It is immutable and safe for concurrent use;
 // copying a Value is cheap and shares the stored bytes. A value kept only in
@@ -192,7 +194,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	}
 	switch x.kind {
 	case KindText:
-		return appendQuoted(dst, x.raw)
+		return jsontext.AppendQuote(dst, x.raw)
 	case KindBinary:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, x.raw)
@@ -342,20 +344,13 @@ func (s *SessionValues) Handles() []string {
 	return hs
 }
 
-// parseHandle parses "r" followed by a decimal number without leading zeros.
-// At most 18 digits are accepted, so the number cannot overflow.
+// parseHandle parses "r" followed by a decimal number without leading
+// zeros; a number too large for an int is refused.
 func parseHandle(h string) (int, bool) {
-	if len(h) < 2 || len(h) > 19 || h[0] != 'r' || h[1] == '0' {
+	if len(h) < 2 || h[0] != 'r' || h[1] == '0' {
 		return 0, false
 	}
-	n := 0
-	for _, c := range h[1:] {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, n > 0
+	return jsontext.ParseUint(h[1:], maxInt)
 }
 
 func handleName(i int) string { return "r" + strconv.Itoa(i) }
@@ -443,7 +438,7 @@ func (s *SessionValues) PutOutput(out []byte) string {
 
 // classify builds the value PutOutput stores for b, which it owns.
 func classify(b []byte) *value {
-	if i := skipSpace(b, 0); i < len(b) && (b[i] == '{' || b[i] == '[') {
+	if i := jsontext.SkipSpace(b, 0); i < len(b) && (b[i] == '{' || b[i] == '[') {
 		if x, err := newJSON(b); err == nil {
 			return x
 		}
@@ -474,27 +469,27 @@ func newBinary(b []byte) *value {
 
 // newJSON validates and indexes b, which it owns, as one JSON value.
 func newJSON(b []byte) (*value, error) {
-	top, sh, err := scanJSON(b)
+	top, sh, err := jsontext.Scan(b, scanHead, scanTail)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("values: %w", err)
 	}
-	raw := b[top.start:top.end]
+	raw := b[top.Start:top.End]
 	switch raw[0] {
 	case '"':
-		return newTextOrBinary(appendUnescaped(nil, raw)), nil
+		return newTextOrBinary(jsontext.AppendUnquoted(nil, raw)), nil
 	case 't', 'f':
 		return &value{kind: KindBool, raw: raw}, nil
 	case 'n':
 		return &value{kind: KindNull, raw: raw}, nil
 	case '[', '{':
-		x := &value{kind: KindArray, raw: raw, n: sh.count}
+		x := &value{kind: KindArray, raw: raw, n: sh.Count}
 		if raw[0] == '{' {
 			x.kind = KindObject
 		}
 		x.elems = indexChildren(b, x.kind, &sh)
 		// Rebase spans onto raw.
 		for i := range x.elems {
-			x.elems[i].rebase(top.start)
+			x.elems[i].rebase(top.Start)
 		}
 		return x, nil
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tidwall/gjson"
 )
 
 // progressGrace is how long after a call's result the proxy still relays
@@ -255,14 +255,13 @@ func joinText(content []mcp.Content) (string, bool) {
 // mirrorsText reports whether structured content is only the text again: an
 // object with a single string member equal to text.
 func mirrorsText(structured json.RawMessage, text string) bool {
-	r := gjson.ParseBytes(structured)
-	if !r.IsObject() {
+	if jsontext.Valid(structured) != nil || structured[jsontext.SkipSpace(structured, 0)] != '{' {
 		return false
 	}
 	n, same := 0, false
-	r.ForEach(func(_, v gjson.Result) bool {
+	jsontext.EachChild(structured[jsontext.SkipSpace(structured, 0):], func(_, v []byte) bool {
 		n++
-		same = v.Type == gjson.String && v.Str == text
+		same = v[0] == '"' && jsontext.KeyEquals(v, text)
 		return n == 1
 	})
 	return n == 1 && same

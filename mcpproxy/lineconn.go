@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tidwall/gjson"
 )
 
 // DefaultMaxMessage is the largest JSON-RPC message, in bytes, a
@@ -303,15 +303,17 @@ func (c *lineConn) answer(data []byte, decodeErr error) {
 		return
 	}
 	id, idOK := messageID(data)
-	method := gjson.GetBytes(data, "method")
+	method, hasMethod := jsontext.Member(data, "method")
+	version, _ := jsontext.Member(data, "jsonrpc")
+	rawID, hasID := jsontext.Member(data, "id")
 	switch {
-	case gjson.GetBytes(data, "jsonrpc").Type != gjson.String || gjson.GetBytes(data, "jsonrpc").Str != "2.0":
-		c.replyOrLog(id, idOK, method.Exists(), jsonrpc.CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
-	case !idOK && gjson.GetBytes(data, "id").Exists():
-		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: an id is a string or a number, not "+clipText(gjson.GetBytes(data, "id").Raw))
-	case method.Exists() && method.Type != gjson.String:
+	case len(version) == 0 || version[0] != '"' || !jsontext.KeyEquals(version, "2.0"):
+		c.replyOrLog(id, idOK, hasMethod, jsonrpc.CodeInvalidRequest, `Invalid Request: "jsonrpc" must be "2.0"`)
+	case !idOK && hasID:
+		c.reply(nil, jsonrpc.CodeInvalidRequest, "Invalid Request: an id is a string or a number, not "+clipText(string(rawID)))
+	case hasMethod && method[0] != '"':
 		c.replyOrLog(id, idOK, true, jsonrpc.CodeInvalidRequest, `Invalid Request: "method" must be a string`)
-	case method.Exists():
+	case hasMethod:
 		c.replyOrLog(id, idOK, true, jsonrpc.CodeInvalidParams, "Invalid params: "+decodeProblem(data, decodeErr))
 	default:
 		c.logf("ignored a malformed response from the client: %s", decodeProblem(data, decodeErr))
@@ -358,7 +360,7 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 		return nil
 	}
 	id, idOK := messageID(data)
-	if !idOK || gjson.GetBytes(data, "method").Exists() {
+	if _, hasMethod := jsontext.Member(data, "method"); !idOK || hasMethod {
 		c.logf("ignored a message from the downstream server that could not be decoded: %s", decodeProblem(data, decodeErr))
 		return nil
 	}
@@ -367,11 +369,13 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 		return nil
 	}
 	resp := &jsonrpc.Response{ID: id}
-	result := gjson.GetBytes(data, "result")
-	if result.Exists() && !gjson.GetBytes(data, "error").Exists() && gjson.GetBytes(data, "jsonrpc").String() == "2.0" {
-		resp.Result = json.RawMessage(result.Raw)
+	result, hasResult := jsontext.Member(data, "result")
+	_, hasError := jsontext.Member(data, "error")
+	version, _ := jsontext.Member(data, "jsonrpc")
+	if hasResult && !hasError && len(version) > 0 && version[0] == '"' && jsontext.KeyEquals(version, "2.0") {
+		resp.Result = json.RawMessage(result)
 		c.settle(resp)
-		if resp.Error != nil || jsonDepth(resp.Result) < sdkMaxDepth {
+		if resp.Error != nil || jsontext.Depth(resp.Result) < sdkMaxDepth {
 			return resp
 		}
 	} else {
@@ -474,20 +478,28 @@ func (t *callTracker) done(id jsonrpc.ID) (string, bool) {
 	return m, ok
 }
 
-// messageID returns the id of the JSON object data, if it has a usable one
-// (a string or a number).
+// messageID returns the id of the valid JSON object data, if it has a
+// usable one (a string or a number).
 func messageID(data []byte) (jsonrpc.ID, bool) {
-	v := gjson.GetBytes(data, "id")
+	v, ok := jsontext.Member(data, "id")
+	if !ok {
+		return jsonrpc.ID{}, false
+	}
 	return idOf(v)
 }
 
-func idOf(v gjson.Result) (jsonrpc.ID, bool) {
+// idOf makes an id of the valid JSON value v, a string or a number.
+func idOf(v []byte) (jsonrpc.ID, bool) {
 	var raw any
-	switch v.Type {
-	case gjson.String:
-		raw = v.Str
-	case gjson.Number:
-		raw = v.Num // as the SDK decodes an id
+	switch v[0] {
+	case '"':
+		raw = string(jsontext.AppendUnquoted(nil, v))
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		f, err := strconv.ParseFloat(string(v), 64) // as the SDK decodes an id
+		if err != nil {
+			return jsonrpc.ID{}, false
+		}
+		raw = f
 	default:
 		return jsonrpc.ID{}, false
 	}
@@ -506,23 +518,23 @@ func findID(head, tail []byte) (jsonrpc.ID, bool) {
 	return tailID(tail)
 }
 
-// headID looks for "id" among the top-level members that fit in head.
+// headID looks for "id" among the top-level members of the object whose
+// first bytes are head, those that end before head does.
 func headID(head []byte) (jsonrpc.ID, bool) {
-	found := jsonrpc.ID{}
-	ok := false
-	r := gjson.ParseBytes(head)
-	if !r.IsObject() {
-		return found, false
-	}
-	r.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == "id" {
-			found, ok = idOf(v)
-			return false
+	found, ok := jsonrpc.ID{}, false
+	var w jsontext.Walker
+	w.Walk(head, func(start, end int) error { // head is cut: the walk ends in an error
+		if w.Depth() == 1 && end < len(head) && head[jsontext.SkipSpace(head, 0)] == '{' && w.Pointer(head) == "/id" {
+			found, ok = idOf(head[start:end])
+			return errFound
 		}
-		return true
+		return nil
 	})
 	return found, ok
 }
+
+// errFound ends a walk that found what it looked for.
+var errFound = errors.New("found")
 
 // tailID matches `,"id":<number or string>}` at the end of tail.
 func tailID(tail []byte) (jsonrpc.ID, bool) {
@@ -573,10 +585,10 @@ func tailID(tail []byte) (jsonrpc.ID, bool) {
 	if !bytes.HasSuffix(rest, []byte(",")) && !bytes.HasSuffix(rest, []byte("{")) {
 		return jsonrpc.ID{}, false
 	}
-	if !json.Valid(val) {
+	if jsontext.Valid(val) != nil {
 		return jsonrpc.ID{}, false
 	}
-	return idOf(gjson.ParseBytes(val))
+	return idOf(val)
 }
 
 // jsonProblem says why data is not a JSON value.
@@ -591,7 +603,7 @@ func jsonProblem(data []byte) string {
 
 // decodeProblem says why the SDK could not decode the valid JSON data.
 func decodeProblem(data []byte, err error) string {
-	if d := jsonDepth(data); d > sdkMaxDepth {
+	if d := jsontext.Depth(data); d > sdkMaxDepth {
 		return fmt.Sprintf("the message nests %d levels deep; at most %d can be decoded", d, sdkMaxDepth)
 	}
 	return clipText(err.Error())
@@ -612,35 +624,6 @@ func kindName(c byte) string {
 		return "an object"
 	}
 	return "a number"
-}
-
-// jsonDepth returns the deepest nesting of arrays and objects in the JSON
-// value data (0 for a scalar).
-func jsonDepth(data []byte) int {
-	depth, deepest := 0, 0
-	inString := false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // clipText clips s to clipLog bytes, quoting it, for a log line or an error.

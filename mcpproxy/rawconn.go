@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tidwall/gjson"
 )
 
 // rawStructuredKey names the one member of the object that stands in for a
@@ -112,54 +112,65 @@ func (p *Proxy) fixResult(method string, result json.RawMessage) (json.RawMessag
 // dropDeepTools returns a tools/list result without the tools that nest
 // deeper than maxToolDepth, logging each one left out.
 func (p *Proxy) dropDeepTools(result json.RawMessage) json.RawMessage {
-	if jsonDepth(result) <= maxToolDepth {
+	if jsontext.Depth(result) <= maxToolDepth || jsontext.Valid(result) != nil {
 		return result
 	}
-	tools := gjson.GetBytes(result, "tools")
-	if !tools.IsArray() || tools.Index <= 0 || tools.Index+len(tools.Raw) > len(result) {
+	tools, ok := jsontext.Member(result, "tools")
+	if !ok || tools[0] != '[' {
 		return result
 	}
-	out := append([]byte(nil), result[:tools.Index]...)
+	at := offsetIn(result, tools)
+	out := append([]byte(nil), result[:at]...)
 	out = append(out, '[')
 	n := 0
-	tools.ForEach(func(_, t gjson.Result) bool {
-		if d := jsonDepth([]byte(t.Raw)); d > maxToolDepth {
-			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %s: its definition nests %d levels deep, more than %d\n", clipText(t.Get("name").String()), d, maxToolDepth)
+	jsontext.EachChild(tools, func(_, t []byte) bool {
+		if d := jsontext.Depth(t); d > maxToolDepth {
+			var name string
+			if v, ok := jsontext.Member(t, "name"); ok && v[0] == '"' {
+				name = string(jsontext.AppendUnquoted(nil, v))
+			}
+			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %s: its definition nests %d levels deep, more than %d\n", clipText(name), d, maxToolDepth)
 			return true
 		}
 		if n > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, t.Raw...)
+		out = append(out, t...)
 		n++
 		return true
 	})
 	out = append(out, ']')
-	return append(out, result[tools.Index+len(tools.Raw):]...)
+	return append(out, result[at+len(tools):]...)
 }
+
+// offsetIn returns the offset of sub within outer; sub must be a subslice.
+func offsetIn(outer, sub []byte) int { return cap(outer) - cap(sub) }
 
 // wrapStructured returns result with its top-level structuredContent, if any,
 // replaced by the wrapper object. Anything unexpected leaves result as is.
 func wrapStructured(result json.RawMessage) json.RawMessage {
-	sc := gjson.GetBytes(result, "structuredContent")
-	// null is no structured content: left as is, the SDK decodes it to nil.
-	if !sc.Exists() || sc.Type == gjson.Null || sc.Index <= 0 || sc.Index+len(sc.Raw) > len(result) ||
-		!bytes.Equal(result[sc.Index:sc.Index+len(sc.Raw)], []byte(sc.Raw)) {
+	if jsontext.Valid(result) != nil {
 		return result
 	}
+	raw, ok := jsontext.Member(result, "structuredContent")
+	// null is no structured content: left as is, the SDK decodes it to nil.
+	if !ok || raw[0] == 'n' {
+		return result
+	}
+	at := offsetIn(result, raw)
 	var s bytes.Buffer
-	s.Grow(len(sc.Raw) + len(sc.Raw)/8 + 64)
+	s.Grow(len(raw) + len(raw)/8 + 64)
 	s.WriteString(`{"` + rawStructuredKey + `":`)
 	enc := json.NewEncoder(&s)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(sc.Raw); err != nil {
+	if err := enc.Encode(string(raw)); err != nil {
 		return result
 	}
 	s.WriteByte('}')
-	out := make([]byte, 0, len(result)-len(sc.Raw)+s.Len())
-	out = append(out, result[:sc.Index]...)
+	out := make([]byte, 0, len(result)-len(raw)+s.Len())
+	out = append(out, result[:at]...)
 	out = append(out, s.Bytes()...)
-	out = append(out, result[sc.Index+len(sc.Raw):]...)
+	out = append(out, result[at+len(raw):]...)
 	return out
 }
 

@@ -1,17 +1,18 @@
-package values
+package jsontext
 
 import (
 	"strconv"
 	"unicode/utf8"
 )
 
-// Ellipsis marks every elision in a preview.
-const ellipsis = "…"
+// Ellipsis marks every elision.
+const Ellipsis = "…"
 
-// headCut returns the largest n ≤ budget such that s[:n] does not end inside
-// a UTF-8 sequence. Bytes that are not part of a valid sequence count as one
-// character each, so invalid input is clipped without being split further.
-func headCut(s []byte, budget int) int {
+// HeadCut returns the largest n ≤ budget such that s[:n] does not end
+// inside a UTF-8 sequence. Bytes that are not part of a valid sequence
+// count as one character each, so invalid input is cut without being
+// split further.
+func HeadCut(s []byte, budget int) int {
 	if budget >= len(s) {
 		return len(s)
 	}
@@ -30,9 +31,9 @@ func headCut(s []byte, budget int) int {
 	return i
 }
 
-// tailCut returns the smallest n ≥ len(s)-budget such that s[n:] does not
+// TailCut returns the smallest n ≥ len(s)-budget such that s[n:] does not
 // start inside a UTF-8 sequence.
-func tailCut(s []byte, budget int) int {
+func TailCut(s []byte, budget int) int {
 	if budget >= len(s) {
 		return 0
 	}
@@ -54,41 +55,61 @@ func tailCut(s []byte, budget int) int {
 	return i
 }
 
-// clip returns s unchanged when it fits budget bytes, and otherwise its
-// longest UTF-8-safe prefix that leaves room for a trailing "…", followed
-// by "…". The result never exceeds budget when budget ≥ len("…").
-func clip(s []byte, budget int) []byte {
-	if len(s) <= budget {
-		return s
-	}
-	n := headCut(s, budget-len(ellipsis))
-	out := make([]byte, 0, n+len(ellipsis))
-	out = append(out, s[:n]...)
-	return append(out, ellipsis...)
-}
-
-// appendClipped appends clip(s, budget) to dst.
-func appendClipped(dst, s []byte, budget int) []byte {
+// AppendClipped appends s to dst when it fits budget bytes, and otherwise
+// its longest prefix that does not split a UTF-8 sequence and leaves room
+// for a trailing "…", then "…". What it appends never exceeds budget when
+// budget ≥ len(Ellipsis).
+func AppendClipped(dst, s []byte, budget int) []byte {
 	if len(s) <= budget {
 		return append(dst, s...)
 	}
-	dst = append(dst, s[:headCut(s, budget-len(ellipsis))]...)
-	return append(dst, ellipsis...)
+	dst = append(dst, s[:HeadCut(s, budget-len(Ellipsis))]...)
+	return append(dst, Ellipsis...)
 }
 
-// appendQuotedHead appends the start of the valid UTF-8 text s as a JSON
+// ShownMax is the number of bytes of a string from a model or a tool that
+// an error message or a log line shows ([ClipString]), so that a long
+// argument cannot make the message long.
+const ShownMax = 80
+
+// ClipString returns s when it fits ShownMax bytes, and otherwise its head
+// clipped to ShownMax bytes with "…". Its cost does not depend on len(s).
+func ClipString(s string) string {
+	if len(s) <= ShownMax {
+		return s
+	}
+	return string(AppendClipped(nil, []byte(s[:min(len(s), ShownMax+utf8.UTFMax)]), ShownMax))
+}
+
+// QuoteClipped returns ClipString(s) quoted as a Go string, for a message.
+func QuoteClipped(s string) string {
+	return strconv.Quote(ClipString(s))
+}
+
+// QuoteTail quotes s for a message keeping its end when it is long: "…"
+// and the last ShownMax bytes at most (the end of a path is where it went
+// wrong).
+func QuoteTail(s string) string {
+	if len(s) <= ShownMax {
+		return strconv.Quote(s)
+	}
+	t := []byte(s[max(0, len(s)-ShownMax-utf8.UTFMax):])
+	return strconv.Quote(Ellipsis + string(t[TailCut(t, ShownMax):]))
+}
+
+// AppendQuotedHead appends the start of the valid UTF-8 text s as a JSON
 // string of at most budget bytes (quotes included). When s does not fit
 // whole, the string ends in "…" inside the quotes. It reports whether s was
 // cut. Cost is proportional to budget, not to len(s).
-func appendQuotedHead(dst, s []byte, budget int) ([]byte, bool) {
+func AppendQuotedHead(dst, s []byte, budget int) ([]byte, bool) {
 	room := budget - 2 // the quotes
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
 		_, size := utf8.DecodeRune(s[i:])
 		w := charWidth(s[i : i+size])
 		// Keep room for the ellipsis unless this is the last character.
-		if need := w + len(ellipsis); need > room && !(i+size == len(s) && w <= room) {
-			dst = append(dst, ellipsis...)
+		if need := w + len(Ellipsis); need > room && !(i+size == len(s) && w <= room) {
+			dst = append(dst, Ellipsis...)
 			return append(dst, '"'), true
 		}
 		dst = appendChar(dst, s[i:i+size])
@@ -98,12 +119,12 @@ func appendQuotedHead(dst, s []byte, budget int) ([]byte, bool) {
 	return append(dst, '"'), false
 }
 
-// appendQuotedTail appends the end of the valid UTF-8 text s as a JSON
+// AppendQuotedTail appends the end of the valid UTF-8 text s as a JSON
 // string of at most budget bytes, starting with "…" inside the quotes when
 // s does not fit whole. It reports whether s was cut. Cost is proportional
 // to budget.
-func appendQuotedTail(dst, s []byte, budget int) ([]byte, bool) {
-	room := budget - 2 - len(ellipsis)
+func AppendQuotedTail(dst, s []byte, budget int) ([]byte, bool) {
+	room := budget - 2 - len(Ellipsis)
 	start := len(s)
 	for start > 0 && room > 0 {
 		_, size := utf8.DecodeLastRune(s[:start])
@@ -117,7 +138,7 @@ func appendQuotedTail(dst, s []byte, budget int) ([]byte, bool) {
 	dst = append(dst, '"')
 	cut := start > 0
 	if cut {
-		dst = append(dst, ellipsis...)
+		dst = append(dst, Ellipsis...)
 	}
 	for i := start; i < len(s); {
 		_, size := utf8.DecodeRune(s[i:])
@@ -133,7 +154,7 @@ func charWidth(c []byte) int {
 		if c[0] >= utf8.RuneSelf {
 			return len("\uFFFD")
 		}
-		return escapedLen(c[0])
+		return EscapedLen(c[0])
 	}
 	return len(c)
 }
@@ -145,22 +166,22 @@ func appendChar(dst, c []byte) []byte {
 		if c[0] >= utf8.RuneSelf {
 			return append(dst, "\uFFFD"...)
 		}
-		if !quoteSafe[c[0]] {
-			return appendEscape(dst, c[0])
+		if escLen[c[0]] != 1 {
+			return AppendEscape(dst, c[0])
 		}
 	}
 	return append(dst, c...)
 }
 
-// appendRawString appends the validated JSON string raw (quotes included)
+// AppendClippedString appends the valid JSON string raw (quotes included)
 // as it is when it fits budget bytes, and otherwise clipped before its
 // closing quote, never inside an escape or a UTF-8 sequence, and ending in
 // "…" inside the quotes. Cost is proportional to budget.
-func appendRawString(dst, raw []byte, budget int) []byte {
+func AppendClippedString(dst, raw []byte, budget int) []byte {
 	if len(raw) <= budget {
 		return append(dst, raw...)
 	}
-	room := budget - 1 - len(ellipsis) - 1 // opening quote, ellipsis, closing quote
+	room := budget - 1 - len(Ellipsis) - 1 // opening quote, ellipsis, closing quote
 	i := 1
 	for i < len(raw)-1 {
 		size := 1
@@ -178,35 +199,6 @@ func appendRawString(dst, raw []byte, budget int) []byte {
 		i += size
 	}
 	dst = append(dst, raw[:i]...)
-	dst = append(dst, ellipsis...)
+	dst = append(dst, Ellipsis...)
 	return append(dst, '"')
-}
-
-// shownMax is the number of bytes of a string from a model or a tool that
-// an error message shows, so that a long argument cannot make the message
-// long: a reference, a key, a path.
-const shownMax = 80
-
-// clipString returns s, or its head clipped to shownMax bytes with "…".
-// Its cost does not depend on len(s).
-func clipString(s string) string {
-	if len(s) <= shownMax {
-		return s
-	}
-	return string(clip([]byte(s[:min(len(s), shownMax+utf8.UTFMax)]), shownMax))
-}
-
-// quoteClipped returns clipString(s) quoted as a Go string.
-func quoteClipped(s string) string {
-	return strconv.Quote(clipString(s))
-}
-
-// quoteTail quotes s for a message, keeping its end when it is long ("…"
-// and the last shownMax bytes): the end of a path is where it went wrong.
-func quoteTail(s string) string {
-	if len(s) <= shownMax {
-		return strconv.Quote(s)
-	}
-	t := []byte(s[len(s)-shownMax-utf8.UTFMax:])
-	return strconv.Quote(ellipsis + string(t[tailCut(t, shownMax):]))
 }

@@ -1,0 +1,23 @@
+// Package jsontext is the JSON toolkit every layer of agentvalues shares,
+// working on raw bytes and never building a tree:
+//
+//   - [Scan] validates a document in one pass and records the spans of the
+//     first and last children of a top-level container (scan.go);
+//   - [Walker] walks a document, validating it, calling a [Visitor] for
+//     every scalar and keeping the JSON pointer of the value at hand
+//     (walk.go);
+//   - [SkipValue], [EachChild], [Member] and friends move over JSON that
+//     is already valid, without checking it again (skip.go);
+//   - [AppendQuote], [QuotedLen], [AppendUnquoted] and [StringStats] are the
+//     string codec, with one table of the bytes that need no escape
+//     (str.go);
+//   - [HeadCut], [TailCut], [AppendClipped] and [ClipString] cut UTF-8 text
+//     to a byte budget without splitting a character (cut.go);
+//   - [ParseUint] is the one decimal integer parser (uint.go).
+//
+// Nothing here recurses: nesting depth is bounded only by memory. Nothing
+// keeps state between calls, and every function is safe for concurrent
+// use. The functions documented as taking valid JSON trust their input and
+// may return nonsense or panic on anything else: give them only what Scan
+// or a Walker accepted.
+package jsontext

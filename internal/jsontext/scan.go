@@ -1,0 +1,445 @@
+package jsontext
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"unicode/utf8"
+)
+
+// ErrSyntax is wrapped by every error about invalid JSON.
+var ErrSyntax = errors.New("invalid JSON")
+
+// Span is a half-open byte range [Start, End) of a document.
+type Span struct{ Start, End int }
+
+// Of returns the bytes of b that s spans.
+func (s Span) Of(b []byte) []byte { return b[s.Start:s.End] }
+
+// Child is one direct child of a top-level container, as Scan records it.
+type Child struct {
+	Key Span // the key with its quotes, for an object field; zero for an array item
+	Val Span // the value
+}
+
+// MaxTail is the largest number of last children Scan can record.
+const MaxTail = 8
+
+// Shape is what Scan records of a top-level array or object: the number of
+// its children, the first ones and the last ones.
+type Shape struct {
+	Count int     // direct children
+	Head  []Child // the first children, as many as Scan was asked for
+	tail  [MaxTail]Child
+	ntail int // the ring size: the number of last children asked for
+}
+
+// Last returns the last k children in order; k must not exceed the number
+// Scan was asked to record, nor Count.
+func (sh *Shape) Last(k int) []Child {
+	out := make([]Child, 0, k)
+	for i := sh.Count - k; i < sh.Count; i++ {
+		out = append(out, sh.tail[i%sh.ntail])
+	}
+	return out
+}
+
+// add records the child c that ended at the top level.
+func (sh *Shape) add(c Child, head int) {
+	if sh.Count < head {
+		sh.Head = append(sh.Head, c)
+	}
+	if sh.ntail > 0 {
+		sh.tail[sh.Count%sh.ntail] = c
+	}
+	sh.Count++
+}
+
+// IsSpace reports whether c is JSON whitespace.
+func IsSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace, or len(d).
+func SkipSpace(d []byte, i int) int {
+	for i < len(d) && IsSpace(d[i]) {
+		i++
+	}
+	return i
+}
+
+// Scan validates d as exactly one JSON value (surrounding whitespace
+// allowed, strings valid UTF-8) in one pass, and returns the span of the
+// value without the whitespace. For a top-level array or object it also
+// records its number of children, the first head of them and the last
+// tail (tail ≤ MaxTail). An error wraps [ErrSyntax] and gives the byte
+// offset of the problem.
+//
+// A top-level array of at least 4 MiB is scanned by two goroutines when
+// GOMAXPROCS allows, each over about half of it; both have ended when Scan
+// returns.
+func Scan(d []byte, head, tail int) (top Span, sh Shape, err error) {
+	tail = min(max(tail, 0), MaxTail)
+	if len(d) >= splitScanMin && runtime.GOMAXPROCS(0) > 1 {
+		if top, sh, err, ok := scanSplit(d, head, tail); ok {
+			return top, sh, err
+		}
+	}
+	top, sh, err, _ = scanFrom(d, 0, false, -1, head, tail)
+	return top, sh, err
+}
+
+// Valid returns nil when d is exactly one valid JSON value, and otherwise
+// an error wrapping [ErrSyntax].
+func Valid(d []byte) error {
+	_, _, err := Scan(d, 0, 0)
+	return err
+}
+
+// splitScanMin is the size from which Scan splits the scan of an array in
+// two: below it, starting a goroutine costs more than it saves.
+const splitScanMin = 4 << 20
+
+// scanSplit scans a top-level array in two halves at once. The second
+// half starts at a guessed boundary between two items of the array; the
+// guess is confirmed when the scan of the first half arrives at that very
+// offset as the start of an item of the array (the rest of the document is
+// then context-free). When the guess was wrong, the first scan simply goes
+// on to the end and the second one's result is dropped. ok is false when d
+// is not an array or no boundary was found, and the caller scans alone.
+func scanSplit(d []byte, head, tail int) (top Span, sh Shape, err error, ok bool) {
+	start := SkipSpace(d, 0)
+	if start >= len(d) || d[start] != '[' {
+		return top, sh, nil, false
+	}
+	mid := guessItemStart(d, start+len(d)/2)
+	if mid < 0 {
+		return top, sh, nil, false
+	}
+	type result struct {
+		top Span
+		sh  Shape
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		t, s, e, _ := scanFrom(d, mid, true, -1, head, tail)
+		second <- result{t, s, e}
+	}()
+	top, sh, err, stopped := scanFrom(d, 0, false, mid, head, tail)
+	r := <-second // always wait: no goroutine outlives the call
+	if !stopped {
+		return top, sh, err, true // the guess was wrong; the first scan did it all
+	}
+	if r.err != nil {
+		return top, sh, r.err, true
+	}
+	top.End = r.top.End
+	return top, joinShapes(&sh, &r.sh, head), nil, true
+}
+
+// guessItemStart returns the first offset at or after from that follows
+// "}," or "]," (with optional whitespace) and starts an object or array: a
+// likely start of an item of a large array of objects or arrays. It
+// returns -1 when there is none within a small window.
+func guessItemStart(d []byte, from int) int {
+	const window = 1 << 20
+	for i, end := from, min(len(d), from+window); i < end; i++ {
+		if d[i] != ',' || i == 0 || (d[i-1] != '}' && d[i-1] != ']') {
+			continue
+		}
+		j := SkipSpace(d, i+1)
+		if j < len(d) && (d[j] == '{' || d[j] == '[') {
+			return j
+		}
+	}
+	return -1
+}
+
+// joinShapes returns the shape of an array whose items are those of a
+// followed by those of b.
+func joinShapes(a, b *Shape, head int) Shape {
+	sh := Shape{Count: a.Count + b.Count, Head: a.Head, ntail: a.ntail}
+	for _, c := range b.Head {
+		if len(sh.Head) == head {
+			break
+		}
+		sh.Head = append(sh.Head, c)
+	}
+	if sh.ntail == 0 {
+		return sh
+	}
+	last := append(a.Last(min(a.Count, a.ntail)), b.Last(min(b.Count, b.ntail))...)
+	last = last[max(0, len(last)-sh.ntail):]
+	for k, c := range last {
+		sh.tail[(sh.Count-len(last)+k)%sh.ntail] = c
+	}
+	return sh
+}
+
+// scanFrom is the scanner. With inArray false it scans d from offset from
+// as one whole JSON value. With inArray true it starts inside a top-level
+// array, at the item at offset from, and scans to the end of the document.
+// With stop ≥ 0 it stops, reporting stopped, when an item of a top-level
+// array starts exactly at offset stop, and gives up stopping once it has
+// gone past it.
+func scanFrom(d []byte, from int, inArray bool, stop, head, tail int) (top Span, sh Shape, err error, stopped bool) {
+	var (
+		stack    []byte // open containers, '[' or '{'
+		curStart int    // start of the current depth-1 child
+		curKey   Span   // key of the current depth-1 field
+	)
+	sh.ntail = tail
+	i := SkipSpace(d, from)
+	top.Start = i
+	if inArray {
+		stack = append(stack, '[')
+	}
+	for {
+		// A value starts at i (after optional whitespace).
+		i = SkipSpace(d, i)
+		if i >= len(d) {
+			return top, sh, syntaxErr(d, i, "unexpected end of input"), false
+		}
+		if len(stack) == 1 {
+			if i >= stop && stop >= 0 {
+				if i == stop && stack[0] == '[' {
+					return top, sh, nil, true
+				}
+				stop = -1
+			}
+			curStart = i
+		}
+		switch c := d[i]; c {
+		case '{', '[':
+			stack = append(stack, c)
+			i = SkipSpace(d, i+1)
+			if i < len(d) && d[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				var k Span
+				if i, k, err = scanKey(d, i); err != nil {
+					return top, sh, err, false
+				}
+				if len(stack) == 1 {
+					curKey = k
+				}
+			}
+			continue
+		case '"':
+			if i, err = scanString(d, i); err != nil {
+				return top, sh, err, false
+			}
+		default:
+			if i, err = scanScalar(d, i); err != nil {
+				return top, sh, err, false
+			}
+		}
+		// A value ended at i; close containers until one continues.
+		for {
+			switch len(stack) {
+			case 0:
+				top.End = i
+				if j := SkipSpace(d, i); j != len(d) {
+					return top, sh, syntaxErr(d, j, "unexpected data after the value"), false
+				}
+				return top, sh, nil, false
+			case 1:
+				sh.add(Child{Key: curKey, Val: Span{curStart, i}}, head)
+			}
+			i = SkipSpace(d, i)
+			if i >= len(d) {
+				return top, sh, syntaxErr(d, i, "unexpected end of input"), false
+			}
+			open := stack[len(stack)-1]
+			if d[i] == open+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if d[i] != ',' {
+				return top, sh, syntaxErr(d, i, fmt.Sprintf("want ',' or %q", open+2)), false
+			}
+			i++
+			if open == '{' {
+				var k Span
+				if i, k, err = scanKey(d, i); err != nil {
+					return top, sh, err, false
+				}
+				if len(stack) == 1 {
+					curKey = k
+				}
+			}
+			break
+		}
+	}
+}
+
+// scanKey scans `ws string ws ':'` and returns the index after the colon and
+// the span of the quoted key.
+func scanKey(d []byte, i int) (int, Span, error) {
+	i = SkipSpace(d, i)
+	if i >= len(d) || d[i] != '"' {
+		return i, Span{}, syntaxErr(d, i, "want an object key")
+	}
+	start := i
+	i, err := scanString(d, i)
+	if err != nil {
+		return i, Span{}, err
+	}
+	k := Span{start, i}
+	i = SkipSpace(d, i)
+	if i >= len(d) || d[i] != ':' {
+		return i, k, syntaxErr(d, i, "want ':' after an object key")
+	}
+	return i + 1, k, nil
+}
+
+// scanString validates the string starting at the quote d[i] and returns the
+// index after its closing quote. It looks at eight bytes at a time up to the
+// first byte that needs a closer look, so a short plain string (a key, a
+// name) costs one or two loads.
+func scanString(d []byte, i int) (int, error) {
+	i++
+	for {
+		for {
+			if i+8 > len(d) {
+				// Fewer than eight bytes left: one at a time.
+				for i < len(d) && d[i] < utf8.RuneSelf && escLen[d[i]] == 1 {
+					i++
+				}
+				if i >= len(d) {
+					return i, syntaxErr(d, i, "unterminated string")
+				}
+				break
+			}
+			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		switch c := d[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(d) {
+				return i, syntaxErr(d, i, "unterminated string")
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(d) || !isHex4(d[i+2:i+6]) {
+					return i, syntaxErr(d, i, `bad \u escape`)
+				}
+				i += 6
+			default:
+				return i, syntaxErr(d, i, "bad escape")
+			}
+		case c < 0x20:
+			return i, syntaxErr(d, i, "control character in string")
+		default:
+			r, n := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return i, syntaxErr(d, i, "invalid UTF-8 in string")
+			}
+			i += n
+		}
+	}
+}
+
+// specialBytes returns a mask whose lowest set bit is the high bit of the
+// first byte of w (in memory order) that is '"', '\\', a control character
+// or not ASCII, and 0 when there is none. Bits above the lowest may be
+// spurious (borrows of the byte-wise subtractions), so only the lowest is
+// used.
+func specialBytes(w uint64) uint64 {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	quote := w ^ (ones * '"')
+	slash := w ^ (ones * '\\')
+	return (w | (w - ones*0x20) | (quote-ones)&^quote | (slash-ones)&^slash) & highs
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// scanScalar validates a number or literal at d[i] and returns the index after it.
+func scanScalar(d []byte, i int) (int, error) {
+	switch d[i] {
+	case 't':
+		return scanLiteral(d, i, "true")
+	case 'f':
+		return scanLiteral(d, i, "false")
+	case 'n':
+		return scanLiteral(d, i, "null")
+	}
+	start := i
+	if d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		i = SkipDigits(d, i+1)
+	default:
+		return i, syntaxErr(d, start, "want a value")
+	}
+	if i < len(d) && d[i] == '.' {
+		j := SkipDigits(d, i+1)
+		if j == i+1 {
+			return j, syntaxErr(d, j, "want digits after '.'")
+		}
+		i = j
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		j := SkipDigits(d, i)
+		if j == i {
+			return j, syntaxErr(d, j, "want digits in exponent")
+		}
+		i = j
+	}
+	return i, nil
+}
+
+// SkipDigits returns the index of the first byte at or after i that is not
+// a decimal digit, or len(d).
+func SkipDigits(d []byte, i int) int {
+	for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func scanLiteral(d []byte, i int, lit string) (int, error) {
+	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
+		return i, syntaxErr(d, i, "want a value")
+	}
+	return i + len(lit), nil
+}
+
+// syntaxErr returns the error for invalid JSON at byte i of d.
+func syntaxErr(d []byte, i int, msg string) error {
+	if i >= len(d) {
+		return fmt.Errorf("%w: %s at end of input (byte %d)", ErrSyntax, msg, i)
+	}
+	return fmt.Errorf("%w: %s at byte %d", ErrSyntax, msg, i)
+}

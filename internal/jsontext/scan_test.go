@@ -1,0 +1,84 @@
+package jsontext
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestScanJSONAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`1`, `-0`, `-0.5e+10`, `01`, `1.`, `.5`, `1e`, `-`, `+1`, `"a`, `"\x"`, `"\u12"`, "\"\x01\"", `"\ud800"`,
+		`[1,]`, `[,1]`, `{"a"}`, `{"a":1,}`, `{1:2}`, `[1 2]`, `{}`, `[]`, ` [ ] `, `nul`, `true false`, "\"\xff\"",
+		`{"a":[{"b":null}]}`, `[[[]]]`, `]`, `}`, ``, ` `, `[1]x`, `"\/"`, "[\"\u2028\"]",
+	} {
+		_, _, err := Scan([]byte(in), 0, 0)
+		want := json.Valid([]byte(in)) && utf8.ValidString(in) // JSON text must be UTF-8 (RFC 8259 §8.1)
+		if got := err == nil; got != want {
+			t.Errorf("Scan(%q) valid = %v, want %v (err %v)", in, got, want, err)
+		}
+	}
+}
+
+// TestScanSplit checks both outcomes of the two-goroutine scan's guess of a
+// boundary between array items: confirmed, and wrong (inside an item).
+func TestScanSplit(t *testing.T) {
+	items := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, `{"id":%d,"tags":["x","y"]}`, i)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name      string
+		doc       string
+		confirmed bool
+	}{
+		{"array of objects", "[" + items(1000) + "]", true},
+		{"guess inside one big item", `[{"all":[` + items(1000) + `]}]`, false},
+		{"error in the second half", "[" + items(750) + ",{]" + items(250) + "]", true},
+		{"error in the first half", "[" + items(10) + ",}" + items(990) + "]", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := []byte(tt.doc)
+			mid := guessItemStart(d, len(d)/2)
+			if mid < 0 {
+				t.Fatal("no boundary guessed")
+			}
+			if _, _, _, stopped := scanFrom(d, 0, false, mid, 25, 2); stopped != tt.confirmed {
+				t.Errorf("guess at %d confirmed = %v, want %v", mid, stopped, tt.confirmed)
+			}
+			top1, sh1, err1, _ := scanFrom(d, 0, false, -1, 25, 2)
+			top2, sh2, err2, ok := scanSplit(d, 25, 2)
+			if !ok {
+				t.Fatal("scanSplit declined")
+			}
+			if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+				t.Fatalf("errors differ: %v / %v", err1, err2)
+			}
+			if err1 != nil {
+				return
+			}
+			if top1 != top2 || sh1.Count != sh2.Count {
+				t.Errorf("top %v/%v count %d/%d", top1, top2, sh1.Count, sh2.Count)
+			}
+			opt := cmp.AllowUnexported(Child{}, Span{})
+			if diff := cmp.Diff(sh1.Head, sh2.Head, opt); diff != "" {
+				t.Errorf("head (-one +split):\n%s", diff)
+			}
+			k := min(sh1.Count, 2)
+			if diff := cmp.Diff(sh1.Last(k), sh2.Last(k), opt); diff != "" {
+				t.Errorf("tail (-one +split):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package jsontext
+
+import "bytes"
+
+// The functions in this file move over valid JSON (see the package doc);
+// they do not check it again.
+
+// SkipValue returns the index after the valid value starting at d[i].
+func SkipValue(d []byte, i int) int {
+	switch d[i] {
+	case '"':
+		return SkipString(d, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(d); i++ {
+			switch d[i] {
+			case '"':
+				i = SkipString(d, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default:
+		for i < len(d) {
+			switch d[i] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// SkipString returns the index after the valid string starting at the
+// quote d[i].
+func SkipString(d []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(d[i:], '"')
+		if j < 0 {
+			return len(d)
+		}
+		i += j
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for k := i - 1; d[k] == '\\'; k-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
+}
+
+// EachChild calls fn for every direct child of the valid array or object
+// d, in order, until fn returns false. key is the quoted key of an object
+// field and nil for an array item. d may run on past the container's end:
+// EachChild stops at its closing bracket.
+func EachChild(d []byte, fn func(key, val []byte) bool) {
+	i := SkipSpace(d, 1)
+	for i < len(d) && d[i] != ']' && d[i] != '}' {
+		var key []byte
+		if d[0] == '{' {
+			end := SkipString(d, i)
+			key = d[i:end]
+			i = SkipSpace(d, end)
+			i = SkipSpace(d, i+1) // the colon
+		}
+		end := SkipValue(d, i)
+		if !fn(key, d[i:end]) {
+			return
+		}
+		i = SkipSpace(d, end)
+		if i < len(d) && d[i] == ',' {
+			i = SkipSpace(d, i+1)
+		}
+	}
+}
+
+// CountChildren returns the number of direct children of the valid array
+// or object d.
+func CountChildren(d []byte) int {
+	n := 0
+	EachChild(d, func(_, _ []byte) bool { n++; return true })
+	return n
+}
+
+// Member returns the value of the field named key in the valid object
+// obj (leading whitespace allowed), and whether there is one. Of duplicate keys the last wins, as in
+// encoding/json and JavaScript, so the whole object is scanned. For
+// anything but an object it returns false.
+func Member(obj []byte, key string) (val []byte, ok bool) {
+	obj = obj[SkipSpace(obj, 0):]
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil, false
+	}
+	EachChild(obj, func(k, v []byte) bool {
+		if KeyEquals(k, key) {
+			val, ok = v, true
+		}
+		return true
+	})
+	return val, ok
+}
+
+// Depth returns the deepest nesting of arrays and objects in the JSON d:
+// 0 for a scalar, 1 for [1], 2 for [[1]] or {"a":[]}. Unlike the other
+// functions here it takes any bytes, valid JSON or not, and counts the
+// brackets outside strings.
+func Depth(d []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(d); i++ {
+		switch d[i] {
+		case '"':
+			i = SkipString(d, i) - 1
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}

@@ -1,0 +1,300 @@
+package jsontext
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// This file is the JSON string codec: quoting text as a JSON string
+// without decoding it twice, and decoding valid JSON strings, whole or a
+// window at a time.
+
+const hexDigits = "0123456789abcdef"
+
+// escLen is the number of bytes AppendQuote writes for a byte: 1 for a
+// byte it copies (bytes at or above 0x80 included: the text is valid
+// UTF-8), 2 for '"', '\\' and the control characters with a short escape,
+// 6 for the other control characters ("\u0001").
+var escLen = func() (t [256]uint8) {
+	for c := range 256 {
+		t[c] = 1
+	}
+	for c := range 0x20 {
+		t[c] = 6
+	}
+	for _, c := range []byte{'"', '\\', '\n', '\r', '\t', '\b', '\f'} {
+		t[c] = 2
+	}
+	return t
+}()
+
+// EscapedLen returns the number of bytes AppendQuote writes for the byte c
+// of valid UTF-8 text: 1 when c needs no escape.
+func EscapedLen(c byte) int { return int(escLen[c]) }
+
+// AppendQuote appends s, which must be valid UTF-8, as a JSON string.
+// Unlike encoding/json it does not escape <, > and &, so a tool receives
+// the text a person would expect to see. It looks at eight bytes at a
+// time.
+func AppendQuote(dst []byte, s []byte) []byte {
+	if cap(dst)-len(dst) < len(s)+2 {
+		dst = append(make([]byte, 0, len(dst)+len(s)+len(s)/16+2), dst...)
+	}
+	dst = append(dst, '"')
+	for len(s) > 0 {
+		i := 0
+		for i+8 <= len(s) {
+			if m := quoteBytes(binary.LittleEndian.Uint64(s[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(s) && escLen[s[i]] == 1 {
+			i++
+		}
+		dst = append(dst, s[:i]...)
+		if i == len(s) {
+			break
+		}
+		dst = AppendEscape(dst, s[i])
+		s = s[i+1:]
+	}
+	return append(dst, '"')
+}
+
+// QuotedLen returns len(AppendQuote(nil, s)) without writing it, eight
+// bytes at a time: each '"' and '\\' adds one byte, each control
+// character one or five.
+func QuotedLen(s []byte) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+		low7  = 0x7f7f7f7f7f7f7f7f
+	)
+	n := len(s) + 2
+	for len(s) >= 8 {
+		w := binary.LittleEndian.Uint64(s)
+		s = s[8:]
+		// Exact byte-wise tests (no carry crosses a byte): the high bit of
+		// a byte of qb is set where w holds '"' or '\\', of ctrl where it
+		// holds a byte below 0x20.
+		q := w ^ (ones * '"')
+		b := w ^ (ones * '\\')
+		qb := ^((q & low7) + low7 | q) | ^((b & low7) + low7 | b)
+		ctrl := ^((w & low7) + ones*0x60 | w) & highs
+		n += bits.OnesCount64(qb & highs)
+		for ctrl != 0 {
+			n += int(escLen[byte(w>>(bits.TrailingZeros64(ctrl)&^7))]) - 1
+			ctrl &= ctrl - 1
+		}
+	}
+	for _, c := range s {
+		n += int(escLen[c]) - 1
+	}
+	return n
+}
+
+// quoteBytes returns a mask with the high bit set of each byte of w that
+// AppendQuote must escape: '"', '\\' and control characters. Each byte is
+// tested on its own (no carries cross bytes), so every set bit is exact.
+func quoteBytes(w uint64) uint64 {
+	const (
+		ones  = 0x0101010101010101
+		low7  = 0x7f7f7f7f7f7f7f7f
+		highs = 0x8080808080808080
+	)
+	q := w ^ (ones * '"')
+	b := w ^ (ones * '\\')
+	return (^((q & low7) + low7 | q) | ^((b & low7) + low7 | b) | ^((w & low7) + ones*0x60 | w)) & highs
+}
+
+// AppendEscape appends the JSON escape of the byte c, which is '"', '\\'
+// or a control character.
+func AppendEscape(dst []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	}
+	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+}
+
+// DecodeEscape decodes the escape at raw[i] (a backslash) of a valid JSON
+// string and returns the rune and the escape's length in raw. A lone
+// UTF-16 surrogate decodes to U+FFFD, as in encoding/json.
+func DecodeEscape(raw []byte, i int) (rune, int) {
+	switch raw[i+1] {
+	case 'n':
+		return '\n', 2
+	case 't':
+		return '\t', 2
+	case 'r':
+		return '\r', 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'u':
+		r := hex4(raw[i+2 : i+6])
+		if !utf16.IsSurrogate(r) {
+			return r, 6
+		}
+		if i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+			if r2 := utf16.DecodeRune(r, hex4(raw[i+8:i+12])); r2 != utf8.RuneError {
+				return r2, 12
+			}
+		}
+		return utf8.RuneError, 6
+	}
+	return rune(raw[i+1]), 2 // '"', '\\', '/'
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// AppendUnquoted appends the decoding of the valid JSON string raw
+// (quotes included) to dst.
+func AppendUnquoted(dst, raw []byte) []byte {
+	raw = raw[1 : len(raw)-1]
+	for len(raw) > 0 {
+		i := bytes.IndexByte(raw, '\\')
+		if i < 0 {
+			return append(dst, raw...)
+		}
+		dst = append(dst, raw[:i]...)
+		r, n := DecodeEscape(raw, i)
+		dst = utf8.AppendRune(dst, r)
+		raw = raw[i+n:]
+	}
+	return dst
+}
+
+// StringStats returns the byte length and the line count of the decoding
+// of the valid JSON string raw (quotes included), without decoding it: a
+// line ends at each newline, and text after the last one is a line too.
+func StringStats(raw []byte) (n, lines int) {
+	body := raw[1 : len(raw)-1]
+	endsInNewline := false
+	for i := 0; i < len(body); {
+		j := bytes.IndexByte(body[i:], '\\')
+		if j < 0 {
+			n += len(body) - i
+			endsInNewline = false
+			break
+		}
+		n += j
+		r, k := DecodeEscape(body, i+j)
+		n += utf8.RuneLen(r)
+		i += j + k
+		endsInNewline = r == '\n'
+		if endsInNewline {
+			lines++
+		}
+	}
+	if n > 0 && !endsInNewline {
+		lines++
+	}
+	return n, lines
+}
+
+// KeyEquals reports whether the valid JSON string raw (quotes included)
+// decodes to s.
+func KeyEquals(raw []byte, s string) bool {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body) == s
+	}
+	if len(body) < len(s) { // escapes only ever shrink when decoded
+		return false
+	}
+	return string(AppendUnquoted(nil, raw)) == s
+}
+
+// StringSeek returns the first character boundary pos ≥ off of the
+// decoding of the valid JSON string body b (without its quotes), and the
+// index in b of the character that starts there. off must be less than
+// the decoded length.
+func StringSeek(b []byte, off int) (pos, at int) {
+	for at < len(b) && pos < off {
+		j := bytes.IndexByte(b[at:], '\\')
+		if j < 0 {
+			j = len(b) - at
+		}
+		if pos+j >= off { // off falls in this run of plain bytes
+			at += off - pos
+			pos = off
+			for k := 0; k < utf8.UTFMax-1 && at < len(b) && !utf8.RuneStart(b[at]); k++ {
+				at++
+				pos++
+			}
+			return pos, at
+		}
+		pos += j
+		at += j
+		r, k := DecodeEscape(b, at)
+		pos += utf8.RuneLen(r)
+		at += k
+	}
+	return pos, at
+}
+
+// AppendStringWindow appends to dst the longest run of whole characters,
+// at most budget bytes, of the decoding of the valid JSON string body b
+// (without its quotes) from index at, a character start. Its cost is
+// proportional to budget.
+func AppendStringWindow(dst, b []byte, at, budget int) []byte {
+	room := budget
+	for at < len(b) && room > 0 {
+		// Look one character past room, so HeadCut sees the whole character
+		// that straddles it.
+		run := b[at:min(len(b), at+room+utf8.UTFMax)]
+		j := bytes.IndexByte(run, '\\')
+		if j < 0 {
+			j = len(run)
+		}
+		if j > 0 {
+			n := HeadCut(run[:j], room)
+			dst = append(dst, run[:n]...)
+			if n < j {
+				return dst
+			}
+			room -= n
+			at += n
+			continue
+		}
+		r, k := DecodeEscape(b, at)
+		if utf8.RuneLen(r) > room {
+			return dst
+		}
+		dst = utf8.AppendRune(dst, r)
+		room -= utf8.RuneLen(r)
+		at += k
+	}
+	return dst
+}

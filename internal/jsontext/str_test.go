@@ -1,0 +1,52 @@
+package jsontext
+
+import (
+	"bytes"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestStringSeekAndLen(t *testing.T) {
+	// Agreement with AppendUnquoted at every offset, for every escape.
+	raw := []byte(`"a\n\u00e9\ud83d\ude00\ud800\"\\\/日x\u0000"`)
+	dec := AppendUnquoted(nil, raw)
+	body := raw[1 : len(raw)-1]
+	if n, _ := StringStats(raw); n != len(dec) {
+		t.Fatalf("StringStats = %d, want %d", n, len(dec))
+	}
+	for off := 0; off < len(dec); off++ {
+		pos, at := StringSeek(body, off)
+		want := off
+		for want < len(dec) && !utf8.RuneStart(dec[want]) {
+			want++
+		}
+		if pos != want {
+			t.Fatalf("StringSeek(%d) = %d, want %d", off, pos, want)
+		}
+		if got := AppendStringWindow(nil, body, at, len(dec)); !bytes.Equal(got, dec[pos:]) {
+			t.Fatalf("window from %d = %q, want %q", pos, got, dec[pos:])
+		}
+	}
+}
+
+// The bound is checked with quotedSize, so it must agree with what
+// AppendQuote writes, byte for byte.
+func TestQuotedLenAgreesWithAppendQuote(t *testing.T) {
+	var all []byte
+	for c := range 256 {
+		all = append(all, byte(c))
+	}
+	inputs := [][]byte{nil, []byte("a"), []byte("12345678"), []byte("plain ascii text of some length"), all}
+	for c := range 256 {
+		for _, n := range []int{1, 7, 8, 9, 17} {
+			b := bytes.Repeat([]byte{'x'}, n)
+			b[n-1] = byte(c)
+			inputs = append(inputs, b, bytes.Repeat([]byte{byte(c)}, n))
+		}
+	}
+	for _, in := range inputs {
+		if got, want := QuotedLen(in), len(AppendQuote(nil, in)); got != want {
+			t.Errorf("QuotedLen(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,404 @@
+package values
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentvalues/values/internal/jsontext"
+)
+
+// This file finds the value or part a reference names.
+
+// walkCache remembers, within one call of Resolve, the containers that
+// path lookups reached by scanning at least walkCacheMin bytes, and the
+// values they read back from the durable store, by the reference that
+// names them, so that many paths through one large value ("$r1.rows.0.id",
+// "$r1.rows.1.id", …) scan it, or read it back, once. The zero value is an
+// empty cache that allocates nothing until a lookup scans that much.
+type walkCache struct {
+	m map[string]walkEntry // keyed by refPath.key
+}
+
+type walkEntry struct {
+	whole Value  // the stored value, in memory
+	part  []byte // the container, a subslice of its bytes
+	open  bool   // part runs on past the container's end
+	count int    // the container's items or keys when known, or -1
+	// For an array, where the item after the last one taken starts: its
+	// index and offset in part (0, 0 before any), so that ascending
+	// indexes ("$r1.rows.0.id", "$r1.rows.1.id", …) walk it once in all.
+	next, nextOff int
+}
+
+// Walk cache limits: a step of a lookup is remembered when it scanned at
+// least walkCacheMin bytes (shorter ones are cheap to repeat, and small
+// calls stay allocation-free), and only within the first walkCacheDepth
+// segments of a path, so that probing the cache costs a bounded number of
+// map lookups per distinct reference.
+const (
+	walkCacheMin   = 4 << 10
+	walkCacheDepth = 16
+)
+
+// longest returns the entry for the longest prefix of r, among those with
+// at most walkCacheDepth segments, that c holds, the index in r.segs after
+// it, and the number of segments it covers; ok is false when c holds none,
+// and for a reference without a path. c may be nil.
+func (c *walkCache) longest(r refPath) (e walkEntry, at, segs int, ok bool) {
+	if c == nil || c.m == nil || r.segs == "" {
+		return e, 0, 0, false
+	}
+	e, ok = c.m[r.key(0)]
+	for i, n := 0, 1; i < len(r.segs) && n <= walkCacheDepth; n++ {
+		i = segmentEnd(r.segs, i)
+		if hit, found := c.m[r.key(i)]; found {
+			e, at, segs, ok = hit, i, n, true
+		}
+	}
+	return e, at, segs, ok
+}
+
+// add remembers that r.prefix(at) names e.
+func (c *walkCache) add(r refPath, at int, e walkEntry) {
+	if c.m == nil {
+		c.m = make(map[string]walkEntry)
+	}
+	c.m[r.key(at)] = e
+}
+
+// errScanBudget is returned by lookupPath when a lookup would scan more
+// than it may.
+var errScanBudget = errors.New("values: scan budget exceeded")
+
+// lookupPath finds what r names. whole is the stored value; part is nil
+// when r has no path, and otherwise the JSON of the part of whole the path
+// names (a subslice of the stored bytes, which must not be modified). Its
+// errors wrap [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
+//
+// Within one call of Resolve it starts from the longest prefix of r that c
+// holds (c may be nil) and adds to c the values it reads back, the stored
+// value itself when large, and the containers it reaches by long scans. It
+// reports the bytes it scanned: nothing for a jsontext.Child of the stored value
+// that Put indexed (see indexedChild); each object it passes through whole
+// (the last of duplicate keys wins); each array up to the start of the
+// item it descends into, or the end of the item it returns, from where the
+// previous lookup through it in c stopped when that was before the item,
+// and whole first when a negative index needs its length; and the whole
+// value when it was read back from the durable store. When that would
+// exceed limit it fails with errScanBudget, having scanned at most one
+// array item past the limit.
+func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Value, part []byte, scanned int, err error) {
+	w := walker{r: r, limit: limit, count: -1, key: -1}
+	e, start, depth, ok := c.longest(r)
+	if ok {
+		w.whole, w.cur, w.open, w.count, w.key, w.depth = e.whole, e.part, e.open, e.count, start, depth
+	} else if done, err := s.walkFromValue(&w, c); done || err != nil {
+		return w.whole, nil, w.scanned, err
+	}
+	for i := start; i < len(r.segs); {
+		at := i // cur is what r.prefix(at) names
+		var seg string
+		seg, i = nextSegment(r.segs, i)
+		w.depth++
+		var found []byte
+		if at == 0 {
+			found = indexedChild(w.whole.get(), seg)
+		}
+		step, open := 0, false
+		if found == nil {
+			var err error
+			switch w.cur[0] {
+			case '{':
+				found, step, err = w.field(at, seg)
+			case '[':
+				found, step, open, err = w.item(c, at, seg, i > len(r.segs))
+			default:
+				err = fmt.Errorf("values: %s: %w: %s is %s, which has no fields or items", r.quoted(), ErrNoPath, r.prefixShown(at), kindOf(w.cur[0]))
+			}
+			if err != nil {
+				return w.whole, nil, w.scanned + step, err
+			}
+		}
+		w.enter(c, i, found, open, step)
+	}
+	part = w.cur
+	if w.open {
+		part = part[:jsontext.SkipValue(part, 0)]
+	}
+	return w.whole, part, w.scanned, nil
+}
+
+// walker is the state of one lookupPath.
+type walker struct {
+	r       refPath
+	limit   int // bytes it may scan
+	scanned int
+	depth   int // segments walked
+
+	whole Value
+	cur   []byte // the container reached; runs on past its end when open
+	open  bool
+	count int // the length of the array cur, when known, or -1
+	key   int // cur is the cache's entry for r.key(key), when at least 0
+}
+
+// The walker's cache is passed to its methods rather than kept in it, so
+// that it stays on the stack of the Resolve call that owns it.
+
+// walkFromValue starts w at the stored value r names, reading it back
+// from the durable store when only that holds it, and reports whether
+// the lookup ends there (a reference without a path).
+func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err error) {
+	r := w.r
+	s.mu.RLock()
+	n := len(s.vals)
+	if r.index <= n {
+		w.whole = s.vals[r.index-1]
+	}
+	s.mu.RUnlock()
+	if r.index > n {
+		if n == 0 {
+			return true, fmt.Errorf("values: %s is %w; no values are stored yet", r.quoted(), ErrUnknownHandle)
+		}
+		return true, fmt.Errorf("values: %s is %w; stored: %s", r.quoted(), ErrUnknownHandle, storedRange(n))
+	}
+	stored := w.whole
+	if w.whole, err = s.materialize(r, w.whole); err != nil { // read back a value kept only in the durable store
+		return true, err
+	}
+	if r.segs == "" {
+		return true, nil
+	}
+	x := w.whole.get()
+	if w.whole.v != stored.v { // read back (or held by the store): charged whole, once
+		if w.scanned = len(x.raw); w.scanned > w.limit {
+			w.scanned = 0
+			return true, errScanBudget
+		}
+	}
+	if x.kind != KindArray && x.kind != KindObject {
+		return true, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, jsontext.ClipString(r.handle), x.kind)
+	}
+	w.cur, w.count = x.raw, x.n // n was counted at Put
+	if c != nil && (w.whole.v != stored.v || len(w.cur) >= walkCacheMin) {
+		// Remember the value, so that a value read back is read once and
+		// the walks of later lookups through a large array resume.
+		c.add(r, 0, walkEntry{whole: w.whole, part: w.cur, count: w.count})
+		w.key = 0
+	}
+	return false, nil
+}
+
+// enter moves w to found, the jsontext.Child that the segment ending before index
+// i of the path names, found by scanning step bytes, and remembers it in
+// the cache when that scan was long or found is a large container.
+func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
+	w.scanned += step
+	w.cur, w.open, w.count, w.key = found, open, -1, -1
+	long := step >= walkCacheMin || !open && len(found) >= walkCacheMin
+	if c != nil && long && w.depth <= walkCacheDepth && (found[0] == '{' || found[0] == '[') {
+		c.add(w.r, i, walkEntry{whole: w.whole, part: found, open: open, count: -1})
+		w.key = i
+	}
+}
+
+// field returns the value of the key seg in the object w.cur (the last of
+// duplicate keys), and the bytes scanned: the whole object.
+func (w *walker) field(at int, seg string) (found []byte, step int, err error) {
+	d := w.cur
+	budget := w.limit - w.scanned
+	i := jsontext.SkipSpace(d, 1)
+	for d[i] != '}' {
+		end := jsontext.SkipString(d, i)
+		k := d[i:end]
+		i = jsontext.SkipSpace(d, jsontext.SkipSpace(d, end)+1) // the colon
+		end = jsontext.SkipValue(d, i)
+		if end > budget {
+			return nil, 0, errScanBudget
+		}
+		if jsontext.KeyEquals(k, seg) {
+			found = d[i:end] // the last duplicate wins, as in encoding/json
+		}
+		if i = jsontext.SkipSpace(d, end); d[i] == ',' {
+			i = jsontext.SkipSpace(d, i+1)
+		}
+	}
+	if step = i + 1; step > budget {
+		return nil, 0, errScanBudget
+	}
+	if found == nil {
+		return nil, step, fmt.Errorf("values: %s: %w: %s has no key %s%s", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg), keyList(d))
+	}
+	return found, step, nil
+}
+
+// item returns the item of the array w.cur that the index seg names, and
+// the bytes scanned. When last is false the item is to be descended into:
+// it is returned open, running on past its end, so that a deep path is
+// not scanned once per level.
+func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte, step int, open bool, err error) {
+	idx, ok := parseIndex(seg)
+	if !ok {
+		return nil, 0, false, fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg))
+	}
+	var ce walkEntry // cur's cache entry
+	if w.key >= 0 {
+		ce = c.m[w.r.key(w.key)]
+	}
+	budget := w.limit - w.scanned
+	if idx < 0 && w.count < 0 {
+		_, end, _, n := walkArray(w.cur, 0, 0, maxInt, budget, false)
+		if end < 0 {
+			return nil, 0, false, errScanBudget
+		}
+		step, w.count = end, n
+		if w.key >= 0 {
+			ce.count = n
+			c.m[w.r.key(w.key)] = ce
+		}
+	}
+	if idx < 0 {
+		idx += w.count
+	}
+	k, from := 0, 0 // walk from item k at offset from
+	if ce.next > 0 && ce.next <= idx {
+		k, from = ce.next, ce.nextOff
+	}
+	if idx >= 0 {
+		var end, next int
+		found, end, next, k = walkArray(w.cur, k, from, idx, budget-step, !last)
+		if end < 0 {
+			return nil, 0, false, errScanBudget
+		}
+		step += end - from
+		if found != nil && w.key >= 0 {
+			ce.next, ce.nextOff = idx+1, next
+			if !last {
+				ce.next = idx // next is not known: resume at this item
+			}
+			c.m[w.r.key(w.key)] = ce
+		}
+	}
+	if found == nil { // walked to the end, or not at all
+		if w.count < 0 {
+			w.count = k
+		}
+		return nil, step, false, fmt.Errorf("values: %s: %w: index %s is out of range for %s, an array of %d items", w.r.quoted(), ErrNoPath, seg, w.r.prefixShown(at), w.count)
+	}
+	return found, step, !last, nil
+}
+
+// indexedChild returns the jsontext.Child of the stored array or object x that seg
+// names when the index Put made of x holds it (a head or tail item of an
+// array, a field of an object small enough to be indexed whole, the last
+// of duplicate keys winning), and nil otherwise.
+func indexedChild(x *value, seg string) []byte {
+	switch x.kind {
+	case KindArray:
+		idx, ok := parseIndex(seg)
+		if !ok {
+			return nil
+		}
+		if idx < 0 {
+			idx += x.n
+		}
+		if idx < 0 || idx >= x.n {
+			return nil
+		}
+		i := -1
+		switch {
+		case x.n == len(x.elems):
+			i = idx
+		case len(x.elems) == arrayHeadItems+arrayTailItems && idx < arrayHeadItems:
+			i = idx
+		case len(x.elems) == arrayHeadItems+arrayTailItems && idx >= x.n-arrayTailItems:
+			i = arrayHeadItems + idx - (x.n - arrayTailItems)
+		}
+		if i < 0 {
+			return nil
+		}
+		return x.elems[i].val.Of(x.raw)
+	case KindObject:
+		if x.n != len(x.elems) || x.n > objectFieldsMax {
+			return nil // only some keys are indexed
+		}
+		var found []byte
+		for i := range x.elems {
+			if jsontext.KeyEquals(x.elems[i].key.Of(x.raw), seg) {
+				found = x.elems[i].val.Of(x.raw)
+			}
+		}
+		return found
+	}
+	return nil
+}
+
+// walkArray walks the validated array d from its item k, which starts at
+// offset from (0 for the array's start, with k 0), to its item idx (idx ≥
+// k), scanning no further than offset from+limit. It returns the item, the
+// offset of its end and the offset where the next item starts; or, when
+// open, the rest of d from the item's start, that offset as the end, and
+// the same as next (the item itself is not scanned); or, when the array
+// ends first, nil, the offset of its end and the number of items; or a
+// negative end when the walk would go past the limit.
+func walkArray(d []byte, k, from, idx, limit int, open bool) (item []byte, end, next, n int) {
+	i := from
+	if i == 0 {
+		i = jsontext.SkipSpace(d, 1)
+	}
+	for ; d[i] != ']'; k++ {
+		if k == idx && open {
+			if i-from > limit {
+				return nil, -1, 0, k
+			}
+			return d[i:], i, i, k
+		}
+		e := jsontext.SkipValue(d, i)
+		if e-from > limit {
+			return nil, -1, 0, k
+		}
+		j := jsontext.SkipSpace(d, e)
+		if d[j] == ',' {
+			j = jsontext.SkipSpace(d, j+1)
+		}
+		if k == idx {
+			return d[i:e], e, j, k
+		}
+		i = j
+	}
+	return nil, i, 0, k
+}
+
+// keyListMax is the number of keys an error about a missing key lists, so
+// that the model can correct its path without reading the value.
+const keyListMax = 8
+
+// keyList returns "; its keys: a, b, …" for the validated object obj.
+func keyList(obj []byte) string {
+	b := []byte("; its keys: ")
+	n := 0
+	jsontext.EachChild(obj, func(k, _ []byte) bool {
+		if n == keyListMax {
+			b = append(b, ", "+jsontext.Ellipsis...)
+			return false
+		}
+		if n > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendKey(b, k)
+		n++
+		return true
+	})
+	if n == 0 {
+		return "; it is empty"
+	}
+	return string(b)
+}
+
+// storedRange describes the handles of a store holding n > 0 values.
+func storedRange(n int) string {
+	if n == 1 {
+		return "r1"
+	}
+	return "r1…" + handleName(n)
+}
