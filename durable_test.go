@@ -20,12 +20,22 @@ import (
 
 	"github.com/agentvalues/values"
 	"github.com/agentvalues/values/store"
+	"github.com/agentvalues/values/store/storetest"
 )
 
 // The tests of durable.go live here, outside the package, because they use
 // the package store, which imports this one.
 
 const testSession = "session-1"
+
+// openSession opens session in d with Open, which must succeed.
+func openSession(d values.Durable, session string, opts ...values.Option) *values.SessionValues {
+	s, err := values.Open(d, session, opts...)
+	if err != nil {
+		panic(fmt.Sprintf("Open(%q): %v", session, err))
+	}
+	return s
+}
 
 // counting wraps a Durable, counts the bodies read back and written, and can
 // be made to fail reads, writes of bodies, reads of the records, or the
@@ -178,11 +188,11 @@ func pageAll(s *values.SessionValues, ref string) (string, error) {
 
 // stores runs f against a Memory store and a Dir store; reopen gives the
 // store as a new process would see it.
-func stores(t *testing.T, f func(t *testing.T, st func() store.Store, reopen func() store.Store)) {
+func stores(t *testing.T, f func(t *testing.T, st func() values.Durable, reopen func() values.Durable)) {
 	t.Run("memory", func(t *testing.T) {
 		m := store.NewMemory()
 		t.Cleanup(func() { m.Close() })
-		f(t, func() store.Store { return m }, func() store.Store { return m })
+		f(t, func() values.Durable { return m }, func() values.Durable { return m })
 	})
 	t.Run("dir", func(t *testing.T) {
 		dir := t.TempDir()
@@ -191,7 +201,7 @@ func stores(t *testing.T, f func(t *testing.T, st func() store.Store, reopen fun
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { d.Close() })
-		f(t, func() store.Store { return d }, func() store.Store {
+		f(t, func() values.Durable { return d }, func() values.Durable {
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -204,18 +214,18 @@ func stores(t *testing.T, f func(t *testing.T, st func() store.Store, reopen fun
 }
 
 func TestDurableRoundTrip(t *testing.T) {
-	stores(t, func(t *testing.T, st func() store.Store, reopen func() store.Store) {
-		c := &counting{Durable: store.ForValues(st())}
+	stores(t, func(t *testing.T, st func() values.Durable, reopen func() values.Durable) {
+		c := &counting{Durable: st()}
 		var failures []string
-		s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(testMemLimit),
+		s := openSession(c, testSession, values.WithMemoryLimit(testMemLimit),
 			values.WithStoreErrors(func(h string, err error) { failures = append(failures, h+": "+err.Error()) }))
 		hs := putKinds(t, s)
 		if len(failures) != 0 {
 			t.Fatalf("store failures: %q", failures)
 		}
 		for _, h := range hs {
-			if !s.Durable(h) {
-				t.Errorf("Durable(%s) = false", h)
+			if !s.Persisted(h) {
+				t.Errorf("Persisted(%s) = false", h)
 			}
 		}
 		if c.reads.Load() != 0 {
@@ -236,7 +246,7 @@ func TestDurableRoundTrip(t *testing.T) {
 		}
 		before := takeSnapshot(t, s)
 
-		c2 := &counting{Durable: store.ForValues(reopen())}
+		c2 := &counting{Durable: reopen()}
 		s2, err := values.Open(c2, testSession, values.WithMemoryLimit(testMemLimit))
 		if err != nil {
 			t.Fatal(err)
@@ -246,8 +256,8 @@ func TestDurableRoundTrip(t *testing.T) {
 			if got := values.RenderPreview(h, v); got != before.Previews[h] {
 				t.Errorf("preview of %s after Open:\n got %s\nwant %s", h, got, before.Previews[h])
 			}
-			if !s2.Durable(h) {
-				t.Errorf("Durable(%s) = false after Open", h)
+			if !s2.Persisted(h) {
+				t.Errorf("Persisted(%s) = false after Open", h)
 			}
 		}
 		if n := c2.reads.Load(); n != 0 {
@@ -276,8 +286,8 @@ func TestDurableRoundTrip(t *testing.T) {
 			}
 		}
 		// Numbering goes on after the reopen.
-		if h := s2.PutOutput([]byte("after the reopen")); h != "r12" || !s2.Durable(h) {
-			t.Errorf("first Put after Open: %s, durable %v; want r12, true", h, s2.Durable(h))
+		if h := s2.PutOutput([]byte("after the reopen")); h != "r12" || !s2.Persisted(h) {
+			t.Errorf("first Put after Open: %s, durable %v; want r12, true", h, s2.Persisted(h))
 		}
 		if s2.Len() != 12 {
 			t.Errorf("Len = %d, want 12", s2.Len())
@@ -290,10 +300,10 @@ func TestDurableRoundTrip(t *testing.T) {
 func TestDurableStoreFailure(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	failing := store.ForValues(store.Failing(nil))
+	failing := storetest.Failing(nil)
 	var mu sync.Mutex
 	failed := map[string]error{}
-	s := values.New(values.WithDurable(failWrites{w: failing, r: store.ForValues(mem)}, testSession), values.WithMemoryLimit(1024),
+	s := openSession(failWrites{w: failing, r: mem}, testSession, values.WithMemoryLimit(1024),
 		values.WithStoreErrors(func(h string, err error) {
 			mu.Lock()
 			failed[h] = err
@@ -304,11 +314,11 @@ func TestDurableStoreFailure(t *testing.T) {
 		t.Errorf("callback told of %d failures, want %d", len(failed), len(hs))
 	}
 	for _, h := range hs {
-		if err := failed[h]; !errors.Is(err, store.ErrUnavailable) {
-			t.Errorf("failure of %s = %v, want store.ErrUnavailable", h, err)
+		if err := failed[h]; !errors.Is(err, storetest.ErrFailing) {
+			t.Errorf("failure of %s = %v, want storetest.ErrFailing", h, err)
 		}
-		if s.Durable(h) {
-			t.Errorf("Durable(%s) = true", h)
+		if s.Persisted(h) {
+			t.Errorf("Persisted(%s) = true", h)
 		}
 		v, _ := s.Get(h)
 		if b, err := v.Load(); err != nil || len(b) != v.Size() {
@@ -317,7 +327,7 @@ func TestDurableStoreFailure(t *testing.T) {
 	}
 	takeSnapshot(t, s) // everything works in memory
 
-	s2, err := values.Open(store.ForValues(mem), testSession)
+	s2, err := values.Open(mem, testSession)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +337,8 @@ func TestDurableStoreFailure(t *testing.T) {
 	if _, ok := s2.Get("r1"); ok {
 		t.Error("Get(r1) = true after reopening a session whose writes failed")
 	}
-	if _, err := values.Open(failing, testSession); !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Open on a failing store: %v, want store.ErrUnavailable", err)
+	if _, err := values.Open(failing, testSession); !errors.Is(err, storetest.ErrFailing) {
+		t.Errorf("Open on a failing store: %v, want storetest.ErrFailing", err)
 	}
 }
 
@@ -347,9 +357,9 @@ func (f failWrites) Records(s string) ([]values.Record, error) { return f.r.Reco
 func TestDurableRecordFailure(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	c := &counting{Durable: store.ForValues(mem), failRecord: "r2"}
+	c := &counting{Durable: mem, failRecord: "r2"}
 	var got []string
-	s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(16),
+	s := openSession(c, testSession, values.WithMemoryLimit(16),
 		values.WithStoreErrors(func(h string, err error) {
 			if !errors.Is(err, errInjected) {
 				t.Errorf("failure of %s = %v", h, err)
@@ -363,8 +373,8 @@ func TestDurableRecordFailure(t *testing.T) {
 	if diff := cmp.Diff([]string{"r2"}, got); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
-	if !s.Durable("r1") || s.Durable("r2") || !s.Durable("r3") {
-		t.Errorf("Durable r1 r2 r3 = %v %v %v, want true false true", s.Durable("r1"), s.Durable("r2"), s.Durable("r3"))
+	if !s.Persisted("r1") || s.Persisted("r2") || !s.Persisted("r3") {
+		t.Errorf("Durable r1 r2 r3 = %v %v %v, want true false true", s.Persisted("r1"), s.Persisted("r2"), s.Persisted("r3"))
 	}
 	c.failReads.Store(true)
 	if v, _ := s.Get("r2"); string(v.Bytes()) != big {
@@ -382,8 +392,8 @@ func TestDurableRecordFailure(t *testing.T) {
 	if diff := cmp.Diff([]string{"r1", "r3"}, s2.Handles()); diff != "" {
 		t.Errorf("handles after Open (-want +got):\n%s", diff)
 	}
-	if _, ok := s2.Get("r2"); ok || s2.Len() != 2 || s2.Durable("r2") {
-		t.Errorf("lost r2: Get %v, Len %d, Durable %v", ok, s2.Len(), s2.Durable("r2"))
+	if _, ok := s2.Get("r2"); ok || s2.Len() != 2 || s2.Persisted("r2") {
+		t.Errorf("lost r2: Get %v, Len %d, Durable %v", ok, s2.Len(), s2.Persisted("r2"))
 	}
 	res, err := s2.ResolveDetail([]byte(`["$r2","$r3"]`))
 	if err != nil {
@@ -405,8 +415,8 @@ func TestDurableRecordFailure(t *testing.T) {
 func TestDurableUnavailable(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	c := &counting{Durable: store.ForValues(mem)}
-	s := values.New(values.WithDurable(c, testSession))
+	c := &counting{Durable: mem}
+	s := openSession(c, testSession)
 	hs := putKinds(t, s)
 	s2, err := values.Open(c, testSession, values.WithMaxPreview(values.MinMaxPreview))
 	if err != nil {
@@ -452,9 +462,9 @@ func TestDurableUnavailable(t *testing.T) {
 func TestDurablePreviewBoundChange(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	s := values.New(values.WithDurable(store.ForValues(mem), testSession))
+	s := openSession(mem, testSession)
 	hs := putKinds(t, s)
-	s2, err := values.Open(store.ForValues(mem), testSession, values.WithMaxPreview(values.MinMaxPreview))
+	s2, err := values.Open(mem, testSession, values.WithMaxPreview(values.MinMaxPreview))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,8 +491,8 @@ func TestDurablePreviewBoundChange(t *testing.T) {
 func TestDurableConcurrentPuts(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	d := store.ForValues(mem)
-	s := values.New(values.WithDurable(d, testSession), values.WithMemoryLimit(100))
+	d := mem
+	s := openSession(d, testSession, values.WithMemoryLimit(100))
 	const workers, each = 6, 30
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -516,8 +526,8 @@ func TestDurableConcurrentPuts(t *testing.T) {
 func TestDurableKeepAll(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	c := &counting{Durable: store.ForValues(mem)}
-	s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(-1))
+	c := &counting{Durable: mem}
+	s := openSession(c, testSession, values.WithMemoryLimit(-1))
 	hs := putKinds(t, s)
 	takeSnapshot(t, s)
 	if n := c.reads.Load(); n != 0 {
@@ -563,7 +573,7 @@ func TestOpenBadRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := store.NewMemory()
 			defer mem.Close()
-			d := store.ForValues(mem)
+			d := mem
 			for _, r := range tc.recs {
 				if err := d.AppendRecord(testSession, r); err != nil {
 					t.Fatal(err)
@@ -577,7 +587,7 @@ func TestOpenBadRecords(t *testing.T) {
 	t.Run("no body", func(t *testing.T) {
 		mem := store.NewMemory()
 		defer mem.Close()
-		d := store.ForValues(mem)
+		d := mem
 		if _, err := d.PutBody(testSession, []byte("1")); err != nil {
 			t.Fatal(err)
 		}
@@ -609,19 +619,19 @@ func TestOpenEmpty(t *testing.T) {
 	if err != nil || s.Len() != 0 {
 		t.Fatalf("Open(nil): %v, %v", s, err)
 	}
-	if h := s.PutOutput([]byte("x")); h != "r1" || s.Durable(h) {
-		t.Errorf("Put after Open(nil): %s, durable %v", h, s.Durable(h))
+	if h := s.PutOutput([]byte("x")); h != "r1" || s.Persisted(h) {
+		t.Errorf("Put after Open(nil): %s, durable %v", h, s.Persisted(h))
 	}
 	mem := store.NewMemory()
 	defer mem.Close()
-	s, err = values.Open(store.ForValues(mem), "new-session")
+	s, err = values.Open(mem, "new-session")
 	if err != nil || s.Len() != 0 {
 		t.Fatalf("Open of a new session: %v, %v", s, err)
 	}
-	if h := s.PutOutput([]byte("x")); h != "r1" || !s.Durable(h) {
-		t.Errorf("Put after Open: %s, durable %v", h, s.Durable(h))
+	if h := s.PutOutput([]byte("x")); h != "r1" || !s.Persisted(h) {
+		t.Errorf("Put after Open: %s, durable %v", h, s.Persisted(h))
 	}
-	if _, err := values.Open(store.ForValues(mem), "../escape"); !errors.Is(err, store.ErrInvalidSession) {
+	if _, err := values.Open(mem, "../escape"); !errors.Is(err, store.ErrInvalidSession) {
 		t.Errorf("Open with a bad session id: %v, want store.ErrInvalidSession", err)
 	}
 }
@@ -726,7 +736,7 @@ func TestDurableKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := values.Open(store.ForValues(st), killSession, values.WithMemoryLimit(1<<20))
+	s, err := values.Open(st, killSession, values.WithMemoryLimit(1<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -743,8 +753,8 @@ func TestDurableKill(t *testing.T) {
 		if err != nil || !bytes.Equal(b, killValue(i+1)) {
 			t.Errorf("%s: %d bytes, %v; want its whole value (%d bytes)", h, len(b), err, len(killValue(i+1)))
 		}
-		if !s.Durable(h) {
-			t.Errorf("Durable(%s) = false", h)
+		if !s.Persisted(h) {
+			t.Errorf("Persisted(%s) = false", h)
 		}
 	}
 	last := hs[len(hs)-1]
@@ -775,12 +785,12 @@ func killChild(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := values.New(values.WithDurable(store.ForValues(st), killSession), values.WithMemoryLimit(1<<20),
+	s := openSession(st, killSession, values.WithMemoryLimit(1<<20),
 		values.WithStoreErrors(func(h string, err error) { t.Fatalf("storing %s: %v", h, err) }))
 	for n := 1; ; n++ {
 		h := s.PutOutput(killValue(n))
-		if h != fmt.Sprintf("r%d", n) || !s.Durable(h) {
-			t.Fatalf("handle %s, durable %v; want r%d, true", h, s.Durable(h), n)
+		if h != fmt.Sprintf("r%d", n) || !s.Persisted(h) {
+			t.Fatalf("handle %s, durable %v; want r%d, true", h, s.Persisted(h), n)
 		}
 		fmt.Printf("stored %s\n", h)
 	}
@@ -791,7 +801,7 @@ func killChild(t *testing.T, dir string) {
 func BenchmarkOpen(b *testing.B) {
 	const n = 10000
 	fill := func(b *testing.B, d values.Durable) {
-		s := values.New(values.WithDurable(d, "bench"))
+		s := openSession(d, "bench")
 		for i := range n {
 			s.PutOutput(fmt.Appendf(nil, `{"id":%d,"name":"user %d","tags":["a","b"],"text":%q}`, i, i, strings.Repeat("x", i%300)))
 		}
@@ -799,9 +809,9 @@ func BenchmarkOpen(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
 		mem := store.NewMemory()
 		defer mem.Close()
-		d := store.ForValues(mem)
+		d := mem
 		fill(b, d)
-		benchOpen(b, d, func() (int, error) { hs, err := mem.Handles("bench"); return len(hs), err })
+		benchOpen(b, d, func() (int, error) { hs, err := mem.Records("bench"); return len(hs), err })
 	})
 	b.Run("dir", func(b *testing.B) {
 		dir, err := store.OpenDir(b.TempDir())
@@ -809,9 +819,9 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer dir.Close()
-		d := store.ForValues(dir)
+		d := dir
 		fill(b, d)
-		benchOpen(b, d, func() (int, error) { hs, err := dir.Handles("bench"); return len(hs), err })
+		benchOpen(b, d, func() (int, error) { hs, err := dir.Records("bench"); return len(hs), err })
 	})
 }
 
@@ -852,7 +862,7 @@ func FuzzOpenRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind string, meta, body []byte) {
 		mem := store.NewMemory()
 		defer mem.Close()
-		d := store.ForValues(mem)
+		d := mem
 		key, err := d.PutBody(testSession, body)
 		if err != nil {
 			t.Fatal(err)
@@ -886,9 +896,9 @@ func FuzzOpenRecord(f *testing.F) {
 func TestDurableBodyFailureKeepsNumbering(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	c := &counting{Durable: store.ForValues(mem)}
+	c := &counting{Durable: mem}
 	var failed []string
-	s := values.New(values.WithDurable(c, testSession),
+	s := openSession(c, testSession,
 		values.WithStoreErrors(func(h string, err error) { failed = append(failed, h) }))
 	s.PutOutput([]byte("one"))
 	c.failBodies.Store(true)
@@ -897,8 +907,8 @@ func TestDurableBodyFailureKeepsNumbering(t *testing.T) {
 	if diff := cmp.Diff([]string{"r2", "r3"}, failed); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
-	if v, _ := s.Get("r3"); string(v.Bytes()) != "three" || s.Durable("r3") {
-		t.Errorf("r3 = %q, durable %v; want it in memory, not durable", v.Bytes(), s.Durable("r3"))
+	if v, _ := s.Get("r3"); string(v.Bytes()) != "three" || s.Persisted("r3") {
+		t.Errorf("r3 = %q, durable %v; want it in memory, not durable", v.Bytes(), s.Persisted("r3"))
 	}
 	c.failBodies.Store(false)
 
@@ -917,77 +927,12 @@ func TestDurableBodyFailureKeepsNumbering(t *testing.T) {
 	}
 }
 
-// New on a session that already has records, or whose records cannot be
-// read, keeps its values in memory only and says so once, leaving the
-// session as it was for Open.
-func TestNewOnExistingSession(t *testing.T) {
-	mem := store.NewMemory()
-	defer mem.Close()
-	c := &counting{Durable: store.ForValues(mem)}
-	first := values.New(values.WithDurable(c, testSession))
-	first.PutOutput([]byte("one"))
-	first.PutOutput([]byte("two"))
-	for _, tc := range []struct {
-		name        string
-		failRecords bool
-		want        error
-	}{
-		{"records", false, values.ErrSessionExists},
-		{"records fail", true, errInjected},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c.failRecords.Store(tc.failRecords)
-			writes := c.writes.Load()
-			var told []string
-			s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(1),
-				values.WithStoreErrors(func(h string, err error) {
-					if h != "" || !errors.Is(err, tc.want) {
-						t.Errorf("told (%q, %v), want (\"\", an error wrapping %v)", h, err, tc.want)
-					}
-					told = append(told, h)
-				}))
-			c.failRecords.Store(false)
-			if len(told) != 1 {
-				t.Errorf("New told the callback %d times, want once", len(told))
-			}
-			for _, want := range []string{"r1", "r2", "r3"} {
-				if h := s.PutOutput([]byte("again " + want)); h != want || s.Durable(h) {
-					t.Errorf("Put: %s, durable %v; want %s, false", h, s.Durable(h), want)
-				}
-			}
-			if v, _ := s.Get("r1"); string(v.Bytes()) != "again r1" {
-				t.Errorf("r1 = %q, want it in memory", v.Bytes())
-			}
-			if len(told) != 1 {
-				t.Errorf("callback told %d times after the Puts, want once", len(told))
-			}
-			if n := c.writes.Load() - writes; n != 0 {
-				t.Errorf("%d bodies or records written to a session that already had records", n)
-			}
-			s2, err := values.Open(c, testSession)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v, _ := s2.Get("r1"); string(v.Bytes()) != "one" || len(s2.Handles()) != 2 {
-				t.Errorf("reopened: r1 = %q, handles %q; want one, [r1 r2]", v.Bytes(), s2.Handles())
-			}
-		})
-	}
-	// A new session is never refused.
-	s := values.New(values.WithDurable(c, "other"), values.WithStoreErrors(func(h string, err error) {
-		t.Errorf("told (%q, %v) for a new session", h, err)
-	}))
-	if h := s.PutOutput([]byte("x")); !s.Durable(h) {
-		t.Errorf("Durable(%s) = false in a new session", h)
-	}
-}
-
 // Open accepts a record appended twice, and refuses two different records
 // for one handle.
 func TestOpenDuplicateRecords(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	d := store.ForValues(mem)
+	d := mem
 	key, err := d.PutBody(testSession, []byte(`[1,2]`))
 	if err != nil {
 		t.Fatal(err)
@@ -1016,7 +961,59 @@ func TestOpenDuplicateRecords(t *testing.T) {
 	}
 }
 
-// Open accepts up to MaxUnrecorded handles without a record, which it
+// recordsOnly is a Durable that holds a fixed table of records and the
+// bodies of a Memory store, to give Open records no store writes itself.
+type recordsOnly struct {
+	values.Durable
+	recs []values.Record
+}
+
+func (r recordsOnly) Records(string) ([]values.Record, error) { return r.recs, nil }
+
+// A lost record (the last one of a damaged table) stands for the handle
+// after the highest recorded before it: that handle is unknown after Open
+// and its number is never handed out again.
+func TestOpenLostRecords(t *testing.T) {
+	mem := store.NewMemory()
+	defer mem.Close()
+	key, err := mem.PutBody(testSession, []byte("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(h string) values.Record {
+		return values.Record{Handle: h, Key: key, Kind: "number", Size: 1, Meta: []byte(`{"v":1,"preview":"` + h + ` = 1"}`)}
+	}
+	lost := values.Record{}
+	for _, tc := range []struct {
+		name    string
+		recs    []values.Record
+		handles []string
+		next    string
+	}{
+		{"lost last", []values.Record{rec("r1"), rec("r2"), lost}, []string{"r1", "r2"}, "r4"},
+		{"only lost", []values.Record{lost}, []string{}, "r2"},
+		{"two lost", []values.Record{rec("r1"), lost, lost}, []string{"r1"}, "r4"},
+		{"lost after a gap", []values.Record{rec("r1"), rec("r3"), lost}, []string{"r1", "r3"}, "r5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !lost.Lost() || rec("r1").Lost() {
+				t.Fatal("Record.Lost")
+			}
+			s, err := values.Open(recordsOnly{mem, tc.recs}, testSession)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.handles, s.Handles()); diff != "" {
+				t.Errorf("handles (-want +got):\n%s", diff)
+			}
+			if h := s.PutOutput([]byte("x")); h != tc.next {
+				t.Errorf("next handle %s, want %s", h, tc.next)
+			}
+		})
+	}
+}
+
+// Open accepts up to maxUnrecorded handles without a record, which it
 // takes for lost, and refuses a handle number further past the records, so
 // that one bad record cannot make it allocate without bound.
 func TestOpenGap(t *testing.T) {
@@ -1026,14 +1023,14 @@ func TestOpenGap(t *testing.T) {
 		ok   bool
 	}{
 		{"small gap", 5000, true},
-		{"at the bound", 2 + values.MaxUnrecorded, true},
-		{"past the bound", 3 + values.MaxUnrecorded, false},
+		{"at the bound", 2 + values.MaxUnrecordedForTest, true},
+		{"past the bound", 3 + values.MaxUnrecordedForTest, false},
 		{"far past", 1 << 26, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := store.NewMemory()
 			defer mem.Close()
-			d := store.ForValues(mem)
+			d := mem
 			key, err := d.PutBody(testSession, []byte("1"))
 			if err != nil {
 				t.Fatal(err)
@@ -1058,7 +1055,7 @@ func TestOpenGap(t *testing.T) {
 			if diff := cmp.Diff([]string{"r1", top}, s.Handles()); diff != "" {
 				t.Errorf("handles (-want +got):\n%s", diff)
 			}
-			if _, ok := s.Get("r2"); ok || s.Durable("r2") {
+			if _, ok := s.Get("r2"); ok || s.Persisted("r2") {
 				t.Error("r2, never recorded, is known")
 			}
 			if h, want := s.PutOutput([]byte("x")), fmt.Sprintf("r%d", tc.top+1); h != want {
@@ -1089,8 +1086,8 @@ func bigArray(size int, tag string) []byte {
 func TestDurableReadBackOnce(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	c := &counting{Durable: store.ForValues(mem)}
-	s := values.New(values.WithDurable(c, testSession), values.WithMemoryLimit(testMemLimit))
+	c := &counting{Durable: mem}
+	s := openSession(c, testSession, values.WithMemoryLimit(testMemLimit))
 	a, b := bigArray(1<<20, "a"), bigArray(1<<20, "b")
 	ha, hb := s.PutOutput(a), s.PutOutput(b)
 	small := s.PutOutput([]byte(`{"x":1}`))
@@ -1160,7 +1157,7 @@ func TestDurableReadBackOnce(t *testing.T) {
 func TestDurableReadBackConcurrent(t *testing.T) {
 	mem := store.NewMemory()
 	defer mem.Close()
-	s := values.New(values.WithDurable(store.ForValues(mem), testSession), values.WithMemoryLimit(1024))
+	s := openSession(mem, testSession, values.WithMemoryLimit(1024))
 	var bodies [][]byte
 	var hs []string
 	for i := range 3 {

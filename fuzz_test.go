@@ -22,7 +22,7 @@ func FuzzPreview(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, limit int, handle string) {
 		s := New(WithMaxPreview(limit % 5000))
-		bound := s.cfg.maxPreview
+		bound := s.cfg.preview()
 		h := s.PutOutput(data)
 		v, _ := s.Get(h)
 		for _, name := range []string{h, handle} {

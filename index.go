@@ -13,7 +13,7 @@ const (
 	scanTail = arrayTailItems
 )
 
-// node is the preview index entry of one jsontext.Child of a top-level container,
+// node is the preview index entry of one child of a top-level container,
 // computed once at Put so that rendering never rescans the value.
 type node struct {
 	key    jsontext.Span // quoted key of an object field
@@ -60,7 +60,7 @@ func indexChildren(b []byte, k Kind, sh *jsontext.Shape) []node {
 	return nodes
 }
 
-// describe indexes one jsontext.Child; an array element that is an object also gets
+// describe indexes one child; an array element that is an object also gets
 // its first two fields described.
 func describe(b []byte, key, val jsontext.Span, element bool) node {
 	raw := b[val.Start:val.End]

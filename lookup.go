@@ -78,7 +78,7 @@ var errScanBudget = errors.New("values: scan budget exceeded")
 // Within one call of Resolve it starts from the longest prefix of r that c
 // holds (c may be nil) and adds to c the values it reads back, the stored
 // value itself when large, and the containers it reaches by long scans. It
-// reports the bytes it scanned: nothing for a jsontext.Child of the stored value
+// reports the bytes it scanned: nothing for a child of the stored value
 // that Put indexed (see indexedChild); each object it passes through whole
 // (the last of duplicate keys wins); each array up to the start of the
 // item it descends into, or the end of the item it returns, from where the
@@ -151,9 +151,9 @@ type walker struct {
 func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err error) {
 	r := w.r
 	s.mu.RLock()
-	n := len(s.vals)
+	n := len(s.table)
 	if r.index <= n {
-		w.whole = s.vals[r.index-1]
+		w.whole = Value{s.table[r.index-1].v}
 	}
 	s.mu.RUnlock()
 	if r.index > n {
@@ -189,7 +189,7 @@ func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err e
 	return false, nil
 }
 
-// enter moves w to found, the jsontext.Child that the segment ending before index
+// enter moves w to found, the child that the segment ending before index
 // i of the path names, found by scanning step bytes, and remembers it in
 // the cache when that scan was long or found is a large container.
 func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
@@ -288,7 +288,7 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 	return found, step, !last, nil
 }
 
-// indexedChild returns the jsontext.Child of the stored array or object x that seg
+// indexedChild returns the child of the stored array or object x that seg
 // names when the index Put made of x holds it (a head or tail item of an
 // array, a field of an object small enough to be indexed whole, the last
 // of duplicate keys winning), and nil otherwise.

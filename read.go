@@ -3,12 +3,8 @@ package values
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,20 +29,14 @@ const (
 	MaxReadLimit = 128 << 10
 )
 
-// Errors of [SessionValues.Read] and [SessionValues.HandleReadValue], besides
-// [ErrBadRef], [ErrUnknownHandle] and [ErrNoPath] for the reference.
-var (
-	// ErrNegativeOffset reports a read at a negative byte offset.
-	ErrNegativeOffset = errors.New("negative offset")
-	// ErrLimitTooSmall reports a page limit that cannot hold the page: a
-	// negative limit, or one smaller than the continuation line plus one
-	// character (utf8.UTFMax bytes). The message says the smallest limit
-	// that works.
-	ErrLimitTooSmall = errors.New("limit too small")
-	// ErrReadValueArgs reports read_value arguments that are not a JSON
-	// object with a string "ref" and integer "offset" and "limit".
-	ErrReadValueArgs = errors.New("bad read_value arguments")
-)
+// ErrReadArgs is wrapped by the errors of [SessionValues.Read] and
+// [SessionValues.HandleReadValue] about their offset, limit or arguments:
+// a negative offset, a limit too small to hold a page (the message names
+// the smallest that works), read_value arguments that are not a JSON
+// object with a string "ref" and integer "offset" and "limit". Errors about
+// the reference itself wrap [ErrBadRef], [ErrUnknownHandle], [ErrNoPath],
+// [ErrTooLarge] or [ErrUnavailable].
+var ErrReadArgs = errors.New("bad read arguments")
 
 // Page is one window of the bytes of a stored value, as returned by
 // [SessionValues.Read]. Offsets count bytes of the paged text (see Read for
@@ -178,12 +168,12 @@ func appendRefJSON(dst []byte, ref string) []byte {
 // so lines are not cut needlessly; a line longer than a page is split.
 // A negative limit, or one that cannot hold the continuation line plus
 // utf8.UTFMax bytes (or an empty page's end line), is an error wrapping
-// [ErrLimitTooSmall] that names the smallest limit that works.
+// [ErrReadArgs] that names the smallest limit that works.
 //
 // Offsets: an offset inside a character moves forward to the next character
 // boundary (Page.Offset says where the page starts). An offset at or past
 // the end gives an empty last page whose String states the size; it is not
-// an error. A negative offset is an error wrapping [ErrNegativeOffset].
+// an error. A negative offset is an error wrapping [ErrReadArgs].
 //
 // A malformed ref is an error wrapping [ErrBadRef], an unknown handle
 // [ErrUnknownHandle], a path that does not exist [ErrNoPath], a path too
@@ -211,13 +201,13 @@ func (s *SessionValues) Read(ref string, offset, limit int) (Page, error) {
 		return Page{}, fmt.Errorf("values: %s: %w; want a handle such as \"r3\" or a reference such as \"$r3.rows.0\"", jsontext.QuoteClipped(ref), ErrBadRef)
 	}
 	if offset < 0 {
-		return Page{}, fmt.Errorf("values: offset %d: %w; the first page is at offset 0", offset, ErrNegativeOffset)
+		return Page{}, fmt.Errorf("values: %w: offset %d is negative; the first page is at offset 0", ErrReadArgs, offset)
 	}
 	switch {
 	case limit == 0:
 		limit = DefaultReadLimit
 	case limit < 0:
-		return Page{}, fmt.Errorf("values: limit %d: %w; omit it or use 0 for the default (%d bytes)", limit, ErrLimitTooSmall, DefaultReadLimit)
+		return Page{}, fmt.Errorf("values: %w: limit %d is negative; omit it or use 0 for the default (%d bytes)", ErrReadArgs, limit, DefaultReadLimit)
 	case limit > MaxReadLimit:
 		limit = MaxReadLimit
 	}
@@ -271,7 +261,7 @@ func (s *SessionValues) Read(ref string, offset, limit int) (Page, error) {
 }
 
 func tooSmall(limit, need int, ref string) error {
-	return fmt.Errorf("values: limit %d: %w to page %s; use at least %d", limit, ErrLimitTooSmall, jsontext.QuoteClipped(ref), need)
+	return fmt.Errorf("values: %w: limit %d is too small to page %s; use at least %d", ErrReadArgs, limit, jsontext.QuoteClipped(ref), need)
 }
 
 // readMode is how a readSource's bytes map to the paged text.
@@ -358,103 +348,4 @@ func (src *readSource) trimEnd(w []byte, pos, budget int) []byte {
 		return w[:lo+k+1]
 	}
 	return w
-}
-
-// Tool is the definition of a tool an agent loop registers with a model:
-// its name, a description for the model, and the JSON Schema of its input.
-type Tool struct {
-	Name        string
-	Description string
-	InputSchema json.RawMessage
-}
-
-// ReadValueTool returns the definition of the read_value tool, which
-// [SessionValues.HandleReadValue] serves. Its input is
-// {"ref": string, "offset": integer ≥ 0, "limit": integer}, with ref
-// required. Each call returns a new copy.
-func ReadValueTool() Tool {
-	return Tool{
-		Name: "read_value",
-		Description: "Read the bytes of a stored value (a tool result kept under a handle such as r3), one page at a time. " +
-			"Text values and string fields are read as text, JSON values as their JSON, binary values as base64. " +
-			"Start at offset 0; a page that is not the last ends with a line giving the exact read_value call for the next page. " +
-			"Pass a path to read only a part: \"$r3.content\" reads the text of field content, \"$r3.rows.-1\" the last row.",
-		InputSchema: json.RawMessage(readValueSchema),
-	}
-}
-
-var readValueSchema = `{"type":"object","properties":{` +
-	`"ref":{"type":"string","description":"handle or reference to read: \"r3\", \"$r3\", \"$r3.content\", \"$r3.rows.0\""},` +
-	`"offset":{"type":"integer","minimum":0,"default":0,"description":"byte offset to start at; 0 for the first page, then the offset the previous page names"},` +
-	`"limit":{"type":"integer","minimum":0,"description":"most bytes to return, continuation line included; default ` +
-	strconv.Itoa(DefaultReadLimit) + `, at most ` + strconv.Itoa(MaxReadLimit) + ` (larger values are lowered)"}},` +
-	`"required":["ref"],"additionalProperties":false}`
-
-// HandleReadValue serves one read_value call: args is the call's raw JSON
-// arguments, {"ref": string, "offset": integer, "limit": integer} with ref
-// required (see [ReadValueTool]). It returns [Page.String] of
-// [SessionValues.Read]. Its error is a tool-level error whose message is
-// meant for the model: it wraps [ErrReadValueArgs] for arguments that are
-// not such an object (unknown fields and fractional numbers included), and
-// otherwise the error of Read. It never panics on any args.
-func (s *SessionValues) HandleReadValue(args []byte) (string, error) {
-	var in map[string]json.RawMessage
-	if err := json.Unmarshal(args, &in); err != nil || in == nil {
-		return "", fmt.Errorf(`values: read_value: %w: want a JSON object such as {"ref":"r3","offset":0}`, ErrReadValueArgs)
-	}
-	for _, k := range slices.Sorted(maps.Keys(in)) {
-		if k != "ref" && k != "offset" && k != "limit" {
-			return "", fmt.Errorf(`values: read_value: %w: unknown field %s; the fields are "ref", "offset" and "limit"`, ErrReadValueArgs, jsontext.QuoteClipped(k))
-		}
-	}
-	var ref string
-	v, ok := in["ref"]
-	if !ok {
-		return "", fmt.Errorf(`values: read_value: %w: "ref" is missing; pass the handle to read, such as {"ref":"r3"}`, ErrReadValueArgs)
-	}
-	if v[0] != '"' || json.Unmarshal(v, &ref) != nil {
-		return "", fmt.Errorf(`values: read_value: %w: "ref" must be a string such as "r3", got %s`, ErrReadValueArgs, jsontext.AppendClipped(nil, v, 40))
-	}
-	offset, err := intArg(in, "offset")
-	if err != nil {
-		return "", err
-	}
-	limit, err := intArg(in, "limit")
-	if err != nil {
-		return "", err
-	}
-	p, err := s.Read(ref, offset, limit)
-	if err != nil {
-		return "", err
-	}
-	return p.String(), nil
-}
-
-// intArg parses the integer argument name of in. A missing one or null is
-// 0, the default; an integral number in another form (1e3, 2.0) is
-// accepted, and one beyond the int range is clamped (so a huge offset reads
-// past the end).
-func intArg(in map[string]json.RawMessage, name string) (int, error) {
-	v, ok := in[name]
-	if !ok || string(v) == "null" {
-		return 0, nil
-	}
-	bad := fmt.Errorf("values: read_value: %w: %q must be an integer, got %s", ErrReadValueArgs, name, jsontext.AppendClipped(nil, v, 40))
-	if len(v) == 0 || !(v[0] == '-' || '0' <= v[0] && v[0] <= '9') {
-		return 0, bad
-	}
-	if n, err := strconv.ParseInt(string(v), 10, 0); err == nil {
-		return int(n), nil
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || f != math.Trunc(f) {
-		return 0, bad
-	}
-	switch {
-	case f >= math.MaxInt:
-		return math.MaxInt, nil
-	case f <= math.MinInt:
-		return math.MinInt, nil
-	}
-	return int(f), nil
 }

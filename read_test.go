@@ -187,7 +187,7 @@ func TestReadReassembles(t *testing.T) {
 			for _, limit := range limits {
 				got, err := readAllPages(t, s, ref, limit, want)
 				if err != nil {
-					if !errors.Is(err, ErrLimitTooSmall) {
+					if !errors.Is(err, ErrReadArgs) {
 						t.Fatalf("limit %d: %v", limit, err)
 					}
 					if smallest >= 0 && readEffectiveLimit(limit) > smallest {
@@ -213,16 +213,16 @@ func TestReadSmallestLimit(t *testing.T) {
 	s := readFixture(t)
 	// A limit below what the error names fails, and the limit it names works.
 	_, err := s.Read("r1", 0, 10)
-	if !errors.Is(err, ErrLimitTooSmall) {
-		t.Fatalf("Read limit 10: %v, want ErrLimitTooSmall", err)
+	if !errors.Is(err, ErrReadArgs) {
+		t.Fatalf("Read limit 10: %v, want ErrReadArgs", err)
 	}
 	msg := err.Error()
 	need, convErr := strconv.Atoi(msg[strings.LastIndex(msg, " ")+1:])
 	if convErr != nil {
 		t.Fatalf("error names no limit: %q", msg)
 	}
-	if _, err := s.Read("r1", 0, need-1); !errors.Is(err, ErrLimitTooSmall) {
-		t.Errorf("limit %d: %v, want ErrLimitTooSmall", need-1, err)
+	if _, err := s.Read("r1", 0, need-1); !errors.Is(err, ErrReadArgs) {
+		t.Errorf("limit %d: %v, want ErrReadArgs", need-1, err)
 	}
 	p, err := s.Read("r1", 0, need)
 	if err != nil {
@@ -390,10 +390,10 @@ func TestReadErrors(t *testing.T) {
 		{"negative index out of range", "$r3.-301", 0, 0, ErrNoPath},
 		{"path into text", "$r1.0", 0, 0, ErrNoPath},
 		{"path into number", "$r4.n.x", 0, 0, ErrNoPath},
-		{"negative offset", "r1", -1, 0, ErrNegativeOffset},
-		{"negative limit", "r1", 0, -5, ErrLimitTooSmall},
-		{"limit too small", "r1", 0, 20, ErrLimitTooSmall},
-		{"limit too small for the end line", "r1", 1 << 20, 5, ErrLimitTooSmall},
+		{"negative offset", "r1", -1, 0, ErrReadArgs},
+		{"negative limit", "r1", 0, -5, ErrReadArgs},
+		{"limit too small", "r1", 0, 20, ErrReadArgs},
+		{"limit too small for the end line", "r1", 1 << 20, 5, ErrReadArgs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -492,25 +492,25 @@ func TestHandleReadValue(t *testing.T) {
 		{"huge offset reads past the end", `{"ref":"r6","offset":1e300}`, page("r6", int(^uint(0)>>1), 0), nil},
 		{"huge limit is capped", `{"ref":"r1","limit":99999999999999999999}`, page("r1", 0, MaxReadLimit), nil},
 		{"whitespace", " {\n\"ref\" : \"r6\" }\n", "42", nil},
-		{"not JSON", `{"ref":`, "", ErrReadValueArgs},
-		{"empty", ``, "", ErrReadValueArgs},
-		{"null", `null`, "", ErrReadValueArgs},
-		{"array", `["r1"]`, "", ErrReadValueArgs},
-		{"string", `"r1"`, "", ErrReadValueArgs},
-		{"missing ref", `{"offset":0}`, "", ErrReadValueArgs},
-		{"ref number", `{"ref":3}`, "", ErrReadValueArgs},
-		{"ref null", `{"ref":null}`, "", ErrReadValueArgs},
-		{"offset string", `{"ref":"r1","offset":"10"}`, "", ErrReadValueArgs},
-		{"offset fraction", `{"ref":"r1","offset":1.5}`, "", ErrReadValueArgs},
-		{"limit bool", `{"ref":"r1","limit":true}`, "", ErrReadValueArgs},
-		{"limit object", `{"ref":"r1","limit":{}}`, "", ErrReadValueArgs},
-		{"unknown field", `{"ref":"r1","ofset":10}`, "", ErrReadValueArgs},
+		{"not JSON", `{"ref":`, "", ErrReadArgs},
+		{"empty", ``, "", ErrReadArgs},
+		{"null", `null`, "", ErrReadArgs},
+		{"array", `["r1"]`, "", ErrReadArgs},
+		{"string", `"r1"`, "", ErrReadArgs},
+		{"missing ref", `{"offset":0}`, "", ErrReadArgs},
+		{"ref number", `{"ref":3}`, "", ErrReadArgs},
+		{"ref null", `{"ref":null}`, "", ErrReadArgs},
+		{"offset string", `{"ref":"r1","offset":"10"}`, "", ErrReadArgs},
+		{"offset fraction", `{"ref":"r1","offset":1.5}`, "", ErrReadArgs},
+		{"limit bool", `{"ref":"r1","limit":true}`, "", ErrReadArgs},
+		{"limit object", `{"ref":"r1","limit":{}}`, "", ErrReadArgs},
+		{"unknown field", `{"ref":"r1","ofset":10}`, "", ErrReadArgs},
 		{"bad ref", `{"ref":"file.txt"}`, "", ErrBadRef},
 		{"unknown handle", `{"ref":"r42"}`, "", ErrUnknownHandle},
 		{"no path", `{"ref":"$r4.nope"}`, "", ErrNoPath},
-		{"negative offset", `{"ref":"r1","offset":-3}`, "", ErrNegativeOffset},
-		{"huge negative offset", `{"ref":"r1","offset":-1e300}`, "", ErrNegativeOffset},
-		{"limit too small", `{"ref":"r1","limit":3}`, "", ErrLimitTooSmall},
+		{"negative offset", `{"ref":"r1","offset":-3}`, "", ErrReadArgs},
+		{"huge negative offset", `{"ref":"r1","offset":-1e300}`, "", ErrReadArgs},
+		{"limit too small", `{"ref":"r1","limit":3}`, "", ErrReadArgs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -603,7 +603,7 @@ func FuzzRead(f *testing.F) {
 				}
 			}
 		} else if !errors.Is(err, ErrBadRef) && !errors.Is(err, ErrUnknownHandle) && !errors.Is(err, ErrNoPath) &&
-			!errors.Is(err, ErrNegativeOffset) && !errors.Is(err, ErrLimitTooSmall) {
+			!errors.Is(err, ErrReadArgs) && !errors.Is(err, ErrReadArgs) {
 			t.Fatalf("Read(%q, %d, %d): unexpected error %v", ref, offset, limit, err)
 		}
 
@@ -632,7 +632,7 @@ func FuzzRead(f *testing.F) {
 		for _, r := range refs {
 			want := expectedPaged(t, s, r)
 			got, err := readAllPages(t, s, r, pageLimit, want)
-			if errors.Is(err, ErrLimitTooSmall) {
+			if errors.Is(err, ErrReadArgs) {
 				continue // a long key can need more than pageLimit
 			}
 			if err != nil {

@@ -141,7 +141,7 @@ func appendKey(dst, raw []byte) []byte {
 	return jsontext.AppendClippedString(dst, raw, keyBudget)
 }
 
-// appendLiteral appends a jsontext.Child's JSON: strings of at most literalBudget
+// appendLiteral appends a child's JSON: strings of at most literalBudget
 // decoded bytes, numbers, booleans and null, clipped to budget.
 func appendLiteral(dst, raw []byte, budget int) []byte {
 	if raw[0] == '"' {

@@ -129,7 +129,7 @@ func (r *Resolution) Unresolved() []Reference {
 // of stored JSON (256 MiB by default, about half a second). A lookup scans
 // each object it passes through whole (of duplicate keys, the last wins)
 // and each array up to the item it takes, and reads a value kept only in
-// the durable store back whole; but a jsontext.Child of the stored value itself
+// the durable store back whole; but a child of the stored value itself
 // that Put indexed for its preview (the first three and last two items of
 // an array, every field of an object of up to 24 keys) costs nothing, so
 // "$r1.-1" and "$r1.rows" are found at once in a value of any size.
@@ -141,14 +141,7 @@ func (r *Resolution) Unresolved() []Reference {
 // ("$r1.rows.0.id", "$r1.rows.1.id", … or "$r1.0.id", "$r1.1.id", …) thus
 // cost, in ascending order, one walk of the rows.
 //
-// Cost: one pass over args; for a reference with a path, a scan of the
-// stored JSON along the path, skipping what it does not name, without
-// decoding (each distinct reference is looked up once per call); one copy
-// of each substituted value (plus a length pass over text values); and one
-// allocation for the result. Resolving 1 KiB of arguments holding three
-// distinct references to small values makes 7 allocations: the result, the
-// list of references, the three reference strings and two to plan the
-// splice; a reference with a path costs no more.
+// See the package documentation for its cost.
 func (s *SessionValues) Resolve(args []byte) ([]byte, []string, error) {
 	r := resolver{s: s, args: args}
 	if err := r.run(); err != nil {

@@ -1403,7 +1403,10 @@ func TestResolveDurablePathsChargeOneReadBack(t *testing.T) {
 	result := obj[len(`{"rows":`) : len(obj)-1] // a top-level array
 	// 16 times the bound holds the value once, not twice.
 	bound := (len(result) + len(result)/2) / scanFactor
-	s := New(WithDurable(d, "s"), WithMemoryLimit(1024), WithMaxResolved(bound))
+	s, err := Open(d, "s", WithMemoryLimit(1024), WithMaxResolved(bound))
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := s.Put(json.RawMessage(result))
 	if err != nil {
 		t.Fatal(err)
@@ -1425,7 +1428,10 @@ func TestResolveDurablePathsChargeOneReadBack(t *testing.T) {
 		t.Errorf("the value was not read back: it was in memory")
 	}
 	// Twice the value is over the budget.
-	s2 := New(WithDurable(d, "s2"), WithMemoryLimit(1024), WithMaxResolved(len(result)/scanFactor))
+	s2, err := Open(d, "s2", WithMemoryLimit(1024), WithMaxResolved(len(result)/scanFactor))
+	if err != nil {
+		t.Fatal(err)
+	}
 	h2, _ := s2.Put(json.RawMessage(result))
 	if _, _, err := s2.Resolve([]byte(`["$` + h2 + `.0"]`)); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("a read back larger than the budget: %v, want ErrTooLarge", err)

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,39 +19,6 @@ import (
 // whose "$ref" (or "$schema") names a document outside the schema itself:
 // a file, a URL, or anything else that would have to be loaded.
 var ErrSchemaRef = errors.New("schema refers outside itself")
-
-// ErrTooComplex is wrapped by the [Violation.Err] of a number or a nesting
-// of containers in tool arguments past a limit of validation
-// ([MaxArgsDepth], [MaxNumberExponent], [MaxNumberDigits]).
-var ErrTooComplex = errors.New("too complex to validate")
-
-// Limits of the tool arguments that [Schema.Validate] and
-// [SessionValues.Prepare] validate. The validator compares numbers exactly,
-// with math/big, at a cost that grows with a number's exponent and digits
-// (1e999999 takes about 27 ms), and validates a nested value at a cost that
-// grows faster than its depth under a recursive schema (a failing array
-// nested 512 deep takes about 0.4 s, 1600 deep 7 s). Within these limits
-// arguments cost at most about 15 times as much to validate as shallow
-// ones of the same size.
-// Arguments past a limit are not validated: Validate and Prepare first
-// check them in one cheap pass and report each number and each container
-// past a limit as a [Violation] whose Err wraps [ErrTooComplex].
-const (
-	// MaxArgsDepth is the deepest nesting of arrays and objects
-	// validated: 128 levels (the limit of serde_json), far more than tool
-	// arguments need. An array or object nested deeper is a violation at
-	// its pointer, and what it holds is not looked at.
-	MaxArgsDepth = 128
-	// MaxNumberExponent bounds the magnitude of a number's decimal exponent
-	// in normalized form (the power of ten of its first nonzero digit):
-	// numbers from 1e-400 to 9.9…e400 in magnitude, and 0, are validated
-	// (float64 reaches about 1.8e308). For 0 the exponent as written
-	// counts: 0e500 is a violation.
-	MaxNumberExponent = 400
-	// MaxNumberDigits bounds the digits of a number, those of its
-	// fraction and exponent included.
-	MaxNumberDigits = 1000
-)
 
 // schemaURL is the base URL of every compiled schema. Relative references
 // resolve against it, to URLs no loader serves.
@@ -75,10 +39,10 @@ func schemaErr(err error) error {
 // validator apply subschemas a number of times that grows exponentially
 // with the depth of the arguments, and the validator's cost per step grows
 // with the depth too: 400 bytes 20 levels deep would take minutes. A
-// validation may therefore take at most ValidationSteps steps (the
+// validation may therefore take at most validationSteps steps (the
 // applications of a subschema to a part of the arguments) plus
-// ValidationStepsPerValue for each JSON value in the arguments, and at most
-// ValidationTime plus ValidationTimePerValue per value of wall time, so
+// validationStepsPerValue for each JSON value in the arguments, and at most
+// validationTime plus validationTimePerValue per value of wall time, so
 // that large arguments from references get a proportionally larger budget
 // and small ones cannot pin a core. Ordinary arguments take a few steps
 // and a few microseconds per value; the time budget is a generous
@@ -86,16 +50,16 @@ func schemaErr(err error) error {
 // arguments are rejected with a [Violation] at the root whose Err wraps
 // [ErrTooComplex]; the tool is not called.
 const (
-	ValidationSteps         = 20_000
-	ValidationStepsPerValue = 64
-	ValidationTime          = time.Second
-	ValidationTimePerValue  = 100 * time.Microsecond
+	validationSteps         = 20_000
+	validationStepsPerValue = 64
+	validationTime          = time.Second
+	validationTimePerValue  = 100 * time.Microsecond
 )
 
 // Schema is a compiled JSON Schema for a tool's input. It is safe for
 // concurrent use: each validation running at the same time uses its own
 // compiled copy, made on demand and kept for reuse, so that each is held
-// to its own [MaxValidationSteps].
+// to its own budget (see [Schema.Validate]).
 type Schema struct {
 	raw []byte
 
@@ -211,10 +175,22 @@ func (s *Schema) put(c *compiled) {
 // schema. Numbers are compared exactly, never through float64. It returns
 // nil when they conform, a [*ValidationError] listing every violation when
 // they do not, and an error wrapping [ErrInvalidJSON] when args is not
-// valid JSON. Arguments past a limit of validation ([MaxArgsDepth],
-// [MaxNumberExponent], [MaxNumberDigits]) are not validated: the
-// ValidationError lists, instead of schema violations, each number and
-// container past a limit, with an Err wrapping [ErrTooComplex].
+// valid JSON.
+//
+// Arguments past a limit of validation are not validated: arrays and
+// objects nested more than 128 deep (the limit of serde_json, far more than
+// tool arguments need), numbers of more than 1000 digits or with a
+// magnitude beyond 1e±400 (the validator compares numbers exactly with
+// math/big, at a cost that grows with both). The ValidationError lists,
+// instead of schema violations, each number and container past a limit,
+// with an Err wrapping [ErrTooComplex]. A validation may take at most
+// 20,000 steps (applications of a subschema to a part of the arguments)
+// plus 64 per JSON value in the arguments, and 1 s plus 100 µs per value:
+// a recursive schema with alternatives (a filter tree whose "oneOf"
+// branches all recurse) would otherwise take exponential time in the
+// depth of the arguments. Past either budget the validation stops and
+// the ValidationError holds one violation at the root wrapping
+// ErrTooComplex.
 func (s *Schema) Validate(args []byte) error {
 	if err := jsontext.Valid(args); err != nil {
 		return fmt.Errorf("values: %w", err)
@@ -250,276 +226,6 @@ func (s *SessionValues) Prepare(sch *Schema, args []byte) ([]byte, []string, err
 	return res.Args, resolved, nil
 }
 
-// Limits of a ValidationError, so that an error about a huge argument
-// still fits in a model's context.
-const (
-	maxViolations       = 100 // violations kept in ValidationError.Violations
-	maxViolationsListed = 20  // violations listed by Error
-	maxMessage          = 256 // bytes of one message, and of one pointer, in Error
-)
-
-// ValidationError reports tool arguments that do not conform to a tool's
-// input schema, that are past a limit of validation, or that hold
-// references that did not resolve. Use [errors.As] to read the violations;
-// [errors.Is] reports [ErrBadRef], [ErrUnknownHandle], [ErrNoPath] or
-// [ErrUnavailable] (a durable value that could not be read back) when an
-// unresolved reference caused one, and [ErrTooComplex] when arguments
-// past a limit did.
-type ValidationError struct {
-	// Violations lists at most 100 violations, ordered by pointer.
-	Violations []Violation
-	// Omitted is the number of further violations not listed.
-	Omitted int
-}
-
-// Violation is one reason tool arguments were rejected.
-type Violation struct {
-	// Pointer locates the offending value in the resolved arguments, as a
-	// JSON pointer (RFC 6901); "" is the arguments themselves.
-	Pointer string
-	// Message says what is wrong, for a model to act on: "want array, got
-	// object", or why a reference did not resolve.
-	Message string
-	// Ref is the reference, as written, that supplied the value at Pointer
-	// (or a value around it), or the unresolved reference found there; ""
-	// when the value was written in the arguments.
-	Ref string
-	// Err is nil for a schema violation. For an unresolved reference it
-	// wraps [ErrBadRef], [ErrUnknownHandle], [ErrNoPath] or
-	// [ErrUnavailable]; for a value past a limit of validation,
-	// [ErrTooComplex].
-	Err error
-}
-
-// Error lists the violations, one per line after a summary, each as its
-// pointer, its message and the reference behind it:
-//
-//	values: arguments do not match the tool's input schema (2 violations)
-//	/rows: want array, got object (from $r3)
-//	/limit: "$r9" is not a stored value; stored: r1…r4
-//
-// The arguments themselves are shown as "(root)". At most 20 violations are
-// listed, each clipped to a few hundred bytes, then "… and N more".
-func (e *ValidationError) Error() string {
-	n := len(e.Violations) + e.Omitted
-	var b []byte
-	b = append(b, "values: arguments do not match the tool's input schema ("...)
-	b = strconv.AppendInt(b, int64(n), 10)
-	if n == 1 {
-		b = append(b, " violation)"...)
-	} else {
-		b = append(b, " violations)"...)
-	}
-	for i, v := range e.Violations {
-		if i == maxViolationsListed {
-			break
-		}
-		b = append(b, '\n')
-		b = jsontext.AppendClipped(b, []byte(displayPointer(v.Pointer)), maxMessage)
-		b = append(b, ": "...)
-		b = jsontext.AppendClipped(b, []byte(v.Message), maxMessage)
-		if v.Ref != "" && v.supplied() {
-			b = append(b, " (from "...)
-			b = jsontext.AppendClipped(b, []byte(v.Ref), maxMessage)
-			b = append(b, ')')
-		}
-	}
-	if more := n - min(len(e.Violations), maxViolationsListed); more > 0 {
-		b = fmt.Appendf(b, "\n… and %d more", more)
-	}
-	return string(b)
-}
-
-// Unwrap returns the errors of the unresolved references among the
-// violations.
-func (e *ValidationError) Unwrap() []error {
-	var errs []error
-	for _, v := range e.Violations {
-		if v.Err != nil {
-			errs = append(errs, v.Err)
-		}
-	}
-	return errs
-}
-
-// supplied reports whether v.Ref, if any, supplied the offending value (rather
-// than being the unresolved reference itself).
-func (v *Violation) supplied() bool {
-	return v.Err == nil || errors.Is(v.Err, ErrTooComplex)
-}
-
-func displayPointer(p string) string {
-	if p == "" {
-		return "(root)"
-	}
-	return p
-}
-
-// check validates the validated JSON args against s (none when s is nil)
-// and turns the references in refs that did not resolve into violations.
-func (s *Schema) check(args []byte, refs []Reference) error {
-	var vs []Violation
-	var unresolved map[string]bool
-	for _, r := range refs {
-		if r.Err != nil {
-			if unresolved == nil {
-				unresolved = map[string]bool{}
-			}
-			msg := strings.TrimPrefix(r.Err.Error(), "values: ")
-			vs = append(vs, Violation{Pointer: r.Pointer, Message: msg, Ref: r.Ref, Err: r.Err})
-			unresolved[r.Pointer] = true
-		}
-	}
-	omitted := 0
-	if s != nil {
-		limitVs, more, values := checkLimits(args)
-		if len(limitVs) > 0 {
-			vs, omitted = append(vs, limitVs...), more // too costly to validate
-		} else {
-			schemaVs, err := s.violations(args, values)
-			if err != nil {
-				return err
-			}
-			for _, v := range schemaVs {
-				if unresolved[v.Pointer] {
-					continue // about the literal left in place of the reference
-				}
-				vs = append(vs, v)
-			}
-		}
-	}
-	if len(vs) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(vs, func(a, b Violation) int { return comparePointers(a.Pointer, b.Pointer) })
-	vs = slices.CompactFunc(vs, func(a, b Violation) bool { return a.Pointer == b.Pointer && a.Message == b.Message })
-	e := &ValidationError{Violations: vs, Omitted: omitted}
-	if len(vs) > maxViolations {
-		e.Violations, e.Omitted = vs[:maxViolations:maxViolations], omitted+len(vs)-maxViolations
-	}
-	for i := range e.Violations {
-		v := &e.Violations[i]
-		if !v.supplied() {
-			continue
-		}
-		for _, r := range refs {
-			if r.Err == nil && within(v.Pointer, r.Pointer) {
-				v.Ref = r.Ref
-				break
-			}
-		}
-	}
-	return e
-}
-
-// checkLimits checks the validated JSON args against the limits of
-// validation in one pass, without recursion, and returns a violation for
-// each number and each container past a limit (what such a container
-// holds is not looked at), at most maxViolations of them, and the number
-// of others. It also counts the JSON values in args (containers, strings
-// other than keys, numbers and literals).
-func checkLimits(args []byte) (vs []Violation, more, values int) {
-	var w jsontext.Walker
-	report := func(problem string) {
-		if len(vs) == maxViolations {
-			more++
-			return
-		}
-		err := fmt.Errorf("values: %w: %s", ErrTooComplex, problem)
-		vs = append(vs, Violation{Pointer: w.Pointer(args), Message: strings.TrimPrefix(err.Error(), "values: "), Err: err})
-	}
-	w.MaxDepth = MaxArgsDepth
-	w.TooDeep = func(int) error {
-		report(fmt.Sprintf("nested more than %d levels deep; pass a flatter value", MaxArgsDepth))
-		return nil
-	}
-	scalars := 0
-	err := w.Walk(args, func(start, end int) error {
-		scalars++
-		if c := args[start]; c == '-' || '0' <= c && c <= '9' {
-			if problem := checkNumber(args[start:end]); problem != "" {
-				report(problem)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		panic("values: checkLimits: " + err.Error()) // args were validated
-	}
-	return vs, more, scalars + w.Containers()
-}
-
-// checkNumber checks the valid number d against MaxNumberDigits and
-// MaxNumberExponent, and returns what is wrong with it, if anything.
-func checkNumber(d []byte) (problem string) {
-	i, start := 0, 0
-	if d[i] == '-' {
-		i++
-	}
-	intStart := i
-	i = jsontext.SkipDigits(d, i)
-	intEnd := i
-	fracStart, fracEnd := i, i
-	if i < len(d) && d[i] == '.' {
-		fracStart = i + 1
-		i = jsontext.SkipDigits(d, fracStart)
-		fracEnd = i
-	}
-	exp, expDigits := 0, 0
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		neg := d[i] == '-'
-		if d[i] == '+' || d[i] == '-' {
-			i++
-		}
-		expStart := i
-		i = jsontext.SkipDigits(d, i)
-		expDigits = i - expStart
-		var ok bool
-		if exp, ok = jsontext.ParseUint(d[expStart:i], 1e9); !ok {
-			exp = 1e9 // far past the limit: saturate rather than overflow
-		}
-		if neg {
-			exp = -exp
-		}
-	}
-	num := d[start:i]
-	if n := intEnd - intStart + fracEnd - fracStart + expDigits; n > MaxNumberDigits {
-		return fmt.Sprintf("the number %s has %d digits, more than the %d that can be validated", clipNumber(num), n, MaxNumberDigits)
-	}
-	// The power of ten of the first nonzero digit.
-	e10, zero := exp, true
-	if d[intStart] != '0' {
-		e10, zero = exp+intEnd-intStart-1, false
-	} else if k := bytes.IndexFunc(d[fracStart:fracEnd], func(r rune) bool { return r != '0' }); k >= 0 {
-		e10, zero = exp-k-1, false
-	}
-	switch {
-	case zero && (e10 > MaxNumberExponent || e10 < -MaxNumberExponent):
-		return fmt.Sprintf("the number %s has an exponent beyond ±%d; write it as 0", clipNumber(num), MaxNumberExponent)
-	case e10 > MaxNumberExponent:
-		return fmt.Sprintf("the number %s is too large to validate; magnitudes below 1e%d can be", clipNumber(num), MaxNumberExponent+1)
-	case e10 < -MaxNumberExponent:
-		return fmt.Sprintf("the number %s is too close to zero to validate; write 0, or a magnitude of at least 1e-%d", clipNumber(num), MaxNumberExponent)
-	}
-	return ""
-}
-
-// clipNumber returns the number num as written, or its first and last
-// digits around an jsontext.Ellipsis when it is long.
-func clipNumber(num []byte) string {
-	const keep = 12
-	if len(num) <= 2*keep+len(jsontext.Ellipsis) {
-		return string(num)
-	}
-	return string(num[:keep]) + jsontext.Ellipsis + string(num[len(num)-keep:])
-}
-
-// within reports whether the JSON pointer p is at or below base.
-func within(p, base string) bool {
-	return strings.HasPrefix(p, base) && (len(p) == len(base) || p[len(base)] == '/')
-}
-
 // violations validates args, which hold values JSON values, within the
 // budget of validation, and returns the schema's violations.
 func (s *Schema) violations(args []byte, values int) ([]Violation, error) {
@@ -533,8 +239,8 @@ func (s *Schema) violations(args []byte, values int) ([]Violation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.steps = ValidationSteps + ValidationStepsPerValue*min(values, maxInt/2/ValidationStepsPerValue)
-	c.deadline = time.Now().Add(ValidationTime + ValidationTimePerValue*time.Duration(min(values, 1<<32)))
+	c.steps = validationSteps + validationStepsPerValue*min(values, maxInt/2/validationStepsPerValue)
+	c.deadline = time.Now().Add(validationTime + validationTimePerValue*time.Duration(min(values, 1<<32)))
 	err = validateRecovered(c.s, v)
 	s.put(c)
 	if over, ok := err.(errOverBudget); ok {
@@ -582,77 +288,4 @@ func validateRecovered(s *jsonschema.Schema, v any) (err error) {
 		}
 	}()
 	return s.Validate(v)
-}
-
-// instancePointer turns the validator's instance location, whose tokens
-// are also URL path-escaped, into an RFC 6901 JSON pointer.
-func instancePointer(loc string) string {
-	if !strings.Contains(loc, "%") {
-		return loc
-	}
-	toks := strings.Split(loc, "/")
-	for i, t := range toks {
-		if u, err := url.PathUnescape(t); err == nil {
-			toks[i] = u
-		}
-	}
-	return strings.Join(toks, "/")
-}
-
-// schemaMessage words the validator's message the way this package's
-// errors read.
-func schemaMessage(m string) string {
-	if rest, ok := strings.CutPrefix(m, "expected "); ok {
-		if want, got, ok := strings.Cut(rest, ", but got "); ok {
-			return "want " + want + ", got " + got
-		}
-	}
-	if rest, ok := strings.CutPrefix(m, "missing properties: "); ok {
-		if strings.Contains(rest, ",") {
-			return "missing required properties " + rest
-		}
-		return "missing required property " + rest
-	}
-	if rest, ok := strings.CutPrefix(m, "additionalProperties "); ok {
-		if names, ok := strings.CutSuffix(rest, " not allowed"); ok {
-			return "properties not allowed by the schema: " + names
-		}
-	}
-	return m
-}
-
-// comparePointers orders JSON pointers token by token, array indexes by
-// number.
-func comparePointers(a, b string) int {
-	for a != "" && b != "" {
-		var ta, tb string
-		ta, a = nextToken(a)
-		tb, b = nextToken(b)
-		if ta == tb {
-			continue
-		}
-		if isDigits(ta) && isDigits(tb) && len(ta) != len(tb) {
-			return len(ta) - len(tb)
-		}
-		return strings.Compare(ta, tb)
-	}
-	return len(a) - len(b)
-}
-
-// nextToken splits the first token off the non-empty pointer p.
-func nextToken(p string) (tok, rest string) {
-	p = p[1:]
-	if i := strings.IndexByte(p, '/'); i >= 0 {
-		return p[:i], p[i:]
-	}
-	return p, ""
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -214,24 +214,24 @@ func TestValidateLimits(t *testing.T) {
 		omitted            int
 	}{
 		{"the review's numbers", intArray, many(60, "1e999999"), pointers("/xs/", 60), 0},
-		{"the review's nesting", recursive, nested(1600, "1"), []string{zeros(MaxArgsDepth)}, 0},
+		{"the review's nesting", recursive, nested(1600, "1"), []string{zeros(maxArgsDepth)}, 0},
 		{"exponent at the limit", intArray, many(4, "1e400"), nil, 0},
 		{"largest at the limit", intArray, `{"xs":[9.99e400,-9E+400,100e398,-0.5e401]}`, nil, 0},
 		{"smallest at the limit", `{}`, `[1e-400,-1.5E-400,0.001e-397,100e-402]`, nil, 0},
 		{"too large", intArray, `{"xs":[1e401,-1E+401,1000e399,0.1e402,` + "1" + strings.Repeat("0", 401) + `]}`, pointers("/xs/", 5), 0},
 		{"too small", `{}`, `[1e-401,-1.5E-401,0.0001e-397,10e-402]`, pointers("/", 4), 0},
 		{"zero with a huge exponent", `{}`, `[0e400,-0.0e-400,0e401,0.000E-401,0e99999999999999999999]`, []string{"/2", "/3", "/4"}, 0},
-		{"digits at the limit", `{}`, `[` + digits(MaxNumberDigits) + `]`, nil, 0},
-		{"too many digits", `{}`, `{"a":[` + digits(MaxNumberDigits+1) + `]}`, []string{"/a/0"}, 0},
-		{"exponent digits count", `{}`, `[1e` + strings.Repeat("0", MaxNumberDigits-1) + `1]`, []string{"/0"}, 0},
-		{"depth at the limit", recursive, nested(MaxArgsDepth, ""), nil, 0},
-		{"depth at the limit, failing", recursive, nested(MaxArgsDepth-1, "1"), []string{}, 0},
-		{"one level too deep", recursive, nested(MaxArgsDepth+1, ""), []string{zeros(MaxArgsDepth)}, 0},
-		{"objects too deep", `{}`, strings.Repeat(`{"k~/":`, MaxArgsDepth+1) + "1" + strings.Repeat("}", MaxArgsDepth+1),
-			[]string{strings.Repeat("/k~0~1", MaxArgsDepth)}, 0},
-		{"pointers count items and keys", `{}`, `{"a":[1,{"b":"x","c":[{},[],"d",` + nested(MaxArgsDepth-3, "") + `]}],"e":1e999}`,
-			[]string{"/a/1/c/3" + zeros(MaxArgsDepth-4), "/e"}, 0},
-		{"inside a too deep value is not looked at", `{}`, nested(MaxArgsDepth+1, "1e999"), []string{zeros(MaxArgsDepth)}, 0},
+		{"digits at the limit", `{}`, `[` + digits(maxNumberDigits) + `]`, nil, 0},
+		{"too many digits", `{}`, `{"a":[` + digits(maxNumberDigits+1) + `]}`, []string{"/a/0"}, 0},
+		{"exponent digits count", `{}`, `[1e` + strings.Repeat("0", maxNumberDigits-1) + `1]`, []string{"/0"}, 0},
+		{"depth at the limit", recursive, nested(maxArgsDepth, ""), nil, 0},
+		{"depth at the limit, failing", recursive, nested(maxArgsDepth-1, "1"), []string{}, 0},
+		{"one level too deep", recursive, nested(maxArgsDepth+1, ""), []string{zeros(maxArgsDepth)}, 0},
+		{"objects too deep", `{}`, strings.Repeat(`{"k~/":`, maxArgsDepth+1) + "1" + strings.Repeat("}", maxArgsDepth+1),
+			[]string{strings.Repeat("/k~0~1", maxArgsDepth)}, 0},
+		{"pointers count items and keys", `{}`, `{"a":[1,{"b":"x","c":[{},[],"d",` + nested(maxArgsDepth-3, "") + `]}],"e":1e999}`,
+			[]string{"/a/1/c/3" + zeros(maxArgsDepth-4), "/e"}, 0},
+		{"inside a too deep value is not looked at", `{}`, nested(maxArgsDepth+1, "1e999"), []string{zeros(maxArgsDepth)}, 0},
 		{"numbers in strings and keys are text", intArray, `{"xs":[1],"1e999":"1e999","s":"[[[[-1e999"}`, nil, 0},
 		{"many", `{}`, many(1000, "1e999"), pointers("/xs/", maxViolations), 1000 - maxViolations},
 	}
@@ -285,7 +285,7 @@ func TestValidateLimitMessages(t *testing.T) {
 		{`-2.5E-401`, "too complex to validate: the number -2.5E-401 is too close to zero to validate; write 0, or a magnitude of at least 1e-400"},
 		{`0e401`, "too complex to validate: the number 0e401 has an exponent beyond ±400; write it as 0"},
 		{long, "too complex to validate: the number 1.2222222222…222222222223 has 1002 digits, more than the 1000 that can be validated"},
-		{nested(MaxArgsDepth+1, ""), "too complex to validate: nested more than 128 levels deep; pass a flatter value"},
+		{nested(maxArgsDepth+1, ""), "too complex to validate: nested more than 128 levels deep; pass a flatter value"},
 	}
 	for _, tt := range tests {
 		vs := violationsOf(t, sch.Validate([]byte(tt.args)))
@@ -299,11 +299,11 @@ func TestValidateLimitMessages(t *testing.T) {
 // violation is reported beside unresolved references.
 func TestPrepareLimits(t *testing.T) {
 	vals := New()
-	deep, _ := vals.Put(json.RawMessage(nested(MaxArgsDepth, "")))
+	deep, _ := vals.Put(json.RawMessage(nested(maxArgsDepth, "")))
 	sch := mustCompile(t, `{"type":"object"}`)
 	_, _, err := vals.Prepare(sch, []byte(`{"a":"$`+deep+`","b":"$r9","c":[1e400,1e401]}`))
 	want := []Violation{
-		{Pointer: "/a" + zeros(MaxArgsDepth-1), Message: "too complex to validate: nested more than 128 levels deep; pass a flatter value", Ref: "$" + deep, Err: ErrTooComplex},
+		{Pointer: "/a" + zeros(maxArgsDepth-1), Message: "too complex to validate: nested more than 128 levels deep; pass a flatter value", Ref: "$" + deep, Err: ErrTooComplex},
 		{Pointer: "/b", Message: `"$r9" is not a stored value; stored: r1`, Ref: "$r9", Err: ErrUnknownHandle},
 		{Pointer: "/c/1", Message: "too complex to validate: the number 1e401 is too large to validate; magnitudes below 1e401 can be", Err: ErrTooComplex},
 	}
@@ -556,8 +556,8 @@ func TestSchemaConcurrentUse(t *testing.T) {
 func FuzzCheckLimits(f *testing.F) {
 	for _, seed := range []string{
 		`{"a":[1,{"b":"x","c":[{},[],"d",1e401]}],"e":1e999}`, `[1e400,1e-401,0e401,0.0001e-397,-9.9E+400]`,
-		`{"k":{"k":[[[1e999]]]},"k":2e999}`, nested(MaxArgsDepth+1, "1"), `[{},{"a":[]},1e999,{"b":{}},2e999]`,
-		`"1e999"`, `1e999`, `[` + strings.Repeat("3", MaxNumberDigits+1) + `]`, `{"a~/\u00e9":1e999}`,
+		`{"k":{"k":[[[1e999]]]},"k":2e999}`, nested(maxArgsDepth+1, "1"), `[{},{"a":[]},1e999,{"b":{}},2e999]`,
+		`"1e999"`, `1e999`, `[` + strings.Repeat("3", maxNumberDigits+1) + `]`, `{"a~/\u00e9":1e999}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -681,7 +681,7 @@ func modelLimits(t *testing.T, args []byte) []string {
 		}
 		switch tok := tok.(type) {
 		case json.Delim:
-			if len(stack) == MaxArgsDepth {
+			if len(stack) == maxArgsDepth {
 				out = append(out, pointer())
 				skip = 1
 				continue
@@ -696,12 +696,12 @@ func modelLimits(t *testing.T, args []byte) []string {
 }
 
 // modelNumberPast reports whether the JSON number s has more than
-// MaxNumberDigits digits or a normalized exponent beyond MaxNumberExponent.
+// maxNumberDigits digits or a normalized exponent beyond maxNumberExponent.
 func modelNumberPast(s string) bool {
 	s = strings.TrimPrefix(s, "-")
 	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
 	intPart, frac, _ := strings.Cut(mant, ".")
-	if len(intPart)+len(frac)+len(strings.TrimLeft(exp, "+-")) > MaxNumberDigits {
+	if len(intPart)+len(frac)+len(strings.TrimLeft(exp, "+-")) > maxNumberDigits {
 		return true
 	}
 	e := new(big.Int)
@@ -714,7 +714,7 @@ func modelNumberPast(s string) bool {
 		// the point after position len(intPart).
 		e.Add(e, big.NewInt(int64(len(intPart)-(len(digits)-len(trimmed))-1)))
 	}
-	return e.CmpAbs(big.NewInt(MaxNumberExponent)) > 0
+	return e.CmpAbs(big.NewInt(maxNumberExponent)) > 0
 }
 
 // filterTreeSchema is a filter tree: a node is an "and", an "or" or a
@@ -810,7 +810,7 @@ func TestValidateBudgetGrowsWithArgs(t *testing.T) {
 		`{"type":"object","properties":{"id":{"type":"integer"},"kind":{"const":"b"}},"required":["kind"]}]}}}}`)
 	var b strings.Builder
 	b.WriteString(`{"rows":[`)
-	const n = 10_000 // about 3 steps a value: more than ValidationSteps in all
+	const n = 10_000 // about 3 steps a value: more than validationSteps in all
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')

@@ -1,78 +1,3 @@
-// Package values keeps every tool result of an agent run live under a short
-// handle, puts a bounded, typed preview of it in the transcript, and lets
-// the model pass the value back by reference.
-//
-// A tool result that is larger than the model's context is usually cut down
-// before it enters the transcript, and the cut part is gone. With this
-// package the loop stores the whole result in a [SessionValues], shows the
-// model a preview such as
-//
-//	r1 = array(len=100, [:3]=[{id:1,name:"a", …}, …], [-2:]=[…])
-//
-// and, when the model later calls a tool with the argument "$r1.57.name",
-// hands the tool the real value before the tool's schema is checked.
-//
-//	vals := values.New()
-//	obs := vals.Observe(toolOutput) // store, then preview + hint for the transcript
-//	transcript = append(transcript, obs.Text)
-//	// ... the model answers with a call whose arguments say "$r1.rows.0.id"
-//	args, refs, err := vals.Prepare(schema, call.Arguments)
-//
-// # Values
-//
-// A value is immutable once stored and is kept as its raw bytes: the JSON as
-// received, the UTF-8 text, or the binary bytes. It is validated once, at
-// Put, in the same pass that computes the small index previews need, so a
-// preview costs time proportional to the preview, never to the value. No
-// decoded tree of a value is kept. A JSON array of 4 MiB or more is
-// validated by two goroutines, one for each half; both have ended when Put
-// returns.
-//
-// # Previews
-//
-// [RenderPreview] describes a value in one line (a text head or tail may
-// carry escaped newlines) that is never longer than the store's preview
-// bound, whatever the value; see the function for the grammar.
-// [ReferenceHint] is the line that tells the model how to reach the rest.
-//
-// # References
-//
-// A tool argument that is exactly a string of the form
-//
-//	ref     = "$" handle *("." segment)
-//	handle  = "r" digit1-9 *digit          ; r0, r01 are not handles
-//	segment = 1*(char / "\." / "\\")       ; "\." is a literal dot inside a key
-//
-// names a stored value or a part of one: a segment is an object key or an
-// array index (0, 1, …; -1 is the last item). [SessionValues.Resolve]
-// replaces each such string with the JSON of what it names; a string that
-// merely contains one is left alone, "$$r1" passes the literal "$r1", and a
-// reference that names nothing is left as written and reported.
-// [SessionValues.Prepare] resolves, then validates against the tool's
-// [Schema], and explains every violation by JSON pointer and reference.
-// [SessionValues.Read] and the read_value tool ([ReadValueTool]) page any
-// value's bytes.
-//
-// # Limits
-//
-// Every limit is an [Option] or constant with a documented default: the
-// preview bound ([WithMaxPreview], 2 KiB), the size up to which
-// [SessionValues.Observe] shows a result whole ([WithInlineLimit], the
-// preview bound), the size of resolved arguments ([WithMaxResolved],
-// 64 MiB), the page size of reads ([DefaultReadLimit], 32 KiB, at most
-// [MaxReadLimit]), what schema validation accepts ([MaxArgsDepth],
-// [MaxNumberExponent], [MaxNumberDigits]), the work of one validation
-// ([ValidationSteps], [ValidationTime]) and, with durability, the size
-// above which values live only in the durable store ([WithMemoryLimit],
-// 4 MiB).
-//
-// # Durability
-//
-// Optionally ([WithDurable]) every value is also persisted to a [Durable]
-// store, values above a memory limit ([WithMemoryLimit], 4 MiB) are then
-// kept only there, and [Open] reopens the session in a new process with its
-// handles, previews, references and reads intact. A store failure never
-// fails a Put ([WithStoreErrors], [SessionValues.Durable]).
 package values
 
 import (
@@ -223,15 +148,30 @@ func (v Value) ContentType() string { return v.get().ctype }
 // Options.
 
 type config struct {
-	maxPreview  int
-	inlineLimit int
-	maxResolved int // see WithMaxResolved; 0 selects the default
-
-	// See durable.go.
-	durable      Durable
-	session      string
-	memLimit     int
+	maxPreview   int // see WithMaxPreview; 0 selects the default
+	inlineLimit  int // see WithInlineLimit; 0 selects the default
+	maxResolved  int // see WithMaxResolved; 0 selects the default
+	memLimit     int // see WithMemoryLimit; 0 selects the default
 	onStoreError func(handle string, err error)
+}
+
+// preview returns the preview bound in effect.
+func (c *config) preview() int {
+	switch {
+	case c.maxPreview <= 0:
+		return DefaultMaxPreview
+	case c.maxPreview < MinMaxPreview:
+		return MinMaxPreview
+	}
+	return min(c.maxPreview, maxMaxPreview)
+}
+
+// inline returns the size up to which Observe shows a result whole.
+func (c *config) inline() int {
+	if c.inlineLimit == 0 {
+		return c.preview()
+	}
+	return c.inlineLimit
 }
 
 // Option configures a [SessionValues]. The zero value of each option's
@@ -264,55 +204,39 @@ func WithInlineLimit(n int) Option { return func(c *config) { c.inlineLimit = n 
 
 // SessionValues is the per-run store of values, addressed by the handles
 // r1, r2, … in the order they were stored. Handles are never reused. It is
-// safe for concurrent use.
+// safe for concurrent use. The zero SessionValues is an empty store that
+// behaves as one returned by New() without options.
 type SessionValues struct {
-	cfg  config
-	dur  *durability // nil unless WithDurable
-	mu   sync.RWMutex
-	vals []Value // by handle number - 1; lostValue for a handle lost before Open
-	lost int     // number of lostValue entries
+	cfg   config
+	dur   *durability // nil unless opened with Open on a Durable
+	mu    sync.RWMutex
+	table []slot // by handle number - 1
+	lost  int    // slots holding lostValue
 }
 
-// New returns an empty store configured by opts.
-//
-// With [WithDurable] it starts a new session and first reads the session's
-// records once: when the session already has records, or they cannot be
-// read, the store keeps its values in memory only, writes nothing to the
-// [Durable], and tells the [WithStoreErrors] callback once, with the
-// handle "" and an error wrapping [ErrSessionExists] or the store's error.
-// Use [Open] to continue a session.
+// slot is one handle of the table: its value, lostValue for a handle
+// lost before the session was reopened, and whether the value is durably
+// stored (see SessionValues.Persisted).
+type slot struct {
+	v      *value
+	stored bool
+}
+
+// New returns an empty store, in memory only, configured by opts. Use
+// [Open] for a store whose values outlive the process.
 func New(opts ...Option) *SessionValues {
-	s := newStore(opts)
-	s.startSession()
-	return s
-}
-
-// newStore returns an empty store configured by opts, without New's check
-// of a durable session.
-func newStore(opts []Option) *SessionValues {
-	var c config
+	s := &SessionValues{}
 	for _, o := range opts {
-		o(&c)
+		o(&s.cfg)
 	}
-	switch {
-	case c.maxPreview <= 0:
-		c.maxPreview = DefaultMaxPreview
-	case c.maxPreview < MinMaxPreview:
-		c.maxPreview = MinMaxPreview
-	case c.maxPreview > maxMaxPreview:
-		c.maxPreview = maxMaxPreview
-	}
-	if c.inlineLimit == 0 {
-		c.inlineLimit = c.maxPreview
-	}
-	return &SessionValues{cfg: c, dur: newDurability(&c)}
+	return s
 }
 
 // Len returns the number of values stored.
 func (s *SessionValues) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.vals) - s.lost
+	return len(s.table) - s.lost
 }
 
 // Get returns the value stored under handle ("r1", "r2", …). It reports
@@ -325,19 +249,19 @@ func (s *SessionValues) Get(handle string) (Value, bool) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if i > len(s.vals) || s.vals[i-1].v == lostValue {
+	if i > len(s.table) || s.table[i-1].v == lostValue {
 		return Value{}, false
 	}
-	return s.vals[i-1], true
+	return Value{s.table[i-1].v}, true
 }
 
 // Handles returns the handles of every stored value, in order.
 func (s *SessionValues) Handles() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	hs := make([]string, 0, len(s.vals)-s.lost)
-	for i, v := range s.vals {
-		if v.v != lostValue {
+	hs := make([]string, 0, len(s.table)-s.lost)
+	for i, sl := range s.table {
+		if sl.v != lostValue {
 			hs = append(hs, handleName(i+1))
 		}
 	}
@@ -355,15 +279,12 @@ func parseHandle(h string) (int, bool) {
 
 func handleName(i int) string { return "r" + strconv.Itoa(i) }
 
-// add stores v and returns its handle; with WithDurable, once persisted.
+// add stores v and returns its handle; with durability, once persisted.
 func (s *SessionValues) add(v *value) string {
-	v.max = s.cfg.maxPreview
+	v.max = s.cfg.preview()
 	s.mu.Lock()
-	s.vals = append(s.vals, Value{v})
-	n := len(s.vals)
-	if s.dur != nil {
-		s.dur.stored = append(s.dur.stored, false)
-	}
+	s.table = append(s.table, slot{v: v})
+	n := len(s.table)
 	s.mu.Unlock()
 	h := handleName(n)
 	if s.dur != nil {
@@ -386,8 +307,8 @@ func (s *SessionValues) add(v *value) string {
 // without HTML escaping; a value encoding/json cannot encode is an error.
 // No handle is used up by a failed Put.
 //
-// With [WithDurable], Put returns once the value is persisted, or its
-// persistence has failed: a store failure never fails a Put.
+// In a store opened with [Open], Put returns once the value is persisted,
+// or its persistence has failed: a store failure never fails a Put.
 func (s *SessionValues) Put(v any) (string, error) {
 	var x *value
 	switch v := v.(type) {
@@ -430,8 +351,8 @@ func (s *SessionValues) Put(v any) (string, error) {
 // "42"), and anything else becomes a binary value.
 //
 // The store keeps out itself rather than a copy, so that a 100 MB result
-// costs 100 MB once: the caller must not modify out after the call. With
-// [WithDurable] it persists the value as [SessionValues.Put] does.
+// costs 100 MB once: the caller must not modify out after the call. In a
+// store made by [Open] it persists the value as [SessionValues.Put] does.
 func (s *SessionValues) PutOutput(out []byte) string {
 	return s.add(classify(out))
 }
@@ -497,7 +418,7 @@ func newJSON(b []byte) (*value, error) {
 }
 
 // Observation is what an agent loop puts in the transcript for one tool
-// result stored by [SessionValues.Observe].
+// result: see [SessionValues.Observe] and [SessionValues.Transcript].
 type Observation struct {
 	Handle    string // the handle the result is stored under
 	Text      string // the text for the transcript
@@ -505,20 +426,42 @@ type Observation struct {
 }
 
 // Observe stores a tool's raw output with [SessionValues.PutOutput] and
-// returns what the agent loop puts in the transcript in its place.
-//
-// A result whose stored size is at most the inline limit ([WithInlineLimit];
-// by default the preview bound) is shown whole (text as it is, JSON as
-// stored) followed by a line naming its handle. A larger result, and every
-// binary result, is shown as [RenderPreview] followed by [ReferenceHint].
-// Either way the text is at most the inline limit or the preview bound,
-// plus one hint line.
+// returns what the agent loop puts in the transcript in its place, as
+// [SessionValues.Transcript] gives it.
 func (s *SessionValues) Observe(out []byte) Observation {
 	x := classify(out)
 	h := s.add(x)
-	v := Value{x} // with its bytes, even if the store has dropped them
-	if x.kind == KindBinary || len(x.raw) > s.cfg.inlineLimit {
-		return Observation{Handle: h, Text: RenderPreview(h, v) + ReferenceHint(h), Previewed: true}
+	return s.transcript(h, x) // with its bytes, even if the store has dropped them
+}
+
+// Transcript returns what an agent loop puts in the transcript for the
+// value under handle, and false for an unknown handle.
+//
+// A value whose stored size is at most the inline limit ([WithInlineLimit];
+// by default the preview bound) is shown whole (text as it is, JSON as
+// stored) followed by a line naming its handle. A larger value, and every
+// binary value, is shown as [RenderPreview] followed by [ReferenceHint].
+// Either way the text is at most the inline limit or the preview bound,
+// plus one hint line. A value kept only in the durable store is read back
+// to be shown whole; when that fails it is previewed.
+func (s *SessionValues) Transcript(handle string) (Observation, bool) {
+	v, ok := s.Get(handle)
+	if !ok {
+		return Observation{}, false
+	}
+	x := v.get()
+	if x.disk != nil && x.size <= s.cfg.inline() && x.kind != KindBinary {
+		if m, _, err := x.loaded(); err == nil {
+			x = m
+		}
+	}
+	return s.transcript(handle, x), true
+}
+
+// transcript is Transcript for the value x under handle h.
+func (s *SessionValues) transcript(h string, x *value) Observation {
+	if x.kind == KindBinary || x.disk != nil || len(x.raw) > s.cfg.inline() {
+		return Observation{Handle: h, Text: RenderPreview(h, Value{x}) + ReferenceHint(h), Previewed: true}
 	}
 	text := make([]byte, 0, len(x.raw)+96)
 	text = append(text, x.raw...)

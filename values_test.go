@@ -555,3 +555,39 @@ func TestPreviewGolden(t *testing.T) {
 		t.Errorf("previews differ from %s (-want +got):\n%s", path, diff)
 	}
 }
+
+// The zero SessionValues behaves as New() without options: the same
+// handles, previews, transcript text and limits.
+func TestZeroSessionValues(t *testing.T) {
+	var zero SessionValues
+	fresh := New()
+	big := []byte(`{"rows":[` + strings.Repeat(`{"id":1,"name":"a row with some padding"},`, 200) + `{"id":2}]}`)
+	for _, out := range [][]byte{[]byte("short text"), big, {0xff, 0xfe}} {
+		a, b := zero.Observe(out), fresh.Observe(out)
+		if diff := cmp.Diff(b, a); diff != "" {
+			t.Errorf("Observe of %d bytes (-New +zero):\n%s", len(out), diff)
+		}
+	}
+	args := []byte(`{"x":"$r2.rows.-1.id"}`)
+	a, _, errA := zero.Resolve(args)
+	b, _, errB := fresh.Resolve(args)
+	if string(a) != string(b) || errA != nil || errB != nil {
+		t.Errorf("Resolve: zero %s %v, New %s %v", a, errA, b, errB)
+	}
+}
+
+// Transcript gives, for any stored handle, what Observe gave when it was
+// stored, and false for an unknown handle.
+func TestTranscript(t *testing.T) {
+	s := New(WithInlineLimit(64))
+	for _, out := range []string{"small", strings.Repeat("large text\n", 100), `{"a":1}`} {
+		obs := s.Observe([]byte(out))
+		got, ok := s.Transcript(obs.Handle)
+		if !ok || got != obs {
+			t.Errorf("Transcript(%s) = %+v, %v; want %+v", obs.Handle, got, ok, obs)
+		}
+	}
+	if _, ok := s.Transcript("r99"); ok {
+		t.Error("Transcript of an unknown handle")
+	}
+}

@@ -118,10 +118,9 @@ func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
 	}
 	v, _ := p.values.Get(h)
 	if p.threshold < 0 || v.Kind() == values.KindBinary || wholeSize(res.Content, structured) > p.threshold {
-		text := values.RenderPreview(h, v) + values.ReferenceHint(h)
+		text := p.preview(h)
 		if ch != "" {
-			cv, _ := p.values.Get(ch)
-			text += "\n\nThe content blocks, stored apart:\n" + values.RenderPreview(ch, cv) + values.ReferenceHint(ch)
+			text += "\n\nThe content blocks, stored apart:\n" + p.preview(ch)
 		}
 		content := []mcp.Content{&mcp.TextContent{Text: text}}
 		for _, c := range res.Content {
@@ -294,9 +293,14 @@ func (p *Proxy) errorText(msg string) string {
 	if len(msg) <= limit {
 		return msg
 	}
-	h := p.values.PutOutput([]byte(msg))
+	return "(the message is stored)\n" + p.preview(p.values.PutOutput([]byte(msg)))
+}
+
+// preview is the preview and hint of the value under h, whatever its size:
+// the proxy shows a result whole itself when it is under the threshold.
+func (p *Proxy) preview(h string) string {
 	v, _ := p.values.Get(h)
-	return "(the message is stored)\n" + values.RenderPreview(h, v) + values.ReferenceHint(h)
+	return values.RenderPreview(h, v) + values.ReferenceHint(h)
 }
 
 // notCalled is the result of a call the downstream server can no longer take.

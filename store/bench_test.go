@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	values "github.com/agentvalues/values"
 )
 
-// BenchmarkPut stores a new body (a fresh first 8 bytes each time, so no
+// BenchmarkPutBody stores a new body (a fresh first 8 bytes each time, so no
 // dedupe) in a Dir, beside storing the same body again (dedupe: compare and
 // grant) and two baselines on the same file system: os.WriteFile of the
 // same bytes, and the same write followed by an fsync, the floor for a
 // durable write.
-func BenchmarkPut(b *testing.B) {
+func BenchmarkPutBody(b *testing.B) {
 	for _, size := range []int{1 << 20, 64 << 20} {
 		body := make([]byte, size)
 		fill(body, "bench")
@@ -27,7 +29,7 @@ func BenchmarkPut(b *testing.B) {
 			for b.Loop() {
 				i++
 				binary.LittleEndian.PutUint64(body, i)
-				if _, err := d.Put("bench", body); err != nil {
+				if _, err := d.PutBody("bench", body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -38,7 +40,7 @@ func BenchmarkPut(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := d.Put("bench", body); err != nil {
+				if _, err := d.PutBody("bench", body); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -72,16 +74,16 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendHandle appends one handle record with 100 bytes of
+// BenchmarkAppendRecord appends one handle record with 100 bytes of
 // metadata, beside the floor of appending the same bytes to a file and
 // fsyncing it.
-func BenchmarkAppendHandle(b *testing.B) {
-	rec := HandleRecord{Handle: "r1", Key: KeyOf(nil), Kind: "array", Size: 1 << 20, Meta: make([]byte, 100)}
+func BenchmarkAppendRecord(b *testing.B) {
+	rec := values.Record{Handle: "r1", Key: KeyOf(nil), Kind: "array", Size: 1 << 20, Meta: make([]byte, 100)}
 	b.Run("dir", func(b *testing.B) {
 		d := openDir(b, b.TempDir())
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := d.AppendHandle("bench", rec); err != nil {
+			if err := d.AppendRecord("bench", rec); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -105,20 +107,20 @@ func BenchmarkAppendHandle(b *testing.B) {
 	})
 }
 
-// BenchmarkHandles reads back 10,000 handle records (100 bytes of
-// metadata each) of one session: Handles alone, a whole reopen (OpenDir,
-// which loads the session's 10,000 grants, then Handles and Close), and
+// BenchmarkRecords reads back 10,000 handle records (100 bytes of
+// metadata each) of one session: Records alone, a whole reopen (OpenDir,
+// which loads the session's 10,000 grants, then Records and Close), and
 // the baseline of os.ReadFile of the handle log.
-func BenchmarkHandles(b *testing.B) {
+func BenchmarkRecords(b *testing.B) {
 	const n = 10_000
 	dir := b.TempDir()
 	writeBenchLogs(b, dir, "bench", n)
-	b.Run("handles", func(b *testing.B) {
+	b.Run("records", func(b *testing.B) {
 		d := openDir(b, dir)
 		defer d.Close()
 		b.ReportAllocs()
 		for b.Loop() {
-			recs, err := d.Handles("bench")
+			recs, err := d.Records("bench")
 			if err != nil || len(recs) != n {
 				b.Fatalf("%d records, %v", len(recs), err)
 			}
@@ -131,7 +133,7 @@ func BenchmarkHandles(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			recs, err := d.Handles("bench")
+			recs, err := d.Records("bench")
 			if err != nil || len(recs) != n {
 				b.Fatalf("%d records, %v", len(recs), err)
 			}
@@ -150,7 +152,8 @@ func BenchmarkHandles(b *testing.B) {
 }
 
 // writeBenchLogs writes the grant and handle logs of a session with n
-// values directly, as n Puts and AppendHandles would (without n fsyncs).
+// values directly, as n calls of PutBody and AppendRecord would (without
+// n fsyncs).
 func writeBenchLogs(b *testing.B, dir, session string, n int) {
 	d := openDir(b, dir)
 	d.Close()
@@ -169,7 +172,7 @@ func writeBenchLogs(b *testing.B, dir, session string, n int) {
 		key := KeyOf(body)
 		grants = appendRecord(grants, encodeGrant(key, d.cfg.newGrant(d.cfg.now(), len(body))))
 		binary.LittleEndian.PutUint64(meta, uint64(i))
-		rec := HandleRecord{Handle: "r" + strconv.Itoa(i+1), Key: key, Kind: "array", Size: int64(i), Meta: meta}
+		rec := values.Record{Handle: "r" + strconv.Itoa(i+1), Key: key, Kind: "array", Size: int64(i), Meta: meta}
 		handles = appendRecord(handles, encodeHandle(rec))
 	}
 	if err := os.WriteFile(filepath.Join(sdir, grantsLog), grants, 0o600); err != nil {

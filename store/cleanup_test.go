@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	values "github.com/agentvalues/values"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
@@ -28,9 +30,9 @@ func briefs(items []Item) []brief {
 
 func bodyName(key string) string { return bodiesName + "/" + key }
 
-// cleaner opens a fresh store of each backend as a Store and a Cleaner.
-func cleaner(t *testing.T, be backend, opts Options) (Store, Cleaner) {
-	st := be.open(t, opts)
+// cleaner opens a fresh store of each backend as a testStore and a Cleaner.
+func cleaner(t *testing.T, be backend, opts ...Option) (testStore, Cleaner) {
+	st := be.open(t, opts...)
 	return st, st.(Cleaner)
 }
 
@@ -39,7 +41,7 @@ func TestPlanApply(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			clk := newClock()
-			st, c := cleaner(t, be, Options{TTL: ttl, Now: clk.Now})
+			st, c := cleaner(t, be, WithTTL(ttl), WithClock(clk.Now))
 			start := clk.Now()
 			kx := mustPut(t, st, "a", []byte("x"))
 			kShared := mustPut(t, st, "a", []byte("shared"))
@@ -75,17 +77,17 @@ func TestPlanApply(t *testing.T) {
 			if diff := cmp.Diff(briefs(p.Delete), briefs(r.Deleted)); diff != "" || len(r.Skipped) != 0 {
 				t.Fatalf("apply deleted (-want +got):\n%s\nskipped %v", diff, briefs(r.Skipped))
 			}
-			if _, err := st.Get("a", kx); !errors.Is(err, ErrExpired) {
-				t.Errorf("Get of a deleted expired body = %v, want ErrExpired", err)
+			if _, err := st.Body("a", kx); !errors.Is(err, ErrExpired) {
+				t.Errorf("Body of a deleted expired body = %v, want ErrExpired", err)
 			}
-			if _, err := st.Get("b", kShared); err != nil {
-				t.Errorf("Get of a body still granted to b: %v", err)
+			if _, err := st.Body("b", kShared); err != nil {
+				t.Errorf("Body of a body still granted to b: %v", err)
 			}
-			if _, err := st.Get("a", kShared); !errors.Is(err, ErrExpired) {
-				t.Errorf("Get of a's expired grant = %v, want ErrExpired", err)
+			if _, err := st.Body("a", kShared); !errors.Is(err, ErrExpired) {
+				t.Errorf("Body of a's expired grant = %v, want ErrExpired", err)
 			}
-			if _, err := st.Get("b", ky); err != nil {
-				t.Errorf("Get of a live body: %v", err)
+			if _, err := st.Body("b", ky); err != nil {
+				t.Errorf("Body of a live body: %v", err)
 			}
 
 			// Applying the same plan again finds the body gone.
@@ -96,8 +98,8 @@ func TestPlanApply(t *testing.T) {
 
 			// Storing x again makes it readable again.
 			mustPut(t, st, "a", []byte("x"))
-			if got, err := st.Get("a", kx); err != nil || string(got) != "x" {
-				t.Errorf("Get after storing again = %q, %v", got, err)
+			if got, err := st.Body("a", kx); err != nil || string(got) != "x" {
+				t.Errorf("Body after storing again = %q, %v", got, err)
 			}
 			_ = start
 		})
@@ -110,7 +112,7 @@ func TestApplyRaces(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			t.Run("grant renewed", func(t *testing.T) {
 				clk := newClock()
-				st, c := cleaner(t, be, Options{TTL: ttl, Now: clk.Now})
+				st, c := cleaner(t, be, WithTTL(ttl), WithClock(clk.Now))
 				key := mustPut(t, st, "a", []byte("v"))
 				clk.Advance(2 * ttl)
 				p, err := c.Plan(clk.Now())
@@ -122,13 +124,13 @@ func TestApplyRaces(t *testing.T) {
 				if err != nil || len(r.Deleted) != 0 || !cmp.Equal([]brief{{bodyName(key), ReasonReferenced}}, briefs(r.Skipped)) {
 					t.Fatalf("Apply = deleted %v, skipped %v, %v", briefs(r.Deleted), briefs(r.Skipped), err)
 				}
-				if _, err := st.Get("b", key); err != nil {
-					t.Fatalf("Get: %v", err)
+				if _, err := st.Body("b", key); err != nil {
+					t.Fatalf("Body: %v", err)
 				}
 			})
 			t.Run("plan for the future", func(t *testing.T) {
 				clk := newClock()
-				st, c := cleaner(t, be, Options{TTL: ttl, Now: clk.Now})
+				st, c := cleaner(t, be, WithTTL(ttl), WithClock(clk.Now))
 				key := mustPut(t, st, "a", []byte("v"))
 				p, err := c.Plan(clk.Now().Add(10 * ttl))
 				if err != nil || len(p.Delete) != 1 {
@@ -141,8 +143,8 @@ func TestApplyRaces(t *testing.T) {
 			})
 			t.Run("plan of another store", func(t *testing.T) {
 				clk := newClock()
-				st1, c1 := cleaner(t, be, Options{TTL: ttl, Now: clk.Now})
-				st2, c2 := cleaner(t, be, Options{TTL: ttl, Now: clk.Now})
+				st1, c1 := cleaner(t, be, WithTTL(ttl), WithClock(clk.Now))
+				st2, c2 := cleaner(t, be, WithTTL(ttl), WithClock(clk.Now))
 				key := mustPut(t, st1, "a", []byte("v"))
 				mustPut(t, st2, "a", []byte("v"))
 				clk.Advance(2 * ttl)
@@ -154,7 +156,7 @@ func TestApplyRaces(t *testing.T) {
 			})
 			t.Run("items not made by plan", func(t *testing.T) {
 				clk := newClock()
-				st, c := cleaner(t, be, Options{TTL: ttl, Now: clk.Now})
+				st, c := cleaner(t, be, WithTTL(ttl), WithClock(clk.Now))
 				key := mustPut(t, st, "a", []byte("v"))
 				clk.Advance(2 * ttl)
 				forged := Plan{Now: clk.Now(), Delete: []Item{
@@ -203,7 +205,7 @@ func TestApplyRaces(t *testing.T) {
 func TestApplyMemoryStoredAgain(t *testing.T) {
 	const ttl = time.Hour
 	clk := newClock()
-	m := NewMemory(Options{TTL: ttl, Now: clk.Now})
+	m := NewMemory(WithTTL(ttl), WithClock(clk.Now))
 	key := mustPut(t, m, "a", []byte("v"))
 	clk.Advance(2 * ttl)
 	p1, _ := m.Plan(clk.Now())
@@ -263,7 +265,7 @@ func TestApplyChangedFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			dir := t.TempDir()
-			d := openDir(t, dir, Options{TTL: ttl, Now: clk.Now})
+			d := openDir(t, dir, WithTTL(ttl), WithClock(clk.Now))
 			key := mustPut(t, d, "a", body)
 			clk.Advance(2 * ttl)
 			p, err := d.Plan(clk.Now())
@@ -312,11 +314,11 @@ func writeKeepTime(t *testing.T, path string, data []byte, replace bool) {
 func TestPlanFailsClosed(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
-	d := openDir(t, dir, Options{TTL: time.Hour, Now: clk.Now})
+	d := openDir(t, dir, WithTTL(time.Hour), WithClock(clk.Now))
 	key := mustPut(t, d, "a", []byte("expired soon"))
 	live := mustPut(t, d, "b", []byte("live"))
 	_ = live
-	if err := d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); err != nil {
+	if err := d.AppendRecord("a", values.Record{Handle: "r1", Key: key}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -404,11 +406,11 @@ func TestPlanFailsClosed(t *testing.T) {
 		t.Errorf("file outside the store: %q, %v", b, err)
 	}
 	// The store still works, and what it owns is intact.
-	if got, err := d.Get("b", live); err != nil || string(got) != "live" {
-		t.Errorf("Get of a live body = %q, %v", got, err)
+	if got, err := d.Body("b", live); err != nil || string(got) != "live" {
+		t.Errorf("Body of a live body = %q, %v", got, err)
 	}
-	if recs, err := d.Handles("a"); err != nil || len(recs) != 1 {
-		t.Errorf("Handles = %v, %v", recs, err)
+	if recs, err := d.Records("a"); err != nil || len(recs) != 1 {
+		t.Errorf("Records = %v, %v", recs, err)
 	}
 	// A second plan finds only what it refuses to touch.
 	p, err = d.Plan(clk.Now())
@@ -420,11 +422,11 @@ func TestPlanFailsClosed(t *testing.T) {
 func TestPlanInUse(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
-	d := openDir(t, dir, Options{TTL: time.Hour, Now: clk.Now})
+	d := openDir(t, dir, WithTTL(time.Hour), WithClock(clk.Now))
 	key := mustPut(t, d, "a", []byte("v"))
 	clk.Advance(2 * time.Hour)
 
-	// A Put of key holds its lock while it writes the body and the grant;
+	// A PutBody of key holds its lock while it writes the body and the grant;
 	// a temp file being written is registered when it is created.
 	unlock := d.lockKey(key)
 	d.mu.Lock()
@@ -468,19 +470,19 @@ func TestPlanInUse(t *testing.T) {
 		}
 		done <- r
 	}()
-	mustPutLocked(t, d, "b", key, 1) // what a Put does while Apply waits
+	mustPutLocked(t, d, "b", key, 1) // what a PutBody does while Apply waits
 	unlock()
 	r := <-done
 	want = []brief{{bodyName(tmpName), ReasonInUse}, {bodyName(key), ReasonReferenced}}
 	if diff := cmp.Diff(want, briefs(r.Skipped)); diff != "" || len(r.Deleted) != 0 {
 		t.Errorf("apply skipped (-want +got):\n%s\ndeleted %v", diff, briefs(r.Deleted))
 	}
-	if got, err := d.Get("b", key); err != nil || string(got) != "v" {
-		t.Errorf("Get = %q, %v", got, err)
+	if got, err := d.Body("b", key); err != nil || string(got) != "v" {
+		t.Errorf("Body = %q, %v", got, err)
 	}
 }
 
-// mustPutLocked does the grant half of a Put of key for session, whose
+// mustPutLocked does the grant half of a PutBody of key for session, whose
 // body of size bytes exists, while the test holds the key's lock.
 func mustPutLocked(t *testing.T, d *Dir, session, key string, size int) {
 	t.Helper()

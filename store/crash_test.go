@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	values "github.com/agentvalues/values"
 )
 
 // crashEnv names the store directory when the test binary runs as the
@@ -79,8 +81,8 @@ func TestCrash(t *testing.T) {
 		}
 	}
 	for key := range stored {
-		if _, err := d.Get(crashSession, key); err != nil {
-			t.Errorf("after cleanup, Get(%.8s…): %v", key, err)
+		if _, err := d.Body(crashSession, key); err != nil {
+			t.Errorf("after cleanup, Body(%.8s…): %v", key, err)
 		}
 	}
 }
@@ -174,12 +176,12 @@ func crashChild(t *testing.T, dir string) {
 			fill(large, fmt.Sprintf("%s/%d", round, i))
 			body = large
 		}
-		key, err := d.Put(crashSession, body)
+		key, err := d.PutBody(crashSession, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := HandleRecord{Handle: fmt.Sprintf("r%s-%d", round, i), Key: key, Kind: "binary", Size: int64(len(body))}
-		if err := d.AppendHandle(crashSession, rec); err != nil {
+		rec := values.Record{Handle: fmt.Sprintf("r%s-%d", round, i), Key: key, Kind: "binary", Size: int64(len(body))}
+		if err := d.AppendRecord(crashSession, rec); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Printf("stored %s\n", key)
@@ -193,12 +195,12 @@ func verifyAfterCrash(t *testing.T, dir string, stored map[string]bool) (debris 
 	d := openDir(t, dir)
 	defer d.Close()
 	for key := range stored {
-		body, err := d.Get(crashSession, key)
+		body, err := d.Body(crashSession, key)
 		if err != nil || KeyOf(body) != key {
-			t.Errorf("Get of stored key %.8s…: %d bytes, %v", key, len(body), err)
+			t.Errorf("Body of stored key %.8s…: %d bytes, %v", key, len(body), err)
 		}
 	}
-	recs, err := d.Handles(crashSession)
+	recs, err := d.Records(crashSession)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +208,9 @@ func verifyAfterCrash(t *testing.T, dir string, stored map[string]bool) (debris 
 		t.Errorf("%d handle records, want at least the %d reported", len(recs), len(stored))
 	}
 	for _, r := range recs {
-		body, err := d.Get(crashSession, r.Key)
+		body, err := d.Body(crashSession, r.Key)
 		if err != nil || int64(len(body)) != r.Size {
-			t.Errorf("handle %s: Get: %d bytes, %v", r.Handle, len(body), err)
+			t.Errorf("handle %s: Body: %d bytes, %v", r.Handle, len(body), err)
 		}
 	}
 	bodies := filepath.Join(dir, bodiesName)
@@ -230,8 +232,8 @@ func verifyAfterCrash(t *testing.T, dir string, stored map[string]bool) (debris 
 			t.Fatal(err)
 		}
 		// A half-written body is never served under its own digest.
-		if _, err := d.Get(crashSession, KeyOf(b)); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Get of the digest of temp file %s (%d bytes) = %v, want ErrNotFound", name, len(b), err)
+		if _, err := d.Body(crashSession, KeyOf(b)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Body of the digest of temp file %s (%d bytes) = %v, want ErrNotFound", name, len(b), err)
 		}
 	}
 	return debris

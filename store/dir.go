@@ -14,10 +14,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	values "github.com/agentvalues/values"
 )
 
-// Dir is a [Store] and [Cleaner] in a directory of the local file system:
-// the embedded default. A Dir is safe for concurrent use. One Dir at a time
+// Dir is a [values.Durable] and [Cleaner] in a directory of the local file
+// system: the embedded default. A Dir is safe for concurrent use. One Dir at a time
 // may hold a directory: [OpenDir] takes an exclusive lock on the directory
 // itself and on its LOCK file (on Linux, the BSDs and macOS; elsewhere the
 // rule is not enforced), which [Dir.Close] or the end of the process
@@ -40,9 +42,9 @@ import (
 // size) appended and fsynced to the session's grant log, so after a crash
 // every key that is present is whole and every grant names a body that was
 // durable. An existing body is never replaced, except one that no longer
-// matches its key, which Put repairs by writing the right bytes in its
-// place. Every Get checks the body's size against its grant before reading
-// it and hashes the bytes it read before returning them.
+// matches its key, which PutBody repairs by writing the right bytes in its
+// place. Every Body checks the body's size against its grant before
+// reading it and hashes the bytes it read before returning them.
 //
 // Every file is reached through the directories OpenDir opened (the store
 // directory, bodies/, sessions/), never by following a symbolic link out
@@ -56,8 +58,8 @@ import (
 // sure such a change is not silently taken for a durable write.
 //
 // Grants and handles are kept in append-only logs of checksummed records
-// (see [Store.Handles] for how a damaged last record is treated). Grants
-// are loaded when the store opens; handles are read on each [Dir.Handles].
+// (see [Dir.Records] for how a damaged last record is treated). Grants
+// are loaded when the store opens; handles are read on each [Dir.Records].
 // Session directories and logs are never deleted, so a session reopened
 // after its grants expired is told [ErrExpired], not [ErrNotFound].
 type Dir struct {
@@ -79,7 +81,7 @@ type Dir struct {
 	refs       map[string]int64       // by key: the latest expiry of any grant on it
 	damaged    map[string]error       // by session directory name: why its grants could not be read
 	lostGrants map[string]int         // by session directory name: lost grant records
-	keyLocks   map[string]*keyLock    // by key, while a Put or Apply works on it
+	keyLocks   map[string]*keyLock    // by key, while a PutBody or Apply works on it
 	temps      map[string]bool        // temporary files being written, by base name
 }
 
@@ -130,15 +132,15 @@ const (
 )
 
 // OpenDir opens the store in directory dir, creating it (and its parents)
-// if needed, configured by opts: none, or one [Options] (more than one
-// panics). It fails with an error matching [ErrLocked] when another Dir
+// if needed, configured by opts ([WithTTL], [WithClock]); without options
+// it has their defaults. It fails with an error matching [ErrLocked] when another Dir
 // holds dir, and with a plain error when dir holds another store format or
 // its FORMAT, LOCK, bodies or sessions is a symbolic link or of the wrong
 // type. A session whose grant log is damaged does not stop the store from
-// opening: its Get and Put fail with [ErrIntegrity], and so does
+// opening: its Body and PutBody fail with [ErrIntegrity], and so does
 // [Dir.Plan], which cannot tell what that session still references.
-func OpenDir(dir string, opts ...Options) (*Dir, error) {
-	cfg := resolve(opts)
+func OpenDir(dir string, opts ...Option) (*Dir, error) {
+	cfg := newConfig(opts)
 	if dir == "" {
 		return nil, errors.New("store: empty directory name")
 	}
@@ -528,11 +530,22 @@ func (d *Dir) begin() error {
 
 func (d *Dir) end() { d.life.RUnlock() }
 
-// Put implements [Store.Put]. It fails with [ErrReplaced] when a file or
-// directory it would write through is no longer the one the store opened
-// (see [Dir]); the body may then have been written, but no key is
-// returned.
-func (d *Dir) Put(session string, body []byte) (string, error) {
+// PutBody stores body and grants session read access to it for the
+// store's TTL ([WithTTL]), counted from now. It returns the body's key,
+// [KeyOf](body). Storing bytes that are already stored writes no second
+// copy; it only records the grant (a PutBody by a session that already
+// holds a grant on the body renews it). An empty body is a valid body.
+// PutBody does not modify body.
+//
+// A key is only ever returned for a body that is durable (fsynced and
+// renamed into place) and a grant that is recorded (fsynced); on any error
+// the key is "" and the caller must assume nothing was granted. It fails
+// with an error matching [ErrInvalidSession] for a malformed session id,
+// [ErrIntegrity] for a session whose grant log is damaged, [ErrClosed]
+// after Close, and [ErrReplaced] when a file or directory it would write
+// through is no longer the one the store opened (see [Dir]); the body may
+// then have been written, but no key is returned.
+func (d *Dir) PutBody(session string, body []byte) (string, error) {
 	if err := CheckSession(session); err != nil {
 		return "", err
 	}
@@ -560,7 +573,7 @@ func (d *Dir) Put(session string, body []byte) (string, error) {
 	return key, nil
 }
 
-// lockKey serializes the Puts and Applies that work on key.
+// lockKey serializes the calls of PutBody and Apply that work on key.
 func (d *Dir) lockKey(key string) (unlock func()) {
 	d.mu.Lock()
 	kl := d.keyLocks[key]
@@ -685,21 +698,30 @@ func (d *Dir) addGrant(s *dirSession, key string, g grant) error {
 	return nil
 }
 
-// Get implements [Store.Get]. Each call checks the body's size against
-// the size recorded with the session's grant before reading anything, so
-// a body of another size (a huge sparse file included) fails with
-// [ErrIntegrity] without being read, and reads at most that size plus one
-// byte; it then checks the bytes' SHA-256 before returning them. For a
-// grant recorded without a size (by an older version), Get first hashes
-// the file in fixed-size pieces and reads it into memory only if it
-// matches key, so memory stays bounded there too, though time grows with
-// the file's size.
+// Body returns a copy of the body stored under key, which the caller may
+// modify. It fails with an error matching [ErrInvalidSession] or
+// [ErrInvalidKey] for a malformed argument, [ErrNotFound] when no body and
+// no grant exist for key, [ErrDenied] when key exists but session never
+// stored it, [ErrExpired] when session's grant has run out (whether or not
+// the body is still on disk), [ErrIntegrity] when the stored bytes do not
+// hash to key, their size is not the one recorded with the grant, or the
+// body of a live grant is missing, and [ErrClosed] after Close. A body
+// that fails its check is never returned.
 //
-// A session whose grant log lost a record (see [Store.Handles] for when a
+// Each call checks the body's size against the size recorded with the
+// session's grant before reading anything, so a body of another size (a
+// huge sparse file included) fails with [ErrIntegrity] without being read,
+// and reads at most that size plus one byte; it then checks the bytes'
+// SHA-256 before returning them. For a grant recorded without a size (by
+// an older version), Body first hashes the file in fixed-size pieces and
+// reads it into memory only if it matches key, so memory stays bounded
+// there too, though time grows with the file's size.
+//
+// A session whose grant log lost a record (see [Dir.Records] for when a
 // record counts as lost) gets [ErrIntegrity] rather than [ErrDenied] or
 // [ErrNotFound] for a key it holds no grant on, since the lost record may
 // have been that grant.
-func (d *Dir) Get(session, key string) ([]byte, error) {
+func (d *Dir) Body(session, key string) ([]byte, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
 	}
@@ -812,17 +834,26 @@ func readBody(dir *os.Root, key string, size int64) ([]byte, error) {
 
 const maxInt = int(^uint(0) >> 1)
 
-// AppendHandle implements [Store.AppendHandle]. The record is fsynced
-// before AppendHandle returns. It fails with [ErrReplaced] when the
-// session's log or a directory above it is no longer the one the store
-// opened (see [Dir]), and with [ErrIntegrity] when the log is damaged
-// before its last record; a damaged last record it replaces with a lost
-// record first (see [Store.Handles]).
-func (d *Dir) AppendHandle(session string, rec HandleRecord) error {
+// AppendRecord appends rec to session's handle table, and fsyncs it
+// before returning: after a crash, Records returns every record whose
+// AppendRecord returned nil, and each record is either whole or lost. The
+// table is append-only; the store does not interpret records, so a later
+// record with the same Handle is simply another record.
+//
+// A rec that breaks a limit ([MaxHandleLen], [MaxKindLen], [MaxMetaSize]),
+// has an empty Handle (a lost record is never appended) or a Key that is
+// neither "" nor valid fails with an error matching [ErrInvalidRecord] and
+// appends nothing; a malformed session id fails with [ErrInvalidSession],
+// and a closed store with [ErrClosed]. It fails with [ErrReplaced] when
+// the session's log or a directory above it is no longer the one the
+// store opened (see [Dir]), and with [ErrIntegrity] when the log is
+// damaged before its last record; a damaged last record it replaces with
+// a lost record first (see [Dir.Records]).
+func (d *Dir) AppendRecord(session string, rec values.Record) error {
 	if err := CheckSession(session); err != nil {
 		return err
 	}
-	if err := rec.check(); err != nil {
+	if err := checkRecord(rec); err != nil {
 		return err
 	}
 	payload := encodeHandle(rec)
@@ -836,15 +867,26 @@ func (d *Dir) AppendHandle(session string, rec HandleRecord) error {
 	return d.appendLog(s, &s.handles, payload)
 }
 
-// Handles implements [Store.Handles]. It reads the session's handle log
-// from disk on every call. A damaged last record, and each lost record an
-// append wrote in place of one before, is returned as a lost record
-// ([HandleRecord.Lost]); a log whose header itself is damaged reads as
-// one lost record, since it may have held any. The records of one call
-// share their memory: the Meta of all of them are slices of one buffer, so
-// keeping one record keeps the whole log in memory. A log or session
-// directory that is a symbolic link fails with [ErrIntegrity].
-func (d *Dir) Handles(session string) ([]HandleRecord, error) {
+// Records returns session's handle records in append order, nil for a
+// session that never appended one. It reads the session's handle log from
+// disk on every call.
+//
+// A record is never dropped silently: one the store can no longer read
+// back (the last record of the log, torn by a crash during its append or
+// damaged later; the two cannot be told apart), and each lost record an
+// append wrote in place of one before, is returned as a lost record, the
+// zero [values.Record] ([values.Record.Lost]), at its place in the order;
+// the handle it held is unknown. A log whose header itself is damaged
+// reads as one lost record, since it may have held any. Damage anywhere
+// before the last record fails the call with [ErrIntegrity] and returns no
+// records, and so does a log or session directory that is a symbolic link
+// or a log of another session. A malformed session id fails with
+// [ErrInvalidSession], a closed store with [ErrClosed].
+//
+// The records of one call share their memory: the Meta of all of them are
+// slices of one buffer, so keeping one record keeps the whole log in
+// memory. An empty Meta reads back as nil. The caller may modify them.
+func (d *Dir) Records(session string) ([]values.Record, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
 	}
@@ -883,8 +925,9 @@ func (d *Dir) readSessionLog(s *dirSession, lf *logFile) (logState, error) {
 	return readLog(dir, lf.name, lf.kind)
 }
 
-// Close implements [Store.Close]. It waits for operations in progress and
-// releases the directory's locks.
+// Close waits for operations in progress and releases the store and the
+// directory's locks. Later calls fail with [ErrClosed]; Close itself may
+// be called more than once and returns nil after the first.
 func (d *Dir) Close() error {
 	d.life.Lock()
 	defer d.life.Unlock()

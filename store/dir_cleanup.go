@@ -22,9 +22,10 @@ import (
 // to Keep. Session directories and logs are never listed for deletion.
 // While the grant log of a session is damaged Plan fails with
 // [ErrIntegrity] and plans nothing, since it cannot tell what that session
-// still references. A grant lost to a damaged last record (see [Dir.Get])
+// still references. A grant lost to a damaged last record (see [Dir.Body])
 // no longer keeps its body, since no one can tell which body it named;
-// a Get of that body by its session then fails with ErrIntegrity.
+// reading that body back with Body by its session then fails with
+// ErrIntegrity.
 func (d *Dir) Plan(now time.Time) (Plan, error) {
 	if err := d.begin(); err != nil {
 		return Plan{}, err
@@ -262,10 +263,10 @@ func (p *Plan) keep(e entry, name string, r Reason) {
 }
 
 // Apply implements [Cleaner.Apply]. For each item of p.Delete it checks
-// again, holding the lock Put takes for the same key, that no grant on the
-// body is live at the earlier of p.Now and the clock (so a grant renewed
-// since the plan keeps the body), that a temporary file is not being
-// written, and that the file is the one the plan saw: same file identity,
+// again, holding the lock PutBody takes for the same key, that no grant
+// on the body is live at the earlier of p.Now and the clock (so a grant
+// renewed since the plan keeps the body), that a temporary file is not
+// being written, and that the file is the one the plan saw: same file identity,
 // size, mode, modification time and SHA-256 of its bytes (so Apply reads
 // each file again). Only then does it remove the file;
 // otherwise it skips the item with the reason. A failed removal skips the

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	values "github.com/agentvalues/values"
 )
 
 // logState is what reading a session log found.
@@ -91,13 +93,13 @@ func parseLog(buf []byte, kind byte) (logState, error) {
 // handleRecords returns the records of handle log st: its lost records
 // and damaged tail as lost records, in place. A log without records is
 // nil.
-func handleRecords(st logState) ([]HandleRecord, error) {
+func handleRecords(st logState) ([]values.Record, error) {
 	recs, err := decodeHandles(st.payloads)
 	if err != nil {
 		return nil, err
 	}
 	if st.damaged() {
-		recs = append(recs, HandleRecord{})
+		recs = append(recs, values.Record{})
 	}
 	if len(recs) == 0 {
 		return nil, nil

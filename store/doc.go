@@ -1,6 +1,7 @@
 // Package store keeps value bodies durably: a content-addressed store with
 // per-session read grants, retention and a per-session handle table, so a
-// session can be reopened with its handles intact.
+// session can be reopened with its handles intact. Its backends, [Dir] and
+// [Memory], implement [values.Durable] directly: pass one to [values.Open].
 //
 // A body's key is its SHA-256 in lowercase hex ([KeyOf]). Storing the same
 // bytes again, from any session, writes nothing new; it only grants the
@@ -12,42 +13,60 @@
 //	st, err := store.OpenDir(dir) // or store.NewMemory()
 //	if err != nil { ... }
 //	defer st.Close()
-//	key, err := st.Put("session-1", body)
-//	if err != nil { ... } // the value stays usable in memory; show no key
-//	err = st.AppendHandle("session-1", store.HandleRecord{Handle: "r1", Key: key, Kind: "text", Size: int64(len(body))})
+//	s, err := values.Open(st, "session-1") // its values persist in st
 //	...
-//	recs, err := st.Handles("session-1")      // after a restart
-//	body, err = st.Get("session-1", recs[0].Key)
+//	// Or directly:
+//	key, err := st.PutBody("session-1", body)
+//	if err != nil { ... } // the value stays usable in memory; show no key
+//	err = st.AppendRecord("session-1", values.Record{Handle: "r1", Key: key, Kind: "text", Size: int64(len(body))})
+//	recs, err := st.Records("session-1") // after a restart
+//	body, err = st.Body("session-1", recs[0].Key)
 //
 // # Backends
 //
 // [Dir] is the embedded default: a directory written with atomic,
 // fsynced, never-overwriting writes and read back with a digest check.
-// [Memory] keeps everything in memory. [Failing] is a test aid whose
-// every call fails. All three are safe for concurrent use; a networked
-// backend can implement [Store] too.
+// [Memory] keeps everything in memory. Both are safe for concurrent use,
+// and both give the guarantees below. A networked backend can implement
+// [values.Durable] too. The package storetest holds test aids for code
+// that persists through a values.Durable, such as a store whose every call
+// fails.
+//
+// # Guarantees
+//
+// PutBody returns a key only for a body that is durable (for a Dir:
+// fsynced and renamed into place) and a grant that is recorded; on any
+// error the key is "" and nothing may be assumed granted. Body returns a
+// copy the caller may modify, and never bytes that do not hash to the
+// key. The handle table of a session is append-only and not interpreted:
+// a later record with the same Handle is simply another record. Records
+// never drops a record silently: one the store can no longer read back is
+// returned as a lost record ([values.Record.Lost]) at its place, and
+// [values.Open] gives it the handle number after the highest before it.
+// Close releases the store; later calls fail with [ErrClosed], and Close
+// itself may be called again and returns nil.
 //
 // # Retention
 //
-// A grant lasts [Options.TTL] ([DefaultTTL] by default) from the Put that
-// made or last renewed it. Expired grants are kept, so that Get can say
-// expired rather than not found. Cleanup runs in two phases: [Cleaner.Plan]
-// reports what would be deleted (bodies without a live grant, temporary
-// files left by interrupted writes) and what will not be touched (anything
-// the store does not own, symbolic links); [Cleaner.Apply] deletes a
-// planned item only after checking again that it still qualifies and has
-// not changed. Nothing runs in the background.
+// A grant lasts [DefaultTTL], or what [WithTTL] sets, from the PutBody
+// that made or last renewed it. Expired grants are kept, so that Body can
+// say expired rather than not found. Cleanup runs in two phases:
+// [Cleaner.Plan] reports what would be deleted (bodies without a live
+// grant, temporary files left by interrupted writes) and what will not be
+// touched (anything the store does not own, symbolic links);
+// [Cleaner.Apply] deletes a planned item only after checking again that
+// it still qualifies and has not changed. Nothing runs in the background.
 //
 // # Damage and tampering
 //
 // A damaged last record of a session log (torn by a crash during its
 // append, or a flipped bit or a cut after it was acknowledged: the bytes
-// cannot tell these apart) is never dropped. [Store.Handles] returns it
-// as a lost record ([HandleRecord.Lost]), which [ForValues] turns into a
+// cannot tell these apart) is never dropped. [Dir.Records] returns it as
+// a lost record ([values.Record.Lost]), which [values.Open] takes for a
 // lost handle whose number is never handed out again, and a session that
 // lost a grant is told [ErrIntegrity], not [ErrDenied], for a key it holds
 // no grant on. Damage before the last record fails with [ErrIntegrity].
-// [Dir.Get] checks a body's size against its grant before reading it, so
+// [Dir.Body] checks a body's size against its grant before reading it, so
 // a tampered body costs no more memory than the real one. A [Dir] works
 // through the directories it opened, never follows a symbolic link out of
 // them, keeps a second Dir out even if LOCK is removed, and fails a write
@@ -58,6 +77,6 @@
 //
 // Session ids are 1 to [MaxSessionLen] bytes of A-Z a-z 0-9 . _ - and
 // handle records are bounded by [MaxHandleLen], [MaxKindLen] and
-// [MaxMetaSize]. Bodies have no size limit other than memory: Put takes
-// and Get returns the whole body.
+// [MaxMetaSize]. Bodies have no size limit other than memory: PutBody
+// takes and Body returns the whole body.
 package store

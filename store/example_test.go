@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/store"
 )
 
@@ -22,12 +23,12 @@ func Example() {
 		log.Fatal(err)
 	}
 	body := []byte(`{"rows":[1,2,3]}`)
-	key, err := st.Put("session-1", body)
+	key, err := st.PutBody("session-1", body)
 	if err != nil {
 		log.Fatal(err) // a caller keeps the value in memory and shows no key
 	}
-	rec := store.HandleRecord{Handle: "r1", Key: key, Kind: "object", Size: int64(len(body))}
-	if err := st.AppendHandle("session-1", rec); err != nil {
+	rec := values.Record{Handle: "r1", Key: key, Kind: "object", Size: int64(len(body))}
+	if err := st.AppendRecord("session-1", rec); err != nil {
 		log.Fatal(err)
 	}
 	st.Close()
@@ -38,12 +39,12 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer st.Close()
-	recs, _ := st.Handles("session-1")
-	got, _ := st.Get("session-1", recs[0].Key)
+	recs, _ := st.Records("session-1")
+	got, _ := st.Body("session-1", recs[0].Key)
 	fmt.Printf("%s = %s\n", recs[0].Handle, got)
 
 	// Another session may not read it.
-	_, err = st.Get("session-2", key)
+	_, err = st.Body("session-2", key)
 	fmt.Println(errors.Is(err, store.ErrDenied))
 	// Output:
 	// r1 = {"rows":[1,2,3]}
@@ -52,8 +53,8 @@ func Example() {
 
 func ExampleMemory_Plan() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := store.NewMemory(store.Options{TTL: time.Hour, Now: func() time.Time { return now }})
-	key, _ := st.Put("s", []byte("old output"))
+	st := store.NewMemory(store.WithTTL(time.Hour), store.WithClock(func() time.Time { return now }))
+	key, _ := st.PutBody("s", []byte("old output"))
 
 	now = now.Add(2 * time.Hour)
 	p, _ := st.Plan(now)
@@ -63,17 +64,10 @@ func ExampleMemory_Plan() {
 	r, _ := st.Apply(p)
 	fmt.Println("deleted", len(r.Deleted))
 
-	_, err := st.Get("s", key)
+	_, err := st.Body("s", key)
 	fmt.Println(errors.Is(err, store.ErrExpired))
 	// Output:
 	// would delete bodies/78e5f35b… expired
 	// deleted 1
 	// true
-}
-
-func ExampleFailing() {
-	st := store.Failing(nil)
-	key, err := st.Put("s", []byte("v"))
-	fmt.Printf("%q %v\n", key, errors.Is(err, store.ErrUnavailable))
-	// Output: "" true
 }

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	values "github.com/agentvalues/values"
 )
 
 // fuzzRoot is a store root for path checks; nothing is created there.
@@ -216,18 +218,18 @@ func FuzzLogTornTail(f *testing.F) {
 	})
 }
 
-// FuzzHandleRecord: every record AppendHandle accepts encodes and decodes
+// FuzzHandleRecord: every record AppendRecord accepts encodes and decodes
 // to itself; decoding any bytes never panics and yields a valid record.
 func FuzzHandleRecord(f *testing.F) {
 	f.Add("r1", KeyOf(nil), "array", int64(100), []byte{1, 2, 3})
 	f.Add("r2", "", "", int64(0), []byte(nil))
 	f.Add("", "x", "k", int64(-1), []byte("m"))
 	f.Fuzz(func(t *testing.T, handle, key, kind string, size int64, meta []byte) {
-		r := HandleRecord{Handle: handle, Key: key, Kind: kind, Size: size, Meta: meta}
-		if dec, err := decodeHandle(append([]byte{recHandle}, meta...)); err == nil && dec.check() != nil {
+		r := values.Record{Handle: handle, Key: key, Kind: kind, Size: size, Meta: meta}
+		if dec, err := decodeHandle(append([]byte{recHandle}, meta...)); err == nil && checkRecord(dec) != nil {
 			t.Fatalf("decoded an invalid record %+v", dec)
 		}
-		if err := r.check(); err != nil {
+		if err := checkRecord(r); err != nil {
 			checkError(t, err, ErrInvalidRecord)
 			return
 		}
@@ -235,7 +237,7 @@ func FuzzHandleRecord(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(r.clone(), got); diff != "" {
+		if diff := cmp.Diff(cloneRecord(r), got); diff != "" {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 	})
@@ -251,18 +253,18 @@ func FuzzHandleLogDamage(f *testing.F) {
 	f.Add(uint8(3), []byte("meta"), uint32(0), false)
 	f.Add(uint8(1), []byte(nil), uint32(77), true)
 	f.Add(uint8(0), []byte(nil), uint32(3), true)
-	f.Add(uint8(2), appendRecord(nil, encodeHandle(HandleRecord{Handle: "r9"})), uint32(20), false)
-	f.Add(uint8(2), appendRecord(nil, encodeHandle(HandleRecord{Handle: "r9"})), uint32(5), true)
+	f.Add(uint8(2), appendRecord(nil, encodeHandle(values.Record{Handle: "r9"})), uint32(20), false)
+	f.Add(uint8(2), appendRecord(nil, encodeHandle(values.Record{Handle: "r9"})), uint32(5), true)
 	f.Fuzz(func(t *testing.T, n uint8, meta []byte, pos uint32, cut bool) {
 		count := int(n%6) + 1
-		recs := make([]HandleRecord, count)
+		recs := make([]values.Record, count)
 		log := appendRecord(nil, encodeHeader(logHandles, "s"))
 		last := 0
 		for i := range recs {
-			recs[i] = HandleRecord{Handle: "r" + strconv.Itoa(i+1), Kind: "text", Size: int64(i), Meta: meta}
+			recs[i] = values.Record{Handle: "r" + strconv.Itoa(i+1), Kind: "text", Size: int64(i), Meta: meta}
 			last = len(log)
 			log = appendRecord(log, encodeHandle(recs[i]))
-			recs[i] = recs[i].clone()
+			recs[i] = cloneRecord(recs[i])
 		}
 		rec := log[last:]
 		var damaged []byte
@@ -274,7 +276,7 @@ func FuzzHandleLogDamage(f *testing.F) {
 			damaged[last+bit/8] ^= 1 << (bit % 8)
 		}
 		st, err := parseLog(damaged, logHandles)
-		var got []HandleRecord
+		var got []values.Record
 		if err == nil {
 			got, err = handleRecords(st)
 		}
@@ -282,7 +284,7 @@ func FuzzHandleLogDamage(f *testing.F) {
 			checkError(t, err, ErrIntegrity)
 			return
 		}
-		want := append(recs[:count-1:count-1], HandleRecord{})
+		want := append(recs[:count-1:count-1], values.Record{})
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("damaged log reads as (-want +got):\n%s", diff)
 		}

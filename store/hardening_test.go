@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -30,8 +31,8 @@ func recordStarts(t *testing.T, buf []byte) []int {
 }
 
 // TestDamagedLastHandleIsFenced: whatever damage is confined to the last
-// record of a handle log, a session reopened through ForValues and
-// values.Open treats that handle as lost: it is unknown, a reference to it
+// record of a handle log, a session reopened with values.Open on the Dir
+// treats that handle as lost: it is unknown, a reference to it
 // does not resolve, and its number is never handed out again, not even
 // after another reopen.
 func TestDamagedLastHandleIsFenced(t *testing.T) {
@@ -52,11 +53,14 @@ func TestDamagedLastHandleIsFenced(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			st := openDir(t, dir)
-			s := values.New(values.WithDurable(ForValues(st), session),
+			s, err := values.Open(st, session,
 				values.WithStoreErrors(func(h string, err error) { t.Errorf("storing %s: %v", h, err) }))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i := 1; i <= 5; i++ {
-				if h := s.PutOutput(fmt.Appendf(nil, `{"n":%d}`, i)); h != fmt.Sprintf("r%d", i) || !s.Durable(h) {
-					t.Fatalf("Put %d gave %s, durable %v", i, h, s.Durable(h))
+				if h := s.PutOutput(fmt.Appendf(nil, `{"n":%d}`, i)); h != fmt.Sprintf("r%d", i) || !s.Persisted(h) {
+					t.Fatalf("Put %d gave %s, persisted %v", i, h, s.Persisted(h))
 				}
 			}
 			st.Close()
@@ -74,7 +78,7 @@ func TestDamagedLastHandleIsFenced(t *testing.T) {
 			}
 
 			st = openDir(t, dir)
-			s, err = values.Open(ForValues(st), session)
+			s, err = values.Open(st, session)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,14 +91,14 @@ func TestDamagedLastHandleIsFenced(t *testing.T) {
 			if res, err := s.ResolveDetail([]byte(`["$r5"]`)); err != nil || len(res.Refs) != 1 || !errors.Is(res.Refs[0].Err, values.ErrUnknownHandle) {
 				t.Errorf("Resolve $r5 = %+v, %v; want it unresolved with ErrUnknownHandle", res.Refs, err)
 			}
-			if h := s.PutOutput([]byte(`{"after":true}`)); h != "r6" || !s.Durable(h) {
-				t.Fatalf("first handle after the damage is %s (durable %v), want r6: r5 must never be handed out again", h, s.Durable(h))
+			if h := s.PutOutput([]byte(`{"after":true}`)); h != "r6" || !s.Persisted(h) {
+				t.Fatalf("first handle after the damage is %s (persisted %v), want r6: r5 must never be handed out again", h, s.Persisted(h))
 			}
 			st.Close()
 
 			// The loss is on record now: another reopen still fences r5.
 			st = openDir(t, dir)
-			s, err = values.Open(ForValues(st), session)
+			s, err = values.Open(st, session)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,37 +117,69 @@ func TestDamagedLastHandleIsFenced(t *testing.T) {
 	}
 }
 
-// handlesStore is a Store whose Handles returns recs; nothing else works.
-type handlesStore struct {
-	Store
-	recs []HandleRecord
+// writeHandleLog writes the handle log of session in the store at root:
+// its header, a record for each payload, then tail.
+func writeHandleLog(t *testing.T, root, session string, payloads [][]byte, tail []byte) {
+	t.Helper()
+	sdir, err := sessionPath(root, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := appendRecord(nil, encodeHeader(logHandles, session))
+	for _, p := range payloads {
+		log = appendRecord(log, p)
+	}
+	if err := os.WriteFile(filepath.Join(sdir, handlesLog), append(log, tail...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
-func (h handlesStore) Handles(string) ([]HandleRecord, error) { return h.recs, nil }
-
-func TestForValuesLostRecords(t *testing.T) {
+// TestRecordsLostInPlace: Dir.Records returns each lost record, and a
+// damaged tail, as the zero values.Record at its place in the order, never
+// dropping or numbering it (values.Open numbers lost records).
+func TestRecordsLostInPlace(t *testing.T) {
 	key := KeyOf([]byte("x"))
-	r := func(h string) HandleRecord { return HandleRecord{Handle: h, Key: key, Kind: "text", Size: 1} }
-	v := func(h string) values.Record { return values.Record{Handle: h, Key: key, Kind: "text", Size: 1} }
-	lostAs := func(h string) values.Record { return values.Record{Handle: h} }
-	var lost HandleRecord
+	r := func(h string) values.Record { return values.Record{Handle: h, Key: key, Kind: "text", Size: 1} }
+	var lost values.Record
 	tests := []struct {
 		name string
-		recs []HandleRecord
+		recs []values.Record // lost ones written as lost records
+		torn bool            // a damaged tail follows them
 		want []values.Record
 	}{
-		{"none lost", []HandleRecord{r("r1"), r("r2")}, []values.Record{v("r1"), v("r2")}},
-		{"only record lost", []HandleRecord{lost}, []values.Record{lostAs("r1")}},
-		{"last lost", []HandleRecord{r("r1"), r("r2"), lost}, []values.Record{v("r1"), v("r2"), lostAs("r3")}},
-		{"lost then more", []HandleRecord{r("r1"), lost, r("r3")}, []values.Record{v("r1"), lostAs("r2"), v("r3")}},
-		{"two lost", []HandleRecord{r("r1"), lost, lost}, []values.Record{v("r1"), lostAs("r2"), lostAs("r3")}},
-		{"after a gap", []HandleRecord{r("r1"), r("r4"), lost}, []values.Record{v("r1"), v("r4"), lostAs("r5")}},
-		{"after a record appended twice", []HandleRecord{r("r2"), r("r2"), lost}, []values.Record{v("r2"), v("r2"), lostAs("r3")}},
-		{"after a foreign handle", []HandleRecord{r("x"), lost}, []values.Record{v("x"), lostAs("r1")}},
+		{"none lost", []values.Record{r("r1"), r("r2")}, false, []values.Record{r("r1"), r("r2")}},
+		{"only record lost", []values.Record{lost}, false, []values.Record{lost}},
+		{"last lost", []values.Record{r("r1"), r("r2"), lost}, false, []values.Record{r("r1"), r("r2"), lost}},
+		{"lost then more", []values.Record{r("r1"), lost, r("r3")}, false, []values.Record{r("r1"), lost, r("r3")}},
+		{"two lost", []values.Record{r("r1"), lost, lost}, false, []values.Record{r("r1"), lost, lost}},
+		{"after a gap", []values.Record{r("r1"), r("r4"), lost}, false, []values.Record{r("r1"), r("r4"), lost}},
+		{"after a record appended twice", []values.Record{r("r2"), r("r2"), lost}, false, []values.Record{r("r2"), r("r2"), lost}},
+		{"after a foreign handle", []values.Record{r("x"), lost}, false, []values.Record{r("x"), lost}},
+		{"torn tail", []values.Record{r("r1")}, true, []values.Record{r("r1"), lost}},
+		{"torn tail after a lost record", []values.Record{r("r1"), lost}, true, []values.Record{r("r1"), lost, lost}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ForValues(handlesStore{recs: tc.recs}).Records("s")
+			dir := t.TempDir()
+			d := openDir(t, dir)
+			var payloads [][]byte
+			for _, rec := range tc.recs {
+				if rec.Lost() {
+					payloads = append(payloads, lostPayload)
+				} else {
+					payloads = append(payloads, encodeHandle(rec))
+				}
+			}
+			var tail []byte
+			if tc.torn {
+				whole := appendRecord(nil, encodeHandle(r("r9")))
+				tail = whole[:len(whole)-1]
+			}
+			writeHandleLog(t, dir, "s", payloads, tail)
+			got, err := d.Records("s")
 			if err != nil {
 				t.Fatal(err)
 			}

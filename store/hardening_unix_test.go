@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	values "github.com/agentvalues/values"
 )
 
 // Environment of the child processes of the tests below.
@@ -72,17 +74,17 @@ func vmHWM(t *testing.T) int64 {
 // test binary needs (also under the race detector).
 const maxSparseHWM = 160 << 20
 
-// TestGetHugeSparseBody: a body replaced by a huge sparse file fails with
-// ErrIntegrity without being read into memory. Each case runs Get in a
+// TestBodyHugeSparse: a body replaced by a huge sparse file fails with
+// ErrIntegrity without being read into memory. Each case runs Body in a
 // child process, which reports the error and its peak memory; reading the
 // file whole would need at least its size (1 TiB: the child dies).
-func TestGetHugeSparseBody(t *testing.T) {
+func TestBodyHugeSparse(t *testing.T) {
 	if dir := os.Getenv(childDirEnv); dir != "" {
 		d, err := OpenDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = d.Get("a", os.Getenv(childKeyEnv))
+		_, err = d.Body("a", os.Getenv(childKeyEnv))
 		fmt.Printf("result integrity=%v hwm=%d err=%v\n", errors.Is(err, ErrIntegrity), vmHWM(t), err)
 		d.Close()
 		return
@@ -108,28 +110,28 @@ func TestGetHugeSparseBody(t *testing.T) {
 			if tc.sizeless {
 				writeSizelessGrant(t, dir, "a", key)
 				d := openDir(t, dir)
-				if got, err := d.Get("a", key); err != nil || !bytes.Equal(got, body) {
-					t.Fatalf("Get through a grant without a size = %q, %v", got, err)
+				if got, err := d.Body("a", key); err != nil || !bytes.Equal(got, body) {
+					t.Fatalf("Body through a grant without a size = %q, %v", got, err)
 				}
 				d.Close()
 			}
 			if err := os.Truncate(filepath.Join(dir, bodiesName, key), tc.size); err != nil {
 				t.Fatal(err)
 			}
-			got := runChild(t, "TestGetHugeSparseBody", dir, key)
+			got := runChild(t, "TestBodyHugeSparse", dir, key)
 			var integrity bool
 			var hwm int64
 			if _, err := fmt.Sscanf(got, "integrity=%t hwm=%d", &integrity, &hwm); err != nil {
 				t.Fatalf("child result %q: %v", got, err)
 			}
 			if !integrity {
-				t.Errorf("Get of a %d-byte body: %s; want ErrIntegrity", tc.size, got)
+				t.Errorf("Body of a %d-byte body: %s; want ErrIntegrity", tc.size, got)
 			}
 			t.Logf("child: %s", got)
 			if hwm < 0 {
 				t.Logf("no /proc/self/status: peak memory not checked")
 			} else if hwm > maxSparseHWM {
-				t.Errorf("Get of a %d-byte body peaked at %d MiB of memory, want at most %d MiB", tc.size, hwm>>20, maxSparseHWM>>20)
+				t.Errorf("Body of a %d-byte body peaked at %d MiB of memory, want at most %d MiB", tc.size, hwm>>20, maxSparseHWM>>20)
 			}
 		})
 	}
@@ -208,22 +210,22 @@ func TestLockSurvivesLockFileRemoval(t *testing.T) {
 				if err := op.open(t, dir); !errors.Is(err, ErrLocked) {
 					t.Fatalf("second OpenDir = %v, want ErrLocked", err)
 				}
-				if k, err := d.Put("a", []byte("after")); k != "" || !errors.Is(err, ErrReplaced) {
-					t.Errorf("Put = %q, %v; want \"\", ErrReplaced", k, err)
+				if k, err := d.PutBody("a", []byte("after")); k != "" || !errors.Is(err, ErrReplaced) {
+					t.Errorf("PutBody = %q, %v; want \"\", ErrReplaced", k, err)
 				}
-				if err := d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); !errors.Is(err, ErrReplaced) {
-					t.Errorf("AppendHandle = %v, want ErrReplaced", err)
+				if err := d.AppendRecord("a", values.Record{Handle: "r1", Key: key}); !errors.Is(err, ErrReplaced) {
+					t.Errorf("AppendRecord = %v, want ErrReplaced", err)
 				}
-				if got, err := d.Get("a", key); err != nil || string(got) != "before" {
-					t.Errorf("Get = %q, %v", got, err)
+				if got, err := d.Body("a", key); err != nil || string(got) != "before" {
+					t.Errorf("Body = %q, %v", got, err)
 				}
 				if err := d.Close(); err != nil {
 					t.Fatal(err)
 				}
 				d = openDir(t, dir)
 				mustPut(t, d, "a", []byte("after"))
-				if got, err := d.Get("a", key); err != nil || string(got) != "before" {
-					t.Errorf("Get after reopening = %q, %v", got, err)
+				if got, err := d.Body("a", key); err != nil || string(got) != "before" {
+					t.Errorf("Body after reopening = %q, %v", got, err)
 				}
 			})
 		}
@@ -365,14 +367,14 @@ func TestWritesRefuseSwappedPaths(t *testing.T) {
 			outside := t.TempDir()
 			d := openDir(t, dir)
 			key := mustPut(t, d, "a", []byte("before"))
-			if err := d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); err != nil {
+			if err := d.AppendRecord("a", values.Record{Handle: "r1", Key: key}); err != nil {
 				t.Fatal(err)
 			}
 			sdir, _ := sessionPath(dir, "a")
 			if err := tc.swap(dir, outside, sdir); err != nil {
 				t.Fatal(err)
 			}
-			// A Put that fails at its grant leaves its body in the store's
+			// A PutBody that fails at its grant leaves its body in the store's
 			// bodies/, unreferenced, as a crash there would; cleanup
 			// removes it. Nothing else may change.
 			newBody := []byte("a new body")
@@ -384,13 +386,13 @@ func TestWritesRefuseSwappedPaths(t *testing.T) {
 			write := func(want func(error) bool, wantText string) {
 				t.Helper()
 				if tc.put {
-					if k, err := d.Put("a", newBody); k != "" || !want(err) {
-						t.Errorf("Put = %q, %v; want \"\", %s", k, err, wantText)
+					if k, err := d.PutBody("a", newBody); k != "" || !want(err) {
+						t.Errorf("PutBody = %q, %v; want \"\", %s", k, err, wantText)
 					}
 				}
 				if tc.append {
-					if err := d.AppendHandle("a", HandleRecord{Handle: "r2"}); !want(err) {
-						t.Errorf("AppendHandle = %v, want %s", err, wantText)
+					if err := d.AppendRecord("a", values.Record{Handle: "r2"}); !want(err) {
+						t.Errorf("AppendRecord = %v, want %s", err, wantText)
 					}
 				}
 			}
@@ -410,7 +412,7 @@ func TestWritesRefuseSwappedPaths(t *testing.T) {
 		dir := t.TempDir()
 		d := openDir(t, dir)
 		key := mustPut(t, d, "a", []byte("before"))
-		if err := d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); err != nil {
+		if err := d.AppendRecord("a", values.Record{Handle: "r1", Key: key}); err != nil {
 			t.Fatal(err)
 		}
 		sdir, _ := sessionPath(dir, "a")
@@ -418,18 +420,18 @@ func TestWritesRefuseSwappedPaths(t *testing.T) {
 		if err := linkOut(path, t.TempDir(), true); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.AppendHandle("a", HandleRecord{Handle: "r2"}); !errors.Is(err, ErrReplaced) {
-			t.Fatalf("AppendHandle = %v, want ErrReplaced", err)
+		if err := d.AppendRecord("a", values.Record{Handle: "r2"}); !errors.Is(err, ErrReplaced) {
+			t.Fatalf("AppendRecord = %v, want ErrReplaced", err)
 		}
 		if err := os.Rename(path+".moved", path); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.AppendHandle("a", HandleRecord{Handle: "r2"}); err != nil {
-			t.Fatalf("AppendHandle after restoring: %v", err)
+		if err := d.AppendRecord("a", values.Record{Handle: "r2"}); err != nil {
+			t.Fatalf("AppendRecord after restoring: %v", err)
 		}
-		want := []HandleRecord{{Handle: "r1", Key: key}, {Handle: "r2"}}
-		if got, err := d.Handles("a"); err != nil || !cmp.Equal(want, got) {
-			t.Errorf("Handles = %v, %v; want %v", got, err, want)
+		want := []values.Record{{Handle: "r1", Key: key}, {Handle: "r2"}}
+		if got, err := d.Records("a"); err != nil || !cmp.Equal(want, got) {
+			t.Errorf("Records = %v, %v; want %v", got, err, want)
 		}
 	})
 }

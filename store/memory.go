@@ -5,15 +5,18 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	values "github.com/agentvalues/values"
 )
 
-// Memory is a [Store] and [Cleaner] that keeps everything in memory, for
-// tests and for embedding where nothing must survive the process. It has
-// the grant, expiry and cleanup semantics of [Dir]; its bodies are copies it
-// owns and never changes, so it does not hash them again on Get. Grants
-// and handle records are kept until Close, expired grants included, so
-// that Get can say [ErrExpired]; only bodies are removed by [Memory.Apply].
-// A Memory is safe for concurrent use.
+// Memory is a [values.Durable] and [Cleaner] that keeps everything in
+// memory, for tests and for embedding where nothing must survive the
+// process. It has the grant, expiry and cleanup semantics of [Dir]; its
+// bodies are copies it owns and never changes, so it does not hash them
+// again on Body. Grants and handle records are kept until Close, expired
+// grants included, so that Body can say [ErrExpired]; only bodies are
+// removed by [Memory.Apply]. Its records are never damaged, so Records
+// never returns a lost one. A Memory is safe for concurrent use.
 type Memory struct {
 	cfg config
 
@@ -23,7 +26,7 @@ type Memory struct {
 	bodies  map[string]memBody          // by key
 	grants  map[string]map[string]grant // by session, then key
 	refs    map[string]int64            // by key: the latest expiry of any grant on it
-	handles map[string][]HandleRecord   // by session
+	handles map[string][]values.Record  // by session
 }
 
 type memBody struct {
@@ -31,20 +34,27 @@ type memBody struct {
 	gen  uint64 // changes when the key is stored again after a deletion
 }
 
-// NewMemory returns an empty memory store configured by opts: none, or one
-// [Options] (more than one panics).
-func NewMemory(opts ...Options) *Memory {
+// NewMemory returns an empty memory store configured by opts ([WithTTL],
+// [WithClock]); without options it has their defaults.
+func NewMemory(opts ...Option) *Memory {
 	return &Memory{
-		cfg:     resolve(opts),
+		cfg:     newConfig(opts),
 		bodies:  make(map[string]memBody),
 		grants:  make(map[string]map[string]grant),
 		refs:    make(map[string]int64),
-		handles: make(map[string][]HandleRecord),
+		handles: make(map[string][]values.Record),
 	}
 }
 
-// Put implements [Store.Put]; it copies body.
-func (m *Memory) Put(session string, body []byte) (string, error) {
+// PutBody stores body, copying it, and grants session read access to it
+// for the store's TTL ([WithTTL]), counted from now. It returns the body's
+// key, [KeyOf](body). Storing bytes that are already stored keeps no
+// second copy; it only records the grant (a PutBody by a session that
+// already holds a grant on the body renews it). An empty body is a valid
+// body. It fails with an error matching [ErrInvalidSession] for a
+// malformed session id and [ErrClosed] after Close; on any error the key
+// is "" and nothing was granted.
+func (m *Memory) PutBody(session string, body []byte) (string, error) {
 	if err := CheckSession(session); err != nil {
 		return "", err
 	}
@@ -72,8 +82,14 @@ func (m *Memory) Put(session string, body []byte) (string, error) {
 	return key, nil
 }
 
-// Get implements [Store.Get].
-func (m *Memory) Get(session, key string) ([]byte, error) {
+// Body returns a copy of the body stored under key, which the caller may
+// modify. It fails with an error matching [ErrInvalidSession] or
+// [ErrInvalidKey] for a malformed argument, [ErrNotFound] when no body and
+// no grant exist for key, [ErrDenied] when key exists but session never
+// stored it, [ErrExpired] when session's grant has run out (whether or not
+// the body is still held), [ErrIntegrity] when session holds a live grant
+// on a body that is gone, and [ErrClosed] after Close.
+func (m *Memory) Body(session, key string) ([]byte, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
 	}
@@ -103,15 +119,22 @@ func (m *Memory) Get(session, key string) ([]byte, error) {
 	return append([]byte(nil), b.data...), nil
 }
 
-// AppendHandle implements [Store.AppendHandle]; it copies rec.Meta.
-func (m *Memory) AppendHandle(session string, rec HandleRecord) error {
+// AppendRecord appends rec, copying its Meta, to session's handle table.
+// The table is append-only; the store does not interpret records, so a
+// later record with the same Handle is simply another record. A rec that
+// breaks a limit ([MaxHandleLen], [MaxKindLen], [MaxMetaSize]), has an
+// empty Handle (a lost record is never appended) or a Key that is neither
+// "" nor valid fails with an error matching [ErrInvalidRecord] and
+// appends nothing; a malformed session id fails with [ErrInvalidSession],
+// and a closed store with [ErrClosed].
+func (m *Memory) AppendRecord(session string, rec values.Record) error {
 	if err := CheckSession(session); err != nil {
 		return err
 	}
-	if err := rec.check(); err != nil {
+	if err := checkRecord(rec); err != nil {
 		return err
 	}
-	rec = rec.clone()
+	rec = cloneRecord(rec)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -121,8 +144,12 @@ func (m *Memory) AppendHandle(session string, rec HandleRecord) error {
 	return nil
 }
 
-// Handles implements [Store.Handles]; the records' Meta are copies.
-func (m *Memory) Handles(session string) ([]HandleRecord, error) {
+// Records returns session's handle records in append order, nil for a
+// session that never appended one. The records' Meta are copies the caller
+// may modify; an empty Meta reads back as nil. It fails with an error
+// matching [ErrInvalidSession] for a malformed session id and [ErrClosed]
+// after Close.
+func (m *Memory) Records(session string) ([]values.Record, error) {
 	if err := CheckSession(session); err != nil {
 		return nil, err
 	}
@@ -135,14 +162,16 @@ func (m *Memory) Handles(session string) ([]HandleRecord, error) {
 	if len(hs) == 0 {
 		return nil, nil
 	}
-	out := make([]HandleRecord, len(hs))
+	out := make([]values.Record, len(hs))
 	for i, r := range hs {
-		out[i] = r.clone()
+		out[i] = cloneRecord(r)
 	}
 	return out, nil
 }
 
-// Close implements [Store.Close]. It drops every body, grant and handle.
+// Close releases the store, dropping every body, grant and handle record.
+// Later calls fail with [ErrClosed]; Close itself may be called more than
+// once and always returns nil.
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+
+	values "github.com/agentvalues/values"
 )
 
 // Record payloads. Every session log starts with a header naming the log's
@@ -116,7 +118,7 @@ func decodeGrants(payloads [][]byte) (grants map[string]grant, lost int, err err
 	return grants, lost, nil
 }
 
-func encodeHandle(r HandleRecord) []byte {
+func encodeHandle(r values.Record) []byte {
 	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(r.Handle)+len(r.Key)+len(r.Kind)+8+len(r.Meta))
 	b = append(b, recHandle)
 	b = appendStr(b, r.Handle)
@@ -128,20 +130,20 @@ func encodeHandle(r HandleRecord) []byte {
 }
 
 // decodeHandle decodes one handle payload; see decodeHandles.
-func decodeHandle(p []byte) (HandleRecord, error) {
+func decodeHandle(p []byte) (values.Record, error) {
 	recs, err := decodeHandles([][]byte{p})
 	if err != nil {
-		return HandleRecord{}, err
+		return values.Record{}, err
 	}
 	return recs[0], nil
 }
 
-// decodeHandles decodes handle payloads; a lost record decodes as a
-// HandleRecord whose Lost is true. The records' Meta alias the payloads,
+// decodeHandles decodes handle payloads; a lost record decodes as the
+// zero values.Record, whose Lost is true. The records' Meta alias the payloads,
 // and their strings share one allocation: reading a session back costs a
 // few allocations, not several per record.
-func decodeHandles(payloads [][]byte) ([]HandleRecord, error) {
-	recs := make([]HandleRecord, len(payloads))
+func decodeHandles(payloads [][]byte) ([]values.Record, error) {
+	recs := make([]values.Record, len(payloads))
 	lens := make([]uint8, 0, 3*len(payloads)) // of each record's strings
 	arena := make([]byte, 0, len(payloads)*(KeyLen+16))
 	for i, p := range payloads {

@@ -9,55 +9,9 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	values "github.com/agentvalues/values"
 )
-
-// Store holds immutable bodies under their content key and remembers which
-// session may read which body, plus an append-only handle table per session.
-//
-// A body is stored once whatever the number of sessions or Puts that name it.
-// Reads are scoped: a session reads only what it stored itself.
-// The implementations in this package ([Memory], [Dir] and the value returned
-// by [Failing]) are safe for concurrent use.
-type Store interface {
-	// Put stores body and grants session read access to it for the store's
-	// TTL, counted from now. It returns the body's key, [KeyOf](body).
-	// Storing bytes that are already stored writes no second copy; it only
-	// records the grant (a Put by a session that already holds a grant on the
-	// body renews it). An empty body is a valid body. On any error the key is
-	// "" and the caller must assume nothing was granted: a key is only ever
-	// returned for a body that is durable (for [Dir]: fsynced and renamed
-	// into place) and a grant that is recorded.
-	Put(session string, body []byte) (key string, err error)
-
-	// Get returns a copy of the body stored under key, which the caller may
-	// modify. It fails with an error matching [ErrInvalidSession] or
-	// [ErrInvalidKey] for a malformed argument, [ErrNotFound] when no body
-	// and no grant exist for key, [ErrDenied] when key exists but session
-	// never stored it, [ErrExpired] when session's grant has run out (whether
-	// or not the body is still on disk), and [ErrIntegrity] when the stored
-	// bytes do not hash to key; a body that fails its check is never returned.
-	Get(session, key string) ([]byte, error)
-
-	// AppendHandle appends rec to session's handle table. The table is
-	// append-only; the store does not interpret records, so a later record
-	// with the same Handle is simply another record. An invalid rec fails
-	// with [ErrInvalidRecord] and appends nothing.
-	AppendHandle(session string, rec HandleRecord) error
-
-	// Handles returns session's handle records in append order, nil for a
-	// session that never appended one. A record is never dropped silently:
-	// one the store can no longer read back (for [Dir], the last record of
-	// the log torn by a crash during its append or damaged later; the two
-	// cannot be told apart) is returned as a lost record, whose
-	// [HandleRecord.Lost] is true, at its place in the order. Damage
-	// anywhere before the last record fails the call with [ErrIntegrity]
-	// and returns no records.
-	Handles(session string) ([]HandleRecord, error)
-
-	// Close releases the store. Later calls fail with [ErrClosed]; Close
-	// itself may be called more than once and returns nil after the first.
-	Close() error
-}
 
 // Cleaner is the two-phase retention cleanup of a store: [Cleaner.Plan]
 // looks and reports, [Cleaner.Apply] deletes what a plan listed after
@@ -70,6 +24,14 @@ type Cleaner interface {
 	// qualifies, and reports what it did with each.
 	Apply(p Plan) (Report, error)
 }
+
+// Every backend of this package is a values.Durable and a Cleaner.
+var (
+	_ values.Durable = (*Dir)(nil)
+	_ values.Durable = (*Memory)(nil)
+	_ Cleaner        = (*Dir)(nil)
+	_ Cleaner        = (*Memory)(nil)
+)
 
 // Errors callers branch on. Every error returned by this package that
 // matches one of them wraps it with %w, so use [errors.Is].
@@ -94,7 +56,8 @@ var (
 	ErrInvalidKey = errors.New("store: invalid key")
 	// ErrInvalidSession means a session id breaks the rules of [CheckSession].
 	ErrInvalidSession = errors.New("store: invalid session id")
-	// ErrInvalidRecord means a [HandleRecord] breaks one of its limits.
+	// ErrInvalidRecord means a [values.Record] given to AppendRecord breaks
+	// one of its limits: see [MaxHandleLen], [MaxKindLen], [MaxMetaSize].
 	ErrInvalidRecord = errors.New("store: invalid handle record")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store: closed")
@@ -111,8 +74,6 @@ var (
 	// directory is looked at afresh, so a symbolic link keeps failing and
 	// a regular log of the session is used.
 	ErrReplaced = errors.New("store: store file replaced while open")
-	// ErrUnavailable is the error a [Failing] store wraps when given none.
-	ErrUnavailable = errors.New("store: unavailable")
 )
 
 // Limits. Each bounds what one call may write so that reading a session
@@ -123,63 +84,67 @@ const (
 	// MaxSessionLen is the longest session id, in bytes. Longer ids fail
 	// with ErrInvalidSession.
 	MaxSessionLen = 128
-	// MaxHandleLen is the longest HandleRecord.Handle, in bytes; handles
-	// such as "r12" are short because a model types them.
+	// MaxHandleLen is the longest values.Record Handle, in bytes; handles
+	// such as "r12" are short because a model types them. A longer one, or
+	// an empty one, fails AppendRecord with ErrInvalidRecord.
 	MaxHandleLen = 64
-	// MaxKindLen is the longest HandleRecord.Kind, in bytes.
+	// MaxKindLen is the longest values.Record Kind, in bytes; past it
+	// AppendRecord fails with ErrInvalidRecord.
 	MaxKindLen = 64
-	// MaxMetaSize is the largest HandleRecord.Meta, in bytes. It bounds the
+	// MaxMetaSize is the largest values.Record Meta, in bytes. It bounds the
 	// memory one record needs when a session is read back; past it
-	// AppendHandle fails with ErrInvalidRecord.
+	// AppendRecord fails with ErrInvalidRecord.
 	MaxMetaSize = 32 << 20
 )
 
-// DefaultTTL is how long a grant lasts when [Options.TTL] is zero: long
+// DefaultTTL is how long a grant lasts unless [WithTTL] sets another: long
 // enough for a session to be reopened days later, short enough that an
 // abandoned session's bodies are eventually reclaimed.
 const DefaultTTL = 30 * 24 * time.Hour
 
 // TempPrefix starts the name of every temporary file a [Dir] creates. A
 // file with this prefix that no write of the open store is using is left
-// over from an interrupted write (a crash or kill mid-Put); [Dir.Plan]
+// over from an interrupted write (a crash or kill mid-PutBody); [Dir.Plan]
 // lists it for deletion and [Dir.Apply] removes it. Such files are never
 // read as bodies: their names are not keys.
 const TempPrefix = ".tmp-"
 
-// Options configures [NewMemory] and [OpenDir]. The zero value means the
-// defaults given for each field.
-type Options struct {
-	// TTL is how long a grant lasts, counted from the Put that made or last
-	// renewed it: Get succeeds strictly before grant time + TTL and fails
-	// with ErrExpired from then on. Zero means DefaultTTL; a negative TTL
-	// means grants never expire. The expiry is fixed when the grant is
-	// recorded, so reopening a Dir with another TTL does not change
-	// existing grants.
-	TTL time.Duration
-	// Now is the clock, used for grant times and expiry checks. Nil means
-	// time.Now. It is never called while the store holds a lock.
-	Now func() time.Time
-}
+// Option configures [NewMemory] and [OpenDir]. Without options a store
+// has the defaults each option documents; a later option overrides an
+// earlier one of the same kind, and a nil Option is ignored.
+type Option func(*config)
+
+// WithTTL sets how long a grant lasts, counted from the PutBody that made
+// or last renewed it: Body succeeds strictly before grant time + d and
+// fails with [ErrExpired] from then on. 0 means the default, [DefaultTTL];
+// a negative d means grants never expire. The expiry is fixed when the
+// grant is recorded, so reopening a [Dir] with another TTL does not change
+// existing grants.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithClock sets the clock used for grant times and expiry checks. nil
+// means the default, time.Now. The store never calls it while holding a
+// lock.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 type config struct {
 	ttl time.Duration // < 0: never expires
 	now func() time.Time
 }
 
-// resolve turns the optional Options argument of the constructors into a
-// config. More than one Options is programmer misuse.
-func resolve(opts []Options) config {
-	if len(opts) > 1 {
-		panic("store: more than one Options")
+// newConfig applies opts to the defaults. A nil Option is ignored.
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
 	}
-	c := config{ttl: DefaultTTL, now: time.Now}
-	if len(opts) == 1 {
-		if opts[0].TTL != 0 {
-			c.ttl = opts[0].TTL
-		}
-		if opts[0].Now != nil {
-			c.now = opts[0].Now
-		}
+	if c.ttl == 0 {
+		c.ttl = DefaultTTL
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	return c
 }
@@ -308,29 +273,15 @@ func clip(s string) string {
 	return s[:cut] + "…"
 }
 
-// HandleRecord is one entry of a session's handle table: which handle the
-// root package gave a value, where its body is and what it needs to show it
-// again without reading the body. The store validates the limits below and
-// otherwise treats every field as opaque.
-type HandleRecord struct {
-	// Handle names the value within its session, such as "r3": 1 to
-	// MaxHandleLen bytes. It is empty only in a lost record (see Lost).
-	Handle string
-	// Key is the value's body key, or "" for a handle without a stored
-	// body. A non-empty Key must pass CheckKey; the store does not check
-	// that the session holds a grant on it.
-	Key string
-	// Kind is the value's kind, such as "array": at most MaxKindLen bytes.
-	Kind string
-	// Size is the value's size in bytes; it must not be negative.
-	Size int64
-	// Meta is opaque data, such as a preview index: at most MaxMetaSize
-	// bytes. An empty Meta reads back as nil.
-	Meta []byte
-}
-
-// check reports whether r fits the limits documented on HandleRecord.
-func (r HandleRecord) check() error {
+// checkRecord reports whether r may be appended to a handle table: its
+// Handle 1 to [MaxHandleLen] bytes (so a lost record, whose Handle is
+// empty, is never appended and never mistaken for a real one), its Kind
+// at most [MaxKindLen] bytes, its Size not negative, its Meta at most
+// [MaxMetaSize] bytes, and its Key "" or a valid key ([CheckKey]; the
+// store does not check that the session holds a grant on it). Every other
+// field is opaque to the store. Any other record fails with an error
+// matching [ErrInvalidRecord].
+func checkRecord(r values.Record) error {
 	switch {
 	case len(r.Handle) == 0 || len(r.Handle) > MaxHandleLen:
 		return fmt.Errorf("%w: handle %q is %d bytes, want 1 to %d", ErrInvalidRecord, clip(r.Handle), len(r.Handle), MaxHandleLen)
@@ -349,17 +300,8 @@ func (r HandleRecord) check() error {
 	return nil
 }
 
-// Lost reports whether r is a lost record: the place of a record that
-// [Store.Handles] could not read back (see there), with every field zero.
-// Its Handle is empty, which AppendHandle never accepts, so a lost record
-// is never mistaken for a real one; the handle it held is unknown.
-// [ForValues] turns it into a record without a key under the next handle
-// number, which a session reopened with values.Open treats as a lost
-// handle.
-func (r HandleRecord) Lost() bool { return r.Handle == "" }
-
-// clone returns r with its own copy of Meta (nil when empty).
-func (r HandleRecord) clone() HandleRecord {
+// cloneRecord returns r with its own copy of Meta (nil when empty).
+func cloneRecord(r values.Record) values.Record {
 	if len(r.Meta) == 0 {
 		r.Meta = nil
 	} else {

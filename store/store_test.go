@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	values "github.com/agentvalues/values"
 )
 
-// clock is a settable clock for Options.Now.
+// clock is a settable clock for WithClock.
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -35,24 +37,31 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// testStore is what every backend of this package is: a values.Durable
+// that can be closed.
+type testStore interface {
+	values.Durable
+	Close() error
+}
+
 // backend opens a fresh store of one kind.
 type backend struct {
 	name string
-	open func(t *testing.T, opts Options) Store
+	open func(t *testing.T, opts ...Option) testStore
 }
 
 var backends = []backend{
-	{"memory", func(t *testing.T, opts Options) Store {
-		m := NewMemory(opts)
+	{"memory", func(t *testing.T, opts ...Option) testStore {
+		m := NewMemory(opts...)
 		t.Cleanup(func() { m.Close() })
 		return m
 	}},
-	{"dir", func(t *testing.T, opts Options) Store {
-		return openDir(t, t.TempDir(), opts)
+	{"dir", func(t *testing.T, opts ...Option) testStore {
+		return openDir(t, t.TempDir(), opts...)
 	}},
 }
 
-func openDir(t testing.TB, dir string, opts ...Options) *Dir {
+func openDir(t testing.TB, dir string, opts ...Option) *Dir {
 	t.Helper()
 	d, err := OpenDir(dir, opts...)
 	if err != nil {
@@ -62,11 +71,11 @@ func openDir(t testing.TB, dir string, opts ...Options) *Dir {
 	return d
 }
 
-func mustPut(t testing.TB, st Store, session string, body []byte) string {
+func mustPut(t testing.TB, st values.Durable, session string, body []byte) string {
 	t.Helper()
-	key, err := st.Put(session, body)
+	key, err := st.PutBody(session, body)
 	if err != nil {
-		t.Fatalf("Put(%q): %v", session, err)
+		t.Fatalf("PutBody(%q): %v", session, err)
 	}
 	return key
 }
@@ -107,25 +116,25 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t, Options{})
+			st := be.open(t)
 			for _, tc := range bodies {
 				t.Run(tc.name, func(t *testing.T) {
 					key := mustPut(t, st, "s1", tc.body)
 					if want := KeyOf(tc.body); key != want {
-						t.Errorf("Put key = %s, want %s", key, want)
+						t.Errorf("PutBody key = %s, want %s", key, want)
 					}
-					got, err := st.Get("s1", key)
+					got, err := st.Body("s1", key)
 					if err != nil {
-						t.Fatalf("Get: %v", err)
+						t.Fatalf("Body: %v", err)
 					}
 					if !bytes.Equal(got, tc.body) {
-						t.Fatalf("Get returned %d bytes, want %d equal bytes", len(got), len(tc.body))
+						t.Fatalf("Body returned %d bytes, want %d equal bytes", len(got), len(tc.body))
 					}
 					if len(got) > 0 {
 						got[0] ^= 0xff // the caller owns the copy
-						again, err := st.Get("s1", key)
+						again, err := st.Body("s1", key)
 						if err != nil || !bytes.Equal(again, tc.body) {
-							t.Fatalf("Get after modifying a returned body = %v, %v", len(again), err)
+							t.Fatalf("Body after modifying a returned body = %v, %v", len(again), err)
 						}
 					}
 				})
@@ -137,13 +146,13 @@ func TestRoundTrip(t *testing.T) {
 func TestPutCopiesBody(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t, Options{})
+			st := be.open(t)
 			body := []byte("original")
 			key := mustPut(t, st, "s", body)
 			body[0] = 'X'
-			got, err := st.Get("s", key)
+			got, err := st.Body("s", key)
 			if err != nil || string(got) != "original" {
-				t.Fatalf("Get = %q, %v; want %q", got, err, "original")
+				t.Fatalf("Body = %q, %v; want %q", got, err, "original")
 			}
 		})
 	}
@@ -152,7 +161,7 @@ func TestPutCopiesBody(t *testing.T) {
 func TestDedupe(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
-	d := openDir(t, dir, Options{Now: clk.Now})
+	d := openDir(t, dir, WithClock(clk.Now))
 	body := randomBytes(4096, 2)
 	var keys []string
 	for _, s := range []string{"a", "b", "a", "c", "a"} {
@@ -167,7 +176,7 @@ func TestDedupe(t *testing.T) {
 	if diff := cmp.Diff([]string{keys[0]}, names); diff != "" {
 		t.Errorf("bodies/ (-want +got):\n%s", diff)
 	}
-	// Same clock, same expiry: repeated Puts by "a" recorded one grant.
+	// Same clock, same expiry: repeated PutBody calls by "a" recorded one grant.
 	if got := grantRecords(t, dir, "a"); got != 1 {
 		t.Errorf("session a has %d grant records, want 1", got)
 	}
@@ -217,12 +226,12 @@ func grantRecords(t *testing.T, root, session string) int {
 	return len(st.payloads)
 }
 
-func TestGetErrors(t *testing.T) {
+func TestBodyErrors(t *testing.T) {
 	const ttl = time.Hour
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			clk := newClock()
-			st := be.open(t, Options{TTL: ttl, Now: clk.Now})
+			st := be.open(t, WithTTL(ttl), WithClock(clk.Now))
 			key := mustPut(t, st, "a", []byte("secret"))
 			unknown := KeyOf([]byte("never stored"))
 			tests := []struct {
@@ -246,13 +255,13 @@ func TestGetErrors(t *testing.T) {
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
 					clk.Advance(tc.advance)
-					got, err := st.Get(tc.session, tc.key)
+					got, err := st.Body(tc.session, tc.key)
 					if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
-						t.Fatalf("Get(%q, %.8s…) error = %v, want %v", tc.session, tc.key, err, tc.want)
+						t.Fatalf("Body(%q, %.8s…) error = %v, want %v", tc.session, tc.key, err, tc.want)
 					}
 					if err != nil {
 						if got != nil {
-							t.Errorf("Get returned %d bytes with an error", len(got))
+							t.Errorf("Body returned %d bytes with an error", len(got))
 						}
 						if !strings.HasPrefix(err.Error(), "store: ") {
 							t.Errorf("error %q lacks the store: prefix", err)
@@ -269,16 +278,16 @@ func TestRenewal(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			clk := newClock()
-			st := be.open(t, Options{TTL: ttl, Now: clk.Now})
+			st := be.open(t, WithTTL(ttl), WithClock(clk.Now))
 			key := mustPut(t, st, "a", []byte("v"))
 			clk.Advance(ttl)
-			if _, err := st.Get("a", key); !errors.Is(err, ErrExpired) {
-				t.Fatalf("Get after ttl: %v, want ErrExpired", err)
+			if _, err := st.Body("a", key); !errors.Is(err, ErrExpired) {
+				t.Fatalf("Body after ttl: %v, want ErrExpired", err)
 			}
 			mustPut(t, st, "a", []byte("v"))
 			clk.Advance(ttl - time.Nanosecond)
-			if _, err := st.Get("a", key); err != nil {
-				t.Fatalf("Get after renewal: %v", err)
+			if _, err := st.Body("a", key); err != nil {
+				t.Fatalf("Body after renewal: %v", err)
 			}
 		})
 	}
@@ -288,11 +297,11 @@ func TestNeverExpires(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			clk := newClock()
-			st := be.open(t, Options{TTL: -1, Now: clk.Now})
+			st := be.open(t, WithTTL(-1), WithClock(clk.Now))
 			key := mustPut(t, st, "a", []byte("forever"))
 			clk.Advance(200 * 365 * 24 * time.Hour)
-			if _, err := st.Get("a", key); err != nil {
-				t.Fatalf("Get after 200 years: %v", err)
+			if _, err := st.Body("a", key); err != nil {
+				t.Fatalf("Body after 200 years: %v", err)
 			}
 		})
 	}
@@ -302,15 +311,51 @@ func TestDefaultTTL(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			clk := newClock()
-			st := be.open(t, Options{Now: clk.Now})
+			st := be.open(t, WithClock(clk.Now))
 			key := mustPut(t, st, "a", []byte("v"))
 			clk.Advance(DefaultTTL - time.Nanosecond)
-			if _, err := st.Get("a", key); err != nil {
-				t.Fatalf("Get just before DefaultTTL: %v", err)
+			if _, err := st.Body("a", key); err != nil {
+				t.Fatalf("Body just before DefaultTTL: %v", err)
 			}
 			clk.Advance(time.Nanosecond)
-			if _, err := st.Get("a", key); !errors.Is(err, ErrExpired) {
-				t.Fatalf("Get at DefaultTTL: %v, want ErrExpired", err)
+			if _, err := st.Body("a", key); !errors.Is(err, ErrExpired) {
+				t.Fatalf("Body at DefaultTTL: %v, want ErrExpired", err)
+			}
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	clk := newClock()
+	tests := []struct {
+		name    string
+		opts    []Option
+		wantTTL time.Duration
+		wantNow time.Time // zero: time.Now
+	}{
+		{"none", nil, DefaultTTL, time.Time{}},
+		{"ttl 0 is the default", []Option{WithTTL(0)}, DefaultTTL, time.Time{}},
+		{"negative ttl", []Option{WithTTL(-1)}, -1, time.Time{}},
+		{"ttl", []Option{WithTTL(time.Hour)}, time.Hour, time.Time{}},
+		{"later option wins", []Option{WithTTL(time.Hour), WithTTL(time.Minute)}, time.Minute, time.Time{}},
+		{"later 0 restores the default", []Option{WithTTL(time.Hour), WithTTL(0)}, DefaultTTL, time.Time{}},
+		{"clock", []Option{WithClock(clk.Now)}, DefaultTTL, clk.Now()},
+		{"nil clock is time.Now", []Option{WithClock(clk.Now), WithClock(nil)}, DefaultTTL, time.Time{}},
+		{"nil option ignored", []Option{nil, WithTTL(time.Hour), nil}, time.Hour, time.Time{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newConfig(tc.opts)
+			if c.ttl != tc.wantTTL {
+				t.Errorf("ttl = %v, want %v", c.ttl, tc.wantTTL)
+			}
+			got := c.now()
+			if tc.wantNow.IsZero() {
+				if d := time.Since(got); d < 0 || d > time.Minute {
+					t.Errorf("now() = %v, want about time.Now()", got)
+				}
+			} else if !got.Equal(tc.wantNow) {
+				t.Errorf("now() = %v, want %v", got, tc.wantNow)
 			}
 		})
 	}
@@ -325,7 +370,7 @@ func TestTamper(t *testing.T) {
 	tests := []struct {
 		name   string
 		tamper func(path string) error
-		repair bool // a later Put of the same body restores it
+		repair bool // a later PutBody of the same body restores it
 	}{
 		{"flip a byte", func(p string) error {
 			b, err := os.ReadFile(p)
@@ -369,22 +414,22 @@ func TestTamper(t *testing.T) {
 			if err := tc.tamper(path); err != nil {
 				t.Fatal(err)
 			}
-			got, err := d.Get("a", key)
+			got, err := d.Body("a", key)
 			if !errors.Is(err, ErrIntegrity) || got != nil {
-				t.Fatalf("Get after tampering = %d bytes, %v; want nil, ErrIntegrity", len(got), err)
+				t.Fatalf("Body after tampering = %d bytes, %v; want nil, ErrIntegrity", len(got), err)
 			}
-			_, err = d.Put("a", body)
+			_, err = d.PutBody("a", body)
 			if !tc.repair {
 				if err == nil {
-					t.Fatal("Put over a directory succeeded")
+					t.Fatal("PutBody over a directory succeeded")
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Put to repair: %v", err)
+				t.Fatalf("PutBody to repair: %v", err)
 			}
-			if got, err := d.Get("a", key); err != nil || !bytes.Equal(got, body) {
-				t.Fatalf("Get after repair: %d bytes, %v", len(got), err)
+			if got, err := d.Body("a", key); err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("Body after repair: %d bytes, %v", len(got), err)
 			}
 			if b, err := os.ReadFile(outside); err != nil || !bytes.Equal(b, body) {
 				t.Fatalf("file outside the store changed: %v", err)
@@ -429,28 +474,28 @@ var badSessions = []string{
 func TestTraversal(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t, Options{})
+			st := be.open(t)
 			for _, key := range badKeys {
-				if _, err := st.Get("a", key); !errors.Is(err, ErrInvalidKey) {
-					t.Errorf("Get(a, %q) = %v, want ErrInvalidKey", key, err)
+				if _, err := st.Body("a", key); !errors.Is(err, ErrInvalidKey) {
+					t.Errorf("Body(a, %q) = %v, want ErrInvalidKey", key, err)
 				}
-				if err := st.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); key != "" && !errors.Is(err, ErrInvalidRecord) {
-					t.Errorf("AppendHandle with key %q = %v, want ErrInvalidRecord", key, err)
+				if err := st.AppendRecord("a", values.Record{Handle: "r1", Key: key}); key != "" && !errors.Is(err, ErrInvalidRecord) {
+					t.Errorf("AppendRecord with key %q = %v, want ErrInvalidRecord", key, err)
 				}
 			}
 			key := mustPut(t, st, "a", []byte("v"))
 			for _, s := range badSessions {
-				if _, err := st.Put(s, []byte("v")); !errors.Is(err, ErrInvalidSession) {
-					t.Errorf("Put(%q) = %v, want ErrInvalidSession", s, err)
+				if _, err := st.PutBody(s, []byte("v")); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("PutBody(%q) = %v, want ErrInvalidSession", s, err)
 				}
-				if _, err := st.Get(s, key); !errors.Is(err, ErrInvalidSession) {
-					t.Errorf("Get(%q) = %v, want ErrInvalidSession", s, err)
+				if _, err := st.Body(s, key); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("Body(%q) = %v, want ErrInvalidSession", s, err)
 				}
-				if err := st.AppendHandle(s, HandleRecord{Handle: "r1"}); !errors.Is(err, ErrInvalidSession) {
-					t.Errorf("AppendHandle(%q) = %v, want ErrInvalidSession", s, err)
+				if err := st.AppendRecord(s, values.Record{Handle: "r1"}); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("AppendRecord(%q) = %v, want ErrInvalidSession", s, err)
 				}
-				if _, err := st.Handles(s); !errors.Is(err, ErrInvalidSession) {
-					t.Errorf("Handles(%q) = %v, want ErrInvalidSession", s, err)
+				if _, err := st.Records(s); !errors.Is(err, ErrInvalidSession) {
+					t.Errorf("Records(%q) = %v, want ErrInvalidSession", s, err)
 				}
 			}
 		})
@@ -462,12 +507,12 @@ func TestTraversal(t *testing.T) {
 	d := openDir(t, dir)
 	mustPut(t, d, "a", []byte("v"))
 	for _, s := range badSessions {
-		d.Put(s, []byte("v"))
-		d.AppendHandle(s, HandleRecord{Handle: "r1"})
+		d.PutBody(s, []byte("v"))
+		d.AppendRecord(s, values.Record{Handle: "r1"})
 	}
 	for _, key := range badKeys {
-		d.Get("a", key)
-		d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key})
+		d.Body("a", key)
+		d.AppendRecord("a", values.Record{Handle: "r1", Key: key})
 	}
 	if diff := cmp.Diff([]string{"store"}, listDir(t, parent)); diff != "" {
 		t.Errorf("parent directory (-want +got):\n%s", diff)
@@ -480,16 +525,15 @@ func TestTraversal(t *testing.T) {
 func TestReopen(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
-	opts := Options{TTL: time.Hour, Now: clk.Now}
-	d := openDir(t, dir, opts)
+	d := openDir(t, dir, WithTTL(time.Hour), WithClock(clk.Now))
 	ka := mustPut(t, d, "a", []byte("alpha"))
 	kb := mustPut(t, d, "b", []byte("beta"))
-	recs := []HandleRecord{
+	recs := []values.Record{
 		{Handle: "r1", Key: ka, Kind: "text", Size: 5, Meta: []byte("idx")},
 		{Handle: "r2", Kind: "null"},
 	}
 	for _, r := range recs {
-		if err := d.AppendHandle("a", r); err != nil {
+		if err := d.AppendRecord("a", r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -500,34 +544,34 @@ func TestReopen(t *testing.T) {
 	}
 
 	// A longer TTL on reopen does not extend grants already recorded.
-	d = openDir(t, dir, Options{TTL: 100 * time.Hour, Now: clk.Now})
-	got, err := d.Handles("a")
+	d = openDir(t, dir, WithTTL(100*time.Hour), WithClock(clk.Now))
+	got, err := d.Records("a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(recs, got); diff != "" {
-		t.Errorf("Handles after reopen (-want +got):\n%s", diff)
+		t.Errorf("Records after reopen (-want +got):\n%s", diff)
 	}
 	check := func(session, key, want string, wantErr error) {
 		t.Helper()
-		got, err := d.Get(session, key)
+		got, err := d.Body(session, key)
 		if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) || string(got) != want {
-			t.Errorf("Get(%s, %.8s…) = %q, %v; want %q, %v", session, key, got, err, want, wantErr)
+			t.Errorf("Body(%s, %.8s…) = %q, %v; want %q, %v", session, key, got, err, want, wantErr)
 		}
 	}
 	check("a", ka, "alpha", nil)
 	check("b", kb, "beta", nil)
 	check("b", ka, "", ErrDenied)
 	check("a", kb, "", ErrDenied)
-	clk.Advance(45 * time.Minute) // 75 minutes after the first Puts
+	clk.Advance(45 * time.Minute) // 75 minutes after the first PutBody calls
 	check("a", ka, "", ErrExpired)
 	check("b", kb, "", ErrExpired)
 	check("a", kc, "gamma", nil)
 }
 
-func TestHandles(t *testing.T) {
+func TestRecords(t *testing.T) {
 	key := KeyOf([]byte("x"))
-	recs := []HandleRecord{
+	recs := []values.Record{
 		{Handle: "r1", Key: key, Kind: "array", Size: 100, Meta: []byte{1, 2, 3}},
 		{Handle: "r2"},
 		{Handle: "r1", Key: key, Kind: "array", Size: 100, Meta: []byte("renewed metadata")},
@@ -535,60 +579,60 @@ func TestHandles(t *testing.T) {
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t, Options{})
-			if got, err := st.Handles("nobody"); got != nil || err != nil {
-				t.Fatalf("Handles of an unknown session = %v, %v; want nil, nil", got, err)
+			st := be.open(t)
+			if got, err := st.Records("nobody"); got != nil || err != nil {
+				t.Fatalf("Records of an unknown session = %v, %v; want nil, nil", got, err)
 			}
 			for _, r := range recs {
-				if err := st.AppendHandle("s", r); err != nil {
+				if err := st.AppendRecord("s", r); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := st.AppendHandle("s", HandleRecord{Handle: "r9", Meta: []byte{}}); err != nil {
+			if err := st.AppendRecord("s", values.Record{Handle: "r9", Meta: []byte{}}); err != nil {
 				t.Fatal(err)
 			}
-			want := append(append([]HandleRecord(nil), recs...), HandleRecord{Handle: "r9"})
-			got, err := st.Handles("s")
+			want := append(append([]values.Record(nil), recs...), values.Record{Handle: "r9"})
+			got, err := st.Records("s")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("Handles (-want +got):\n%s", diff)
+				t.Errorf("Records (-want +got):\n%s", diff)
 			}
 			got[0].Meta[0] = 99 // the caller owns the records
-			again, _ := st.Handles("s")
+			again, _ := st.Records("s")
 			if diff := cmp.Diff(want, again); diff != "" {
-				t.Errorf("Handles after modifying a result (-want +got):\n%s", diff)
+				t.Errorf("Records after modifying a result (-want +got):\n%s", diff)
 			}
-			if got, _ := st.Handles("other"); got != nil {
-				t.Errorf("Handles of another session = %v", got)
+			if got, _ := st.Records("other"); got != nil {
+				t.Errorf("Records of another session = %v", got)
 			}
 		})
 	}
 }
 
-func TestAppendHandleInvalid(t *testing.T) {
+func TestAppendRecordInvalid(t *testing.T) {
 	tests := []struct {
 		name string
-		rec  HandleRecord
+		rec  values.Record
 	}{
-		{"empty handle", HandleRecord{}},
-		{"long handle", HandleRecord{Handle: strings.Repeat("r", MaxHandleLen+1)}},
-		{"long kind", HandleRecord{Handle: "r1", Kind: strings.Repeat("k", MaxKindLen+1)}},
-		{"negative size", HandleRecord{Handle: "r1", Size: -1}},
-		{"large meta", HandleRecord{Handle: "r1", Meta: make([]byte, MaxMetaSize+1)}},
-		{"bad key", HandleRecord{Handle: "r1", Key: "abc"}},
+		{"empty handle", values.Record{}},
+		{"long handle", values.Record{Handle: strings.Repeat("r", MaxHandleLen+1)}},
+		{"long kind", values.Record{Handle: "r1", Kind: strings.Repeat("k", MaxKindLen+1)}},
+		{"negative size", values.Record{Handle: "r1", Size: -1}},
+		{"large meta", values.Record{Handle: "r1", Meta: make([]byte, MaxMetaSize+1)}},
+		{"bad key", values.Record{Handle: "r1", Key: "abc"}},
 	}
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t, Options{})
+			st := be.open(t)
 			for _, tc := range tests {
-				if err := st.AppendHandle("s", tc.rec); !errors.Is(err, ErrInvalidRecord) {
-					t.Errorf("%s: AppendHandle = %v, want ErrInvalidRecord", tc.name, err)
+				if err := st.AppendRecord("s", tc.rec); !errors.Is(err, ErrInvalidRecord) {
+					t.Errorf("%s: AppendRecord = %v, want ErrInvalidRecord", tc.name, err)
 				}
 			}
-			if got, err := st.Handles("s"); got != nil || err != nil {
-				t.Errorf("Handles after invalid appends = %v, %v; want nil, nil", got, err)
+			if got, err := st.Records("s"); got != nil || err != nil {
+				t.Errorf("Records after invalid appends = %v, %v; want nil, nil", got, err)
 			}
 		})
 	}
@@ -605,16 +649,16 @@ func handleLog(t testing.TB, root, session string) string {
 	return filepath.Join(dir, handlesLog)
 }
 
-func TestHandlesTornTail(t *testing.T) {
+func TestRecordsTornTail(t *testing.T) {
 	dir := t.TempDir()
 	d := openDir(t, dir)
-	recs := []HandleRecord{
+	recs := []values.Record{
 		{Handle: "r1", Kind: "text", Size: 1, Meta: []byte("one")},
 		{Handle: "r2", Kind: "text", Size: 2, Meta: []byte("two")},
 		{Handle: "r3", Kind: "text", Size: 3, Meta: []byte("three")},
 	}
 	for _, r := range recs[:2] {
-		if err := d.AppendHandle("s", r); err != nil {
+		if err := d.AppendRecord("s", r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -623,7 +667,7 @@ func TestHandlesTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.AppendHandle("s", recs[2]); err != nil {
+	if err := d.AppendRecord("s", recs[2]); err != nil {
 		t.Fatal(err)
 	}
 	full, err := os.ReadFile(path)
@@ -631,7 +675,7 @@ func TestHandlesTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Close()
-	extra := HandleRecord{Handle: "r4", Kind: "bool", Size: 4}
+	extra := values.Record{Handle: "r4", Kind: "bool", Size: 4}
 
 	tails := map[string][]byte{
 		"zeros":   make([]byte, 100),
@@ -644,30 +688,30 @@ func TestHandlesTornTail(t *testing.T) {
 	// A damaged tail, torn or damaged after the fact, is one lost record
 	// (see log.go): it reads as such, an append writes a lost record in
 	// its place, and the loss survives any number of reopens.
-	lost := HandleRecord{}
+	lost := values.Record{}
 	for name, tail := range tails {
 		t.Run(name, func(t *testing.T) {
 			if err := os.WriteFile(path, append(append([]byte(nil), intact...), tail...), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			d := openDir(t, dir)
-			got, err := d.Handles("s")
+			got, err := d.Records("s")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(append(recs[:2:2], lost), got); diff != "" {
-				t.Fatalf("Handles with a damaged tail (-want +got):\n%s", diff)
+				t.Fatalf("Records with a damaged tail (-want +got):\n%s", diff)
 			}
-			if err := d.AppendHandle("s", extra); err != nil {
+			if err := d.AppendRecord("s", extra); err != nil {
 				t.Fatal(err)
 			}
 			want := append(recs[:2:2], lost, extra)
-			got, err = d.Handles("s")
+			got, err = d.Records("s")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("Handles after appending past a damaged tail (-want +got):\n%s", diff)
+				t.Fatalf("Records after appending past a damaged tail (-want +got):\n%s", diff)
 			}
 			d.Close()
 			wantLog := appendRecord(appendRecord(append([]byte(nil), intact...), lostPayload), encodeHandle(extra))
@@ -675,8 +719,8 @@ func TestHandlesTornTail(t *testing.T) {
 				t.Fatalf("log after the append is %x, want %x", b, wantLog)
 			}
 			d = openDir(t, dir)
-			if got, err := d.Handles("s"); err != nil || !cmp.Equal(want, got) {
-				t.Fatalf("Handles after reopening = %v, %v; want %v", got, err, want)
+			if got, err := d.Records("s"); err != nil || !cmp.Equal(want, got) {
+				t.Fatalf("Records after reopening = %v, %v; want %v", got, err, want)
 			}
 			d.Close()
 		})
@@ -687,14 +731,14 @@ func TestHandlesTornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := openDir(t, dir)
-		if got, err := d.Handles("s"); err != nil || !cmp.Equal([]HandleRecord{lost}, got) {
-			t.Fatalf("Handles with a torn header = %v, %v; want one lost record", got, err)
+		if got, err := d.Records("s"); err != nil || !cmp.Equal([]values.Record{lost}, got) {
+			t.Fatalf("Records with a torn header = %v, %v; want one lost record", got, err)
 		}
-		if err := d.AppendHandle("s", extra); err != nil {
+		if err := d.AppendRecord("s", extra); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := d.Handles("s"); err != nil || !cmp.Equal([]HandleRecord{lost, extra}, got) {
-			t.Fatalf("Handles = %v, %v; want [lost r4]", got, err)
+		if got, err := d.Records("s"); err != nil || !cmp.Equal([]values.Record{lost, extra}, got) {
+			t.Fatalf("Records = %v, %v; want [lost r4]", got, err)
 		}
 		d.Close()
 	})
@@ -705,8 +749,8 @@ func TestHandlesTornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := openDir(t, dir)
-		if got, err := d.Handles("s"); err != nil || !cmp.Equal(recs[:2], got) {
-			t.Fatalf("Handles = %v, %v; want r1 r2", got, err)
+		if got, err := d.Records("s"); err != nil || !cmp.Equal(recs[:2], got) {
+			t.Fatalf("Records = %v, %v; want r1 r2", got, err)
 		}
 		d.Close()
 	})
@@ -716,8 +760,8 @@ func TestHandlesTornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := openDir(t, dir)
-		if got, err := d.Handles("s"); got != nil || err != nil {
-			t.Fatalf("Handles with an empty log = %v, %v; want nil, nil", got, err)
+		if got, err := d.Records("s"); got != nil || err != nil {
+			t.Fatalf("Records with an empty log = %v, %v; want nil, nil", got, err)
 		}
 		d.Close()
 	})
@@ -729,11 +773,11 @@ func TestHandlesTornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := openDir(t, dir)
-		if got, err := d.Handles("s"); !errors.Is(err, ErrIntegrity) || got != nil {
-			t.Fatalf("Handles = %v, %v; want nil, ErrIntegrity", got, err)
+		if got, err := d.Records("s"); !errors.Is(err, ErrIntegrity) || got != nil {
+			t.Fatalf("Records = %v, %v; want nil, ErrIntegrity", got, err)
 		}
-		if err := d.AppendHandle("s", extra); !errors.Is(err, ErrIntegrity) {
-			t.Fatalf("AppendHandle to a damaged log = %v, want ErrIntegrity", err)
+		if err := d.AppendRecord("s", extra); !errors.Is(err, ErrIntegrity) {
+			t.Fatalf("AppendRecord to a damaged log = %v, want ErrIntegrity", err)
 		}
 		if b, _ := os.ReadFile(path); !bytes.Equal(b, damaged) {
 			t.Fatal("a damaged log was modified")
@@ -745,7 +789,7 @@ func TestHandlesTornTail(t *testing.T) {
 func TestGrantLogDamage(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
-	d := openDir(t, dir, Options{Now: clk.Now})
+	d := openDir(t, dir, WithClock(clk.Now))
 	ka := mustPut(t, d, "a", []byte("one"))
 	clk.Advance(time.Second)
 	kb := mustPut(t, d, "a", []byte("two"))
@@ -762,29 +806,29 @@ func TestGrantLogDamage(t *testing.T) {
 		if err := os.WriteFile(path, full[:len(full)-3], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d := openDir(t, dir, Options{Now: clk.Now})
-		if _, err := d.Get("a", ka); err != nil {
-			t.Errorf("Get of the intact grant: %v", err)
+		d := openDir(t, dir, WithClock(clk.Now))
+		if _, err := d.Body("a", ka); err != nil {
+			t.Errorf("Body of the intact grant: %v", err)
 		}
 		// The lost grant may have been on any key: the session is told
 		// so, not that it never stored one.
-		if _, err := d.Get("a", kb); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("Get of the torn grant = %v, want ErrIntegrity", err)
+		if _, err := d.Body("a", kb); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Body of the torn grant = %v, want ErrIntegrity", err)
 		}
-		if _, err := d.Get("a", kOther); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("Get of another session's key = %v, want ErrIntegrity", err)
+		if _, err := d.Body("a", kOther); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Body of another session's key = %v, want ErrIntegrity", err)
 		}
-		if _, err := d.Get("b", ka); !errors.Is(err, ErrDenied) {
-			t.Errorf("Get from an intact session = %v, want ErrDenied", err)
+		if _, err := d.Body("b", ka); !errors.Is(err, ErrDenied) {
+			t.Errorf("Body from an intact session = %v, want ErrDenied", err)
 		}
 		mustPut(t, d, "a", []byte("two")) // grants again past the torn tail
 		d.Close()
-		d = openDir(t, dir, Options{Now: clk.Now})
-		if _, err := d.Get("a", kb); err != nil {
-			t.Errorf("Get after re-granting: %v", err)
+		d = openDir(t, dir, WithClock(clk.Now))
+		if _, err := d.Body("a", kb); err != nil {
+			t.Errorf("Body after re-granting: %v", err)
 		}
-		if _, err := d.Get("a", KeyOf([]byte("never stored"))); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("Get of an unknown key after the loss was recorded = %v, want ErrIntegrity", err)
+		if _, err := d.Body("a", KeyOf([]byte("never stored"))); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Body of an unknown key after the loss was recorded = %v, want ErrIntegrity", err)
 		}
 		d.Close()
 	})
@@ -795,18 +839,18 @@ func TestGrantLogDamage(t *testing.T) {
 		if err := os.WriteFile(path, damaged, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d := openDir(t, dir, Options{Now: clk.Now})
-		if _, err := d.Get("a", ka); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("Get from the damaged session = %v, want ErrIntegrity", err)
+		d := openDir(t, dir, WithClock(clk.Now))
+		if _, err := d.Body("a", ka); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Body from the damaged session = %v, want ErrIntegrity", err)
 		}
-		if _, err := d.Put("a", []byte("three")); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("Put to the damaged session = %v, want ErrIntegrity", err)
+		if _, err := d.PutBody("a", []byte("three")); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("PutBody to the damaged session = %v, want ErrIntegrity", err)
 		}
 		if _, err := d.Plan(clk.Now()); !errors.Is(err, ErrIntegrity) {
 			t.Errorf("Plan with a damaged session = %v, want ErrIntegrity", err)
 		}
-		if _, err := d.Get("b", kOther); err != nil {
-			t.Errorf("Get from an intact session: %v", err)
+		if _, err := d.Body("b", kOther); err != nil {
+			t.Errorf("Body from an intact session: %v", err)
 		}
 		if b, _ := os.ReadFile(path); !bytes.Equal(b, damaged) {
 			t.Error("a damaged log was modified")
@@ -822,12 +866,12 @@ func TestGrantLogDamage(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(bdir, grantsLog), full, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d := openDir(t, dir, Options{Now: clk.Now})
-		if _, err := d.Get("b", ka); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("Get through a copied log = %v, want ErrIntegrity", err)
+		d := openDir(t, dir, WithClock(clk.Now))
+		if _, err := d.Body("b", ka); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("Body through a copied log = %v, want ErrIntegrity", err)
 		}
-		if _, err := d.Get("a", ka); err != nil {
-			t.Errorf("Get from the real session: %v", err)
+		if _, err := d.Body("a", ka); err != nil {
+			t.Errorf("Body from the real session: %v", err)
 		}
 		d.Close()
 	})
@@ -884,7 +928,7 @@ func TestOpenDirRefuses(t *testing.T) {
 func TestClosed(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t, Options{})
+			st := be.open(t)
 			key := mustPut(t, st, "a", []byte("v"))
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
@@ -892,17 +936,17 @@ func TestClosed(t *testing.T) {
 			if err := st.Close(); err != nil {
 				t.Fatalf("second Close: %v", err)
 			}
-			if _, err := st.Put("a", []byte("v")); !errors.Is(err, ErrClosed) {
-				t.Errorf("Put = %v", err)
+			if _, err := st.PutBody("a", []byte("v")); !errors.Is(err, ErrClosed) {
+				t.Errorf("PutBody = %v", err)
 			}
-			if _, err := st.Get("a", key); !errors.Is(err, ErrClosed) {
-				t.Errorf("Get = %v", err)
+			if _, err := st.Body("a", key); !errors.Is(err, ErrClosed) {
+				t.Errorf("Body = %v", err)
 			}
-			if err := st.AppendHandle("a", HandleRecord{Handle: "r1"}); !errors.Is(err, ErrClosed) {
-				t.Errorf("AppendHandle = %v", err)
+			if err := st.AppendRecord("a", values.Record{Handle: "r1"}); !errors.Is(err, ErrClosed) {
+				t.Errorf("AppendRecord = %v", err)
 			}
-			if _, err := st.Handles("a"); !errors.Is(err, ErrClosed) {
-				t.Errorf("Handles = %v", err)
+			if _, err := st.Records("a"); !errors.Is(err, ErrClosed) {
+				t.Errorf("Records = %v", err)
 			}
 			c := st.(Cleaner)
 			if _, err := c.Plan(time.Now()); !errors.Is(err, ErrClosed) {
@@ -915,35 +959,11 @@ func TestClosed(t *testing.T) {
 	}
 }
 
-func TestFailing(t *testing.T) {
-	boom := errors.New("disk on fire")
-	for _, tc := range []struct {
-		in, want error
-	}{{boom, boom}, {nil, ErrUnavailable}} {
-		st := Failing(tc.in)
-		if key, err := st.Put("a", []byte("v")); key != "" || !errors.Is(err, tc.want) {
-			t.Errorf("Put = %q, %v; want \"\", %v", key, err, tc.want)
-		}
-		if b, err := st.Get("a", KeyOf([]byte("v"))); b != nil || !errors.Is(err, tc.want) {
-			t.Errorf("Get = %v, %v", b, err)
-		}
-		if err := st.AppendHandle("a", HandleRecord{Handle: "r1"}); !errors.Is(err, tc.want) {
-			t.Errorf("AppendHandle = %v", err)
-		}
-		if recs, err := st.Handles("a"); recs != nil || !errors.Is(err, tc.want) {
-			t.Errorf("Handles = %v, %v", recs, err)
-		}
-		if err := st.Close(); err != nil {
-			t.Errorf("Close = %v", err)
-		}
-	}
-}
-
 func TestPermissions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	d := openDir(t, dir)
 	key := mustPut(t, d, "a", []byte("v"))
-	if err := d.AppendHandle("a", HandleRecord{Handle: "r1", Key: key}); err != nil {
+	if err := d.AppendRecord("a", values.Record{Handle: "r1", Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	sdir, _ := sessionPath(dir, "a")
@@ -973,7 +993,7 @@ func TestConcurrent(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			clk := newClock()
-			st := be.open(t, Options{TTL: time.Hour, Now: clk.Now})
+			st := be.open(t, WithTTL(time.Hour), WithClock(clk.Now))
 			shared := randomBytes(50_000, 6)
 			var wg sync.WaitGroup
 			for g := range 8 {
@@ -982,17 +1002,17 @@ func TestConcurrent(t *testing.T) {
 					for i := range 20 {
 						own := randomBytes(1000+i, uint64(g*100+i))
 						for _, body := range [][]byte{shared, own} {
-							key, err := st.Put(session, body)
+							key, err := st.PutBody(session, body)
 							if err != nil {
 								t.Error(err)
 								return
 							}
-							if got, err := st.Get(session, key); err != nil || !bytes.Equal(got, body) {
-								t.Errorf("Get: %d bytes, %v", len(got), err)
+							if got, err := st.Body(session, key); err != nil || !bytes.Equal(got, body) {
+								t.Errorf("Body: %d bytes, %v", len(got), err)
 								return
 							}
 						}
-						if err := st.AppendHandle(session, HandleRecord{Handle: "r" + string(rune('1'+i%9)), Key: KeyOf(own)}); err != nil {
+						if err := st.AppendRecord(session, values.Record{Handle: "r" + string(rune('1'+i%9)), Key: KeyOf(own)}); err != nil {
 							t.Error(err)
 							return
 						}
@@ -1020,23 +1040,16 @@ func TestConcurrent(t *testing.T) {
 			wg.Wait()
 			for g := range 8 {
 				session := "s" + string(rune('0'+g))
-				recs, err := st.Handles(session)
+				recs, err := st.Records(session)
 				if err != nil || len(recs) != 20 {
-					t.Fatalf("Handles(%s) = %d records, %v; want 20", session, len(recs), err)
+					t.Fatalf("Records(%s) = %d records, %v; want 20", session, len(recs), err)
 				}
 				for _, r := range recs {
-					if _, err := st.Get(session, r.Key); err != nil {
-						t.Errorf("Get(%s, %.8s…): %v", session, r.Key, err)
+					if _, err := st.Body(session, r.Key); err != nil {
+						t.Errorf("Body(%s, %.8s…): %v", session, r.Key, err)
 					}
 				}
 			}
 		})
 	}
 }
-
-var (
-	_ Store   = (*Dir)(nil)
-	_ Store   = (*Memory)(nil)
-	_ Cleaner = (*Dir)(nil)
-	_ Cleaner = (*Memory)(nil)
-)

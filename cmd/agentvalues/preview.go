@@ -63,9 +63,7 @@ func previewCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	s := values.New()
-	h := s.PutOutput(data)
-	v, _ := s.Get(h)
-	_, err = fmt.Fprintln(stdout, values.RenderPreview(h, v)+values.ReferenceHint(h))
+	s := values.New(values.WithInlineLimit(-1)) // always the preview
+	_, err = fmt.Fprintln(stdout, s.Observe(data).Text)
 	return err
 }

@@ -185,97 +185,111 @@ func joinShapes(a, b *Shape, head int) Shape {
 // array starts exactly at offset stop, and gives up stopping once it has
 // gone past it.
 func scanFrom(d []byte, from int, inArray bool, stop, head, tail int) (top Span, sh Shape, err error, stopped bool) {
-	var (
-		stack    []byte // open containers, '[' or '{'
-		curStart int    // start of the current depth-1 child
-		curKey   Span   // key of the current depth-1 field
-	)
-	sh.ntail = tail
+	sc := scanner{d: d, head: head}
+	sc.sh.ntail = tail
 	i := SkipSpace(d, from)
 	top.Start = i
 	if inArray {
-		stack = append(stack, '[')
+		sc.stack = append(sc.stack, '[')
 	}
 	for {
 		// A value starts at i (after optional whitespace).
 		i = SkipSpace(d, i)
 		if i >= len(d) {
-			return top, sh, syntaxErr(d, i, "unexpected end of input"), false
+			return top, sc.sh, syntaxErr(d, i, "unexpected end of input"), false
 		}
-		if len(stack) == 1 {
+		if len(sc.stack) == 1 {
 			if i >= stop && stop >= 0 {
-				if i == stop && stack[0] == '[' {
-					return top, sh, nil, true
+				if i == stop && sc.stack[0] == '[' {
+					return top, sc.sh, nil, true
 				}
 				stop = -1
 			}
-			curStart = i
+			sc.curStart = i
 		}
 		switch c := d[i]; c {
 		case '{', '[':
-			stack = append(stack, c)
+			sc.stack = append(sc.stack, c)
 			i = SkipSpace(d, i+1)
 			if i < len(d) && d[i] == c+2 { // '}' is '{'+2, ']' is '['+2
-				stack = stack[:len(stack)-1]
+				sc.stack = sc.stack[:len(sc.stack)-1]
 				i++
 				break
 			}
 			if c == '{' {
-				var k Span
-				if i, k, err = scanKey(d, i); err != nil {
-					return top, sh, err, false
-				}
-				if len(stack) == 1 {
-					curKey = k
+				if i, err = sc.key(i); err != nil {
+					return top, sc.sh, err, false
 				}
 			}
 			continue
 		case '"':
-			if i, err = scanString(d, i); err != nil {
-				return top, sh, err, false
-			}
+			i, err = scanString(d, i)
 		default:
-			if i, err = scanScalar(d, i); err != nil {
-				return top, sh, err, false
-			}
+			i, err = scanScalar(d, i)
 		}
-		// A value ended at i; close containers until one continues.
-		for {
-			switch len(stack) {
-			case 0:
-				top.End = i
-				if j := SkipSpace(d, i); j != len(d) {
-					return top, sh, syntaxErr(d, j, "unexpected data after the value"), false
-				}
-				return top, sh, nil, false
-			case 1:
-				sh.add(Child{Key: curKey, Val: Span{curStart, i}}, head)
+		if err != nil {
+			return top, sc.sh, err, false
+		}
+		if i, err = sc.next(i); err != nil || len(sc.stack) == 0 {
+			top.End = i
+			return top, sc.sh, err, false
+		}
+	}
+}
+
+// scanner is the state of scanFrom.
+type scanner struct {
+	d        []byte
+	stack    []byte // open containers, '[' or '{'
+	curStart int    // start of the current depth-1 child
+	curKey   Span   // key of the current depth-1 field
+	sh       Shape
+	head     int
+}
+
+// key scans an object key at i and its colon, remembering it when it
+// names a depth-1 field.
+func (sc *scanner) key(i int) (int, error) {
+	i, k, err := scanKey(sc.d, i)
+	if err == nil && len(sc.stack) == 1 {
+		sc.curKey = k
+	}
+	return i, err
+}
+
+// next moves past the end of a value at i: it closes the containers that
+// end there, recording each depth-1 child that ends, and returns the start
+// of the next value, or, at the end of the document, the end of the value
+// with an empty stack.
+func (sc *scanner) next(i int) (int, error) {
+	d := sc.d
+	for {
+		switch len(sc.stack) {
+		case 0:
+			if j := SkipSpace(d, i); j != len(d) {
+				return i, syntaxErr(d, j, "unexpected data after the value")
 			}
-			i = SkipSpace(d, i)
-			if i >= len(d) {
-				return top, sh, syntaxErr(d, i, "unexpected end of input"), false
-			}
-			open := stack[len(stack)-1]
-			if d[i] == open+2 {
-				stack = stack[:len(stack)-1]
-				i++
-				continue
-			}
-			if d[i] != ',' {
-				return top, sh, syntaxErr(d, i, fmt.Sprintf("want ',' or %q", open+2)), false
-			}
+			return i, nil
+		case 1:
+			sc.sh.add(Child{Key: sc.curKey, Val: Span{sc.curStart, i}}, sc.head)
+		}
+		i = SkipSpace(d, i)
+		if i >= len(d) {
+			return i, syntaxErr(d, i, "unexpected end of input")
+		}
+		open := sc.stack[len(sc.stack)-1]
+		if d[i] == open+2 {
+			sc.stack = sc.stack[:len(sc.stack)-1]
 			i++
-			if open == '{' {
-				var k Span
-				if i, k, err = scanKey(d, i); err != nil {
-					return top, sh, err, false
-				}
-				if len(stack) == 1 {
-					curKey = k
-				}
-			}
-			break
+			continue
 		}
+		if d[i] != ',' {
+			return i, syntaxErr(d, i, fmt.Sprintf("want ',' or %q", open+2))
+		}
+		if open == '{' {
+			return sc.key(i + 1)
+		}
+		return i + 1, nil
 	}
 }
 

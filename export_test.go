@@ -1,0 +1,4 @@
+package values
+
+// Unexported bounds that the external tests need.
+const MaxUnrecordedForTest = maxUnrecorded
