@@ -175,7 +175,7 @@ func (v Value) Load() ([]byte, error) {
 }
 
 // unavailablePreview is the preview of a disk-only value whose bytes cannot
-// be read back: "r3 = array(len=100, bytes=5.0 MiB, unavailable)".
+// be read back: "r3 = array(len=100, bytes=5242880, unavailable)".
 func unavailablePreview(handle string, x *value, limit int) string {
 	b := appendHandle(make([]byte, 0, 96), handle)
 	b = append(b, " = "...)

@@ -17,6 +17,12 @@ func FuzzPreview(f *testing.F) {
 	for _, seed := range []string{
 		`[1,2,3,4,5,6]`, `{"a":"b"}`, "hello\nworld", `"\u00e9"`, "\xff\xfe", `[{"a":{"b":[1]},"c":"d","e":1}]`,
 		`{"` + strings.Repeat("k", 300) + `":1}`, strings.Repeat("€", 700), `[` + strings.Repeat(`"\u0001",`, 50) + `1]`,
+		// JSON in a string inside an envelope, as MCP tool results hold it.
+		`{"content":[{"type":"text","text":"[{\"name\":\"a\",\"size\":1},{\"name\":\"b\"}]"}],"isError":false}`,
+		// Items with differing keys and kinds; a wide object; a dominant text.
+		`[{"a":1,"b":"x"},{"a":null,"c":[1]},{"d":{"e":1}},2,"s",{"a":2,"b":"y","c":[],"k` + strings.Repeat("é", 40) + `":true}]`,
+		`{` + strings.Repeat(`"k":1,`, 40) + `"big":"` + strings.Repeat("word ", 200) + `"}`,
+		`[[[[[[{"deep":[{"x":"` + strings.Repeat("y\n", 100) + `"}]}]]]]]]`,
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}

@@ -3,90 +3,228 @@ package values
 import "github.com/agentvalues/values/internal/jsontext"
 
 // This file holds the preview index: what Put records of a stored array or
-// object so that rendering its preview never rescans it.
+// object so that rendering its preview, and finding its head and tail
+// items, never rescans it.
 
-// Children of a top-level container that Put has the scan record. Arrays
-// preview 3 head and 2 tail items; objects describe up to 24 fields, or
-// list 8 keys.
+// What Put records of a container.
 const (
-	scanHead = objectFieldsMax + 1
-	scanTail = arrayTailItems
+	scanHead      = objectFieldsMax + 1 // first children: the fields of an object described whole
+	scanTail      = arrayTailItems      // last children
+	scanKeys      = 256                 // distinct keys of the object items of an array
+	nestedKeys    = 8                   // keys named of an object one level down
+	itemFields    = 8                   // fields described of an object item of an array
+	dominantDepth = 4                   // containers indexed inside one another as dominant
 )
 
-// node is the preview index entry of one child of a top-level container,
-// computed once at Put so that rendering never rescans the value.
+// container is the index of a JSON array or object: of a stored value, of
+// the dominant part of one, or of the JSON held in a string of one.
+type container struct {
+	raw     []byte // its JSON, valid
+	kind    Kind   // KindArray or KindObject
+	n       int    // items or keys
+	nodes   []node // an array's head and tail items (all of up to 5); an object's fields (up to 24) or first keys
+	last    []node // an object of more than 24 keys: its last keys
+	largest []node // an object: its largest fields, largest first
+	items   *jsontext.Items
+	dom     *dominant // the part previewed as a value of its own, if any
+}
+
+// dominant is the part of a container that holds most of its bytes and is
+// previewed, and indexed, as if it were a value of its own: the largest
+// field of an object when it holds at least a third of it, or the only item
+// of a one-item array, when that part is an array, an object, or a string
+// whose text is a JSON array or object, or a long string (previewed as
+// text, with its head and tail).
+type dominant struct {
+	key  jsontext.Span // its key, for an object field
+	val  jsontext.Span // its JSON in the container
+	c    *container    // its index: over its own bytes, or over the text of the string; nil for plain text
+	text bool          // val is a string whose text c describes
+	// For a string that does not hold JSON: its decoded length and lines,
+	// previewed as text with head and tail.
+	n, lines int
+}
+
+// node is the index entry of one child of a container.
 type node struct {
-	key    jsontext.Span // quoted key of an object field
-	val    jsontext.Span // the jsontext.Child's JSON
-	kind   Kind          // the jsontext.Child's kind (a JSON string is KindText)
-	n      int           // items or keys of a container; decoded bytes of a string
-	lines  int           // lines of a string
-	fields []node        // an object element of an array: its first two fields
-	more   bool          // an object element with more than two fields
+	key    jsontext.Span   // the key with its quotes, for an object field
+	val    jsontext.Span   // the child's JSON
+	kind   Kind            // its kind (a JSON string is KindText)
+	n      int             // items or keys of a container; decoded bytes of a string
+	lines  int             // lines of a string
+	keys   []jsontext.Span // an object's first keys; an array's first item's first keys
+	fields []node          // an object item of an array: its first fields
+	more   bool            // keys or fields past those recorded
 }
 
-func (nd *node) rebase(off int) {
-	nd.key.Start, nd.key.End = max(nd.key.Start-off, 0), max(nd.key.End-off, 0)
-	nd.val.Start -= off
-	nd.val.End -= off
-	for i := range nd.fields {
-		nd.fields[i].rebase(off)
+// newContainer indexes the valid JSON container raw, whose shape a scan of
+// a buffer starting base bytes before raw recorded. depth is the number of
+// containers around it indexed as dominant.
+func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
+	c := &container{raw: raw, kind: KindArray, n: sh.Count, items: sh.Items}
+	if raw[0] == '{' {
+		c.kind = KindObject
 	}
-}
-
-// indexChildren describes the children of a top-level container that its
-// preview shows: the head and tail items of an array, the fields of an
-// object with at most objectFieldsMax keys, or the first keys of a larger one.
-func indexChildren(b []byte, k Kind, sh *jsontext.Shape) []node {
-	var picked []jsontext.Child
-	switch {
-	case k == KindArray && sh.Count <= arrayHeadItems+arrayTailItems:
-		picked = sh.Head
-	case k == KindArray:
-		picked = append(sh.Head[:arrayHeadItems:arrayHeadItems], sh.Last(arrayTailItems)...)
-	case sh.Count <= objectFieldsMax:
-		picked = sh.Head
-	default:
-		nodes := make([]node, min(objectKeysListed, len(sh.Head)))
-		for i := range nodes {
-			nodes[i].key = sh.Head[i].Key
+	rebase := func(ch jsontext.Child) jsontext.Child {
+		ch.Val.Start, ch.Val.End = ch.Val.Start-base, ch.Val.End-base
+		if ch.Key != (jsontext.Span{}) {
+			ch.Key.Start, ch.Key.End = ch.Key.Start-base, ch.Key.End-base
+		}
+		return ch
+	}
+	describeAll := func(chs []jsontext.Child, element bool) []node {
+		nodes := make([]node, len(chs))
+		for i, ch := range chs {
+			ch = rebase(ch)
+			nodes[i] = describe(raw, ch.Key, ch.Val, element)
 		}
 		return nodes
 	}
-	nodes := make([]node, len(picked))
-	for i, c := range picked {
-		nodes[i] = describe(b, c.Key, c.Val, k == KindArray)
+	switch {
+	case c.kind == KindArray && c.n <= arrayHeadItems+arrayTailItems:
+		c.nodes = describeAll(sh.Head, true)
+	case c.kind == KindArray:
+		c.nodes = describeAll(append(sh.Head[:arrayHeadItems:arrayHeadItems], sh.Last(arrayTailItems)...), true)
+	case c.n <= objectFieldsMax:
+		c.nodes = describeAll(sh.Head, false)
+	default:
+		for _, ch := range sh.Head {
+			c.nodes = append(c.nodes, node{key: rebase(ch).Key})
+		}
+		for _, ch := range sh.Last(scanTail) {
+			c.last = append(c.last, node{key: rebase(ch).Key})
+		}
 	}
-	return nodes
+	if c.kind == KindObject {
+		c.largest = describeAll(sh.Largest[:min(c.n, jsontext.Largest)], false)
+	}
+	c.dom = dominantOf(c, sh, base, depth)
+	return c
 }
 
-// describe indexes one child; an array element that is an object also gets
-// its first two fields described.
-func describe(b []byte, key, val jsontext.Span, element bool) node {
-	raw := b[val.Start:val.End]
-	nd := node{key: key, val: val, kind: kindOf(raw[0])}
-	switch nd.kind {
-	case KindText:
-		nd.n, nd.lines = jsontext.StringStats(raw)
-	case KindArray:
-		nd.n = jsontext.CountChildren(raw)
-	case KindObject:
-		if !element {
-			nd.n = jsontext.CountChildren(raw)
+// dominantOf finds and indexes the dominant part of c, if any (see
+// dominant), unless depth containers around c are dominant already.
+func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
+	if depth >= dominantDepth || c.n == 0 {
+		return nil
+	}
+	var ch jsontext.Child
+	switch {
+	case c.kind == KindArray && c.n == 1:
+		ch = sh.Head[0]
+	case c.kind == KindObject:
+		ch = sh.Largest[0]
+		if 3*(ch.Val.End-ch.Val.Start) < len(c.raw) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	d := &dominant{key: ch.Key, val: ch.Val}
+	d.val.Start, d.val.End = d.val.Start-base, d.val.End-base
+	if c.kind == KindObject {
+		d.key.Start, d.key.End = d.key.Start-base, d.key.End-base
+	}
+	part := d.val.Of(c.raw)
+	switch part[0] {
+	case '[', '{':
+		_, psh, err := jsontext.Scan(part, scanLimits)
+		if err != nil {
+			return nil // unreachable: part is valid
+		}
+		d.c = newContainer(part, &psh, 0, depth+1)
+	case '"':
+		d.c, d.text = jsonInString(part, depth+1), true
+		if d.c == nil {
+			d.text = false
+			if d.n, d.lines = jsontext.StringStats(part); d.n <= literalBudget {
+				return nil
+			}
+		}
+	default:
+		return nil
+	}
+	return d
+}
+
+// scanLimits is what Put has a scan record of a container.
+var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys}
+
+// jsonInString returns the index of the JSON array or object that the text
+// of the valid JSON string raw holds, and nil when it holds none. The text
+// is decoded only when its first character (after white space) opens an
+// array or object.
+func jsonInString(raw []byte, depth int) *container {
+	i := 1
+	for i < len(raw)-1 {
+		if raw[i] == ' ' {
+			i++
+		} else if raw[i] == '\\' && (raw[i+1] == 'n' || raw[i+1] == 'r' || raw[i+1] == 't') {
+			i += 2
+		} else {
 			break
 		}
-		jsontext.EachChild(raw, func(k, v []byte) bool {
-			if len(nd.fields) == 2 {
+	}
+	if i >= len(raw)-1 || raw[i] != '[' && raw[i] != '{' {
+		return nil
+	}
+	text := jsontext.AppendUnquoted(make([]byte, 0, len(raw)), raw)
+	top, sh, err := jsontext.Scan(text, scanLimits)
+	if err != nil {
+		return nil
+	}
+	return newContainer(text[top.Start:top.End], &sh, top.Start, depth)
+}
+
+// describe indexes the child val (with key, for an object field) of the
+// container raw. An object item of an array also gets its first fields
+// described.
+func describe(raw []byte, key, val jsontext.Span, element bool) node {
+	v := val.Of(raw)
+	nd := node{key: key, val: val, kind: kindOf(v[0])}
+	switch nd.kind {
+	case KindText:
+		nd.n, nd.lines = jsontext.StringStats(v)
+	case KindArray:
+		jsontext.EachChild(v, func(_, item []byte) bool {
+			if nd.n == 0 && item[0] == '{' {
+				nd.keys, nd.more = firstKeys(raw, item)
+			}
+			nd.n++
+			return true
+		})
+	case KindObject:
+		nd.n = jsontext.CountChildren(v)
+		if !element {
+			nd.keys, nd.more = firstKeys(raw, v)
+			break
+		}
+		jsontext.EachChild(v, func(k, f []byte) bool {
+			if len(nd.fields) == itemFields {
 				nd.more = true
 				return false
 			}
-			ks := val.Start + offsetIn(raw, k)
-			vs := val.Start + offsetIn(raw, v)
-			nd.fields = append(nd.fields, describe(b, jsontext.Span{Start: ks, End: ks + len(k)}, jsontext.Span{Start: vs, End: vs + len(v)}, false))
+			ks, fs := offsetIn(raw, k), offsetIn(raw, f)
+			nd.fields = append(nd.fields, describe(raw, jsontext.Span{Start: ks, End: ks + len(k)}, jsontext.Span{Start: fs, End: fs + len(f)}, false))
 			return true
 		})
 	}
 	return nd
+}
+
+// firstKeys returns the spans in raw of the first keys of obj, a valid
+// object within raw, and whether it has more.
+func firstKeys(raw, obj []byte) (keys []jsontext.Span, more bool) {
+	jsontext.EachChild(obj, func(k, _ []byte) bool {
+		if len(keys) == nestedKeys {
+			more = true
+			return false
+		}
+		ks := offsetIn(raw, k)
+		keys = append(keys, jsontext.Span{Start: ks, End: ks + len(k)})
+		return true
+	})
+	return keys, more
 }
 
 // offsetIn returns the offset of sub within outer; sub must be a subslice.

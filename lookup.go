@@ -293,39 +293,43 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 // array, a field of an object small enough to be indexed whole, the last
 // of duplicate keys winning), and nil otherwise.
 func indexedChild(x *value, seg string) []byte {
-	switch x.kind {
+	c := x.c
+	if c == nil {
+		return nil
+	}
+	switch c.kind {
 	case KindArray:
 		idx, ok := parseIndex(seg)
 		if !ok {
 			return nil
 		}
 		if idx < 0 {
-			idx += x.n
+			idx += c.n
 		}
-		if idx < 0 || idx >= x.n {
+		if idx < 0 || idx >= c.n {
 			return nil
 		}
 		i := -1
 		switch {
-		case x.n == len(x.elems):
+		case c.n == len(c.nodes):
 			i = idx
-		case len(x.elems) == arrayHeadItems+arrayTailItems && idx < arrayHeadItems:
+		case idx < arrayHeadItems:
 			i = idx
-		case len(x.elems) == arrayHeadItems+arrayTailItems && idx >= x.n-arrayTailItems:
-			i = arrayHeadItems + idx - (x.n - arrayTailItems)
+		case idx >= c.n-arrayTailItems:
+			i = arrayHeadItems + idx - (c.n - arrayTailItems)
 		}
 		if i < 0 {
 			return nil
 		}
-		return x.elems[i].val.Of(x.raw)
+		return c.nodes[i].val.Of(c.raw)
 	case KindObject:
-		if x.n != len(x.elems) || x.n > objectFieldsMax {
+		if c.n != len(c.nodes) || c.n > objectFieldsMax {
 			return nil // only some keys are indexed
 		}
 		var found []byte
-		for i := range x.elems {
-			if jsontext.KeyEquals(x.elems[i].key.Of(x.raw), seg) {
-				found = x.elems[i].val.Of(x.raw)
+		for i := range c.nodes {
+			if jsontext.KeyEquals(c.nodes[i].key.Of(c.raw), seg) {
+				found = c.nodes[i].val.Of(c.raw)
 			}
 		}
 		return found

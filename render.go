@@ -79,10 +79,8 @@ func RenderPreview(handle string, v Value) string {
 	b = appendHandle(b, handle)
 	b = append(b, " = "...)
 	switch x.kind {
-	case KindArray:
-		b = renderArray(b, x, limit)
-	case KindObject:
-		b = renderObject(b, x, limit)
+	case KindArray, KindObject:
+		b = renderJSON(b, x.c, limit-len(b))
 	case KindText:
 		b = renderText(b, x, limit)
 	case KindBinary:
@@ -91,6 +89,22 @@ func RenderPreview(handle string, v Value) string {
 		b = renderScalar(b, x, limit)
 	}
 	return string(jsontext.AppendClipped(nil, b, limit))
+}
+
+// renderJSON appends the preview of the container c in at most budget
+// bytes.
+func renderJSON(dst []byte, c *container, budget int) []byte {
+	start := len(dst)
+	if c.kind == KindArray {
+		dst = renderArray(dst, c, budget)
+	} else {
+		dst = renderObject(dst, c, budget)
+	}
+	if len(dst)-start > budget {
+		// A last resort: the parts are sized to fit.
+		return jsontext.AppendClipped(dst[:start], dst[start:], budget)
+	}
+	return dst
 }
 
 // appendHandle appends handle as valid UTF-8, clipped to handleBudget.

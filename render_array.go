@@ -6,91 +6,237 @@ import (
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
-// renderArray appends "array(len=N, …)" for x within limit bytes in total.
-func renderArray(b []byte, x *value, limit int) []byte {
-	b = append(b, "array(len="...)
-	b = strconv.AppendInt(b, int64(x.n), 10)
-	long := x.n > arrayHeadItems+arrayTailItems
-	// Share what is left among the items shown.
-	fixed := len(", [:3]=[], [-2:]=[])")
-	per := elementBudget
-	if len(x.elems) > 0 {
-		per = min(per, (limit-len(b)-fixed)/len(x.elems)-len(", "))
+// renderArray appends "array(len=N, bytes=…, items=…, …)" for c in at most
+// budget bytes: its length and size, what its items hold (the keys of its
+// object items with the kinds of their values, over every item), and its
+// head and tail items; or, for a one-item array whose item is dominant, a
+// preview of that item.
+func renderArray(dst []byte, c *container, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, "array(len="...)
+	dst = strconv.AppendInt(dst, int64(c.n), 10)
+	dst = append(dst, ", bytes="...)
+	dst = append(dst, size(len(c.raw))...)
+	left := func() int { return budget - (len(dst) - start) - len(")") }
+	if c.dom != nil {
+		dst = append(dst, ", [0]="...)
+		dst = appendPart(dst, c.raw, c.dom, left())
+		return append(dst, ')')
+	}
+	if c.items != nil && c.items.Kinds != 0 && c.n > 1 && (c.n > len(c.nodes) || c.items.Objects > 0) {
+		dst = append(dst, ", items="...)
+		dst = appendItems(dst, c.raw, c.items, max(left()*2/5, left()-elementsNeed(c)))
+	}
+	if len(c.nodes) == 0 {
+		return append(dst, ')')
+	}
+	long := c.n > len(c.nodes)
+	framing := len(", [") + len("]")
+	if long {
+		framing = len(", [:3]=[], [-2:]=[]")
+	}
+	per := (left()-framing)/len(c.nodes) - len(", ")
+	if per < minElement {
+		dst = append(dst, ", "+jsontext.Ellipsis...)
+		return append(dst, ')')
 	}
 	if !long {
-		b = append(b, ", ["...)
-		for i := range x.elems {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendElement(b, x.raw, &x.elems[i], per)
-		}
-		return append(b, "])"...)
+		dst = append(dst, ", ["...)
+		dst = appendElements(dst, c.raw, c.nodes, per)
+		return append(dst, "])"...)
 	}
-	b = append(b, ", [:"...)
-	b = strconv.AppendInt(b, arrayHeadItems, 10)
-	b = append(b, "]=["...)
-	for i := range x.elems[:arrayHeadItems] {
+	dst = append(dst, ", [:"...)
+	dst = strconv.AppendInt(dst, arrayHeadItems, 10)
+	dst = append(dst, "]=["...)
+	dst = appendElements(dst, c.raw, c.nodes[:arrayHeadItems], per)
+	dst = append(dst, "], [-"...)
+	dst = strconv.AppendInt(dst, arrayTailItems, 10)
+	dst = append(dst, ":]=["...)
+	dst = appendElements(dst, c.raw, c.nodes[arrayHeadItems:], per)
+	return append(dst, "])"...)
+}
+
+// minElement is the smallest budget an array item is shown in; below it
+// the items are elided.
+const minElement = 12
+
+// elementsNeed is the room the head and tail items of c would like.
+func elementsNeed(c *container) int {
+	return len(c.nodes) * (elementBudget + len(", "))
+}
+
+// appendElements appends the items nodes of the array raw, each in at most
+// per bytes, separated by ", ".
+func appendElements(dst, raw []byte, nodes []node, per int) []byte {
+	for i := range nodes {
 		if i > 0 {
-			b = append(b, ", "...)
+			dst = append(dst, ", "...)
 		}
-		b = appendElement(b, x.raw, &x.elems[i], per)
+		dst = appendElement(dst, raw, &nodes[i], per)
 	}
-	b = append(b, "], [-"...)
-	b = strconv.AppendInt(b, arrayTailItems, 10)
-	b = append(b, ":]=["...)
-	for i := range x.elems[arrayHeadItems:] {
+	return dst
+}
+
+// appendItems appends what the items of an array hold, in at most budget
+// bytes: "{id: number, name: text, tags?: array, …3 more keys}" for
+// object items (a key missing from some items marked "?", its values'
+// kinds joined by "|"), the kinds of the other items ("number|null"), both
+// joined by "|" when the items are mixed.
+func appendItems(dst, raw []byte, it *jsontext.Items, budget int) []byte {
+	start := len(dst)
+	other := it.Kinds &^ jsontext.KindObject
+	var tail []byte
+	if other != 0 {
+		if it.Objects > 0 {
+			tail = append(tail, '|')
+		}
+		tail = appendKinds(tail, other)
+	}
+	if it.Objects == 0 {
+		return jsontext.AppendClipped(dst, tail, budget)
+	}
+	if len(it.Keys) == 0 && it.Untracked == 0 { // only empty objects
+		dst = append(dst, "object"...)
+		return jsontext.AppendClipped(dst, tail, budget-len("object"))
+	}
+	dst = append(dst, '{')
+	room := budget - len("{}") - len(tail)
+	for i, k := range it.Keys {
+		var piece []byte
 		if i > 0 {
-			b = append(b, ", "...)
+			piece = append(piece, ", "...)
 		}
-		b = appendElement(b, x.raw, &x.elems[arrayHeadItems+i], per)
+		piece = appendKey(piece, k.Key.Of(raw))
+		if k.Count < it.Objects {
+			piece = append(piece, '?')
+		}
+		piece = append(piece, ": "...)
+		piece = appendKinds(piece, k.Kinds)
+		more := len(it.Keys) - i
+		if len(dst)-start+len(piece) > room-len(", … 9999 more keys") && (more > 1 || it.Untracked > 0) || len(dst)-start+len(piece) > room {
+			dst = appendMoreKeys(dst, more, it.Untracked > 0, i > 0)
+			break
+		}
+		dst = append(dst, piece...)
+		if i == len(it.Keys)-1 && it.Untracked > 0 {
+			dst = appendMoreKeys(dst, 0, true, true)
+		}
 	}
-	return append(b, "])"...)
+	dst = append(dst, '}')
+	return append(dst, tail...)
+}
+
+// appendMoreKeys appends "… N more keys", or "… more keys" when their
+// number is not known (untracked keys), after a comma unless first.
+func appendMoreKeys(dst []byte, n int, untracked, comma bool) []byte {
+	if comma {
+		dst = append(dst, ", "...)
+	}
+	dst = append(dst, jsontext.Ellipsis...)
+	switch {
+	case n > 0 && untracked:
+		dst = append(dst, " "...)
+		dst = strconv.AppendInt(dst, int64(n), 10)
+		return append(dst, "+ more keys"...)
+	case n > 0:
+		dst = append(dst, " "...)
+		dst = strconv.AppendInt(dst, int64(n), 10)
+		return append(dst, " more keys"...)
+	}
+	return append(dst, " more keys"...)
+}
+
+// appendKinds appends the kinds of ks joined by "|": text, number, bool,
+// null, array, object.
+func appendKinds(dst []byte, ks jsontext.Kinds) []byte {
+	first := true
+	for _, k := range []struct {
+		bit  jsontext.Kinds
+		name string
+	}{
+		{jsontext.KindString, "text"}, {jsontext.KindNumber, "number"}, {jsontext.KindBool, "bool"},
+		{jsontext.KindNull, "null"}, {jsontext.KindArray, "array"}, {jsontext.KindObject, "object"},
+	} {
+		if ks&k.bit == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, '|')
+		}
+		dst = append(dst, k.name...)
+		first = false
+	}
+	return dst
 }
 
 // appendElement appends the summary of one array item in at most budget
-// bytes: an object as its first two fields, an array as its length, a
-// string or other scalar literally, each clipped with "…".
+// bytes: an object as its fields, each value within a budget of its own so
+// that a long one does not hide the next; an array as its length and size;
+// a string or other scalar literally. Elisions are marked with "…".
 func appendElement(dst, raw []byte, nd *node, budget int) []byte {
 	if budget < len(jsontext.Ellipsis) {
 		return dst
 	}
-	v := raw[nd.val.Start:nd.val.End]
-	var e []byte
 	switch nd.kind {
 	case KindObject:
-		e = append(e, '{')
-		for i := range nd.fields {
-			f := &nd.fields[i]
-			if i > 0 {
-				e = append(e, ',')
-			}
-			e = jsontext.AppendClipped(e, appendKey(nil, raw[f.key.Start:f.key.End]), innerBudget)
-			e = append(e, ':')
-			e = appendInner(e, raw, f)
-		}
-		if nd.more {
-			e = append(e, ", …"...)
-		}
-		e = append(e, '}')
+		return appendObjectItem(dst, raw, nd, budget)
 	case KindArray:
-		e = appendArrayLen(e, nd.n)
-	default:
-		return appendLiteral(dst, v, budget)
+		return jsontext.AppendClipped(dst, appendInner(nil, raw, nd), budget)
 	}
-	return jsontext.AppendClipped(dst, e, budget)
+	return appendLiteral(dst, nd.val.Of(raw), budget)
 }
 
-// appendInner appends a field value inside an array item: objects as {…},
-// arrays as their length, scalars clipped to innerBudget.
+// appendObjectItem appends "{id: 1, name: "a", …}" for the object item nd
+// in at most budget bytes.
+func appendObjectItem(dst, raw []byte, nd *node, budget int) []byte {
+	start := len(dst)
+	if len(nd.fields) == 0 {
+		return append(dst, "{}"...)
+	}
+	dst = append(dst, '{')
+	// Each field gets an equal share, at least enough for a short value.
+	share := max((budget-len("{, …}"))/len(nd.fields), 16)
+	for i := range nd.fields {
+		f := &nd.fields[i]
+		var piece []byte
+		if i > 0 {
+			piece = append(piece, ", "...)
+		}
+		piece = jsontext.AppendClipped(piece, appendKey(nil, f.key.Of(raw)), min(keyBudget, share/2))
+		piece = append(piece, ": "...)
+		piece = append(piece, appendInner(nil, raw, f)...)
+		piece = jsontext.AppendClipped(nil, piece, share)
+		rest := i < len(nd.fields)-1 || nd.more
+		if len(dst)-start+len(piece)+len("}") > budget || rest && len(dst)-start+len(piece)+len(", …}") > budget {
+			return append(dst, ", …}"[boolInt(i == 0)*2:]...)
+		}
+		dst = append(dst, piece...)
+	}
+	if nd.more {
+		dst = append(dst, ", …"...)
+	}
+	return append(dst, '}')
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// appendInner appends a value inside an array item: an object as its key
+// count, an array as its length, a scalar literally within innerBudget.
 func appendInner(dst, raw []byte, f *node) []byte {
 	switch f.kind {
 	case KindObject:
-		return append(dst, "{…}"...)
+		dst = append(dst, "json(keys="...)
+		dst = strconv.AppendInt(dst, int64(f.n), 10)
+		return append(dst, ')')
 	case KindArray:
 		return appendArrayLen(dst, f.n)
 	}
-	return appendLiteral(dst, raw[f.val.Start:f.val.End], innerBudget)
+	return appendLiteral(dst, f.val.Of(raw), innerBudget)
 }
 
 func appendArrayLen(dst []byte, n int) []byte {

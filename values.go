@@ -57,7 +57,7 @@ type value struct {
 	lines int    // text: line count
 	sum   [sha256.Size]byte
 	ctype string // binary: sniffed content type
-	elems []node // preview index of arrays and objects
+	c     *container // the index of an array or object
 	max   int    // preview bound in effect when stored
 	size  int    // byte size of raw, for a value whose raw is in the durable store
 	disk  *disk  // non-nil for a value kept only in the durable store (raw is nil)
@@ -390,7 +390,7 @@ func newBinary(b []byte) *value {
 
 // newJSON validates and indexes b, which it owns, as one JSON value.
 func newJSON(b []byte) (*value, error) {
-	top, sh, err := jsontext.Scan(b, scanHead, scanTail)
+	top, sh, err := jsontext.Scan(b, scanLimits)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
@@ -403,16 +403,8 @@ func newJSON(b []byte) (*value, error) {
 	case 'n':
 		return &value{kind: KindNull, raw: raw}, nil
 	case '[', '{':
-		x := &value{kind: KindArray, raw: raw, n: sh.Count}
-		if raw[0] == '{' {
-			x.kind = KindObject
-		}
-		x.elems = indexChildren(b, x.kind, &sh)
-		// Rebase spans onto raw.
-		for i := range x.elems {
-			x.elems[i].rebase(top.Start)
-		}
-		return x, nil
+		c := newContainer(raw, &sh, top.Start, 0)
+		return &value{kind: c.kind, raw: raw, n: sh.Count, c: c}, nil
 	}
 	return &value{kind: KindNumber, raw: raw}, nil
 }

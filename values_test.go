@@ -106,18 +106,18 @@ func TestPreviewGrammar(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"long array", ints, "r1 = array(len=100, [:3]=[0, 1, 2], [-2:]=[98, 99])"},
-		{"short array", []int{1, 2, 3}, "r1 = array(len=3, [1, 2, 3])"},
-		{"five items whole", []int{1, 2, 3, 4, 5}, "r1 = array(len=5, [1, 2, 3, 4, 5])"},
-		{"six items elided", []int{1, 2, 3, 4, 5, 6}, "r1 = array(len=6, [:3]=[1, 2, 3], [-2:]=[5, 6])"},
-		{"empty array", raw(`[]`), "r1 = array(len=0, [])"},
+		{"long array", ints, `r1 = array(len=100, bytes=291 B, items=number, [:3]=[0, 1, 2], [-2:]=[98, 99])`},
+		{"short array", []int{1, 2, 3}, `r1 = array(len=3, bytes=7 B, [1, 2, 3])`},
+		{"five items whole", []int{1, 2, 3, 4, 5}, `r1 = array(len=5, bytes=11 B, [1, 2, 3, 4, 5])`},
+		{"six items elided", []int{1, 2, 3, 4, 5, 6}, `r1 = array(len=6, bytes=13 B, items=number, [:3]=[1, 2, 3], [-2:]=[5, 6])`},
+		{"empty array", raw(`[]`), `r1 = array(len=0, bytes=2 B)`},
 		{"object elements", raw(`[{"id":1,"name":"a","x":0},{"id":2},[1,2],"s",{"o":{"a":1},"l":[1,2,3]}]`),
-			`r1 = array(len=5, [{id:1,name:"a", …}, {id:2}, array(len=2), "s", {o:{…},l:array(len=3)}])`},
-		{"small object", raw(`{"name": "car", "version": "0.46.1"}`), `r1 = json(name: "car", version: "0.46.1", bytes=36)`},
-		{"empty object", raw(`{}`), "r1 = json(keys=0, bytes=2)"},
+			`r1 = array(len=5, bytes=72 B, items={id?: number, name?: text, x?: number, o?: object, l?: array}|text|array, [{id: 1, name: "a", x: 0}, {id: 2}, array(len=2), "s", {o: json(keys=1), l: array(len=3)}])`},
+		{"small object", raw(`{"name": "car", "version": "0.46.1"}`), `r1 = json(keys=2, bytes=36 B, name: "car", version: "0.46.1")`},
+		{"empty object", raw(`{}`), `r1 = json(keys=0, bytes=2 B)`},
 		{"nested fields", raw(`{"a":[1,2],"b":{"c":1,"d":2},"e":null,"f":true,"g":-1.5e3}`),
-			"r1 = json(a: array(len=2), b: json(keys=2), e: null, f: true, g: -1.5e3, bytes=58)"},
-		{"odd keys quoted", raw(`{"a b":1,"":2,"x\"y":3}`), `r1 = json("a b": 1, "": 2, "x\"y": 3, bytes=23)`},
+			`r1 = json(keys=5, bytes=58 B, a: array(len=2, bytes=5 B), b: json(keys=2, bytes=13 B, {c, d}), e: null, f: true, g: -1.5e3)`},
+		{"odd keys quoted", raw(`{"a b":1,"":2,"x\"y":3}`), `r1 = json(keys=3, bytes=23 B, "a b": 1, "": 2, "x\"y": 3)`},
 		{"short text", "hello world", `r1 = text(len=11 B, lines=1) "hello world"`},
 		{"empty text", "", `r1 = text(len=0 B, lines=0) ""`},
 		{"text escapes", "a\"b\\c\n\t\x01<&>", `r1 = text(len=11 B, lines=2) "a\"b\\c\n\t\u0001<&>"`},
@@ -140,13 +140,14 @@ func TestPreviewGrammar(t *testing.T) {
 func TestLargeFieldInsideAnEnvelopeAnnouncesItself(t *testing.T) {
 	body := "HEAD\n" + strings.Repeat("z", 50_000) + "\nTAIL"
 	p := preview(t, map[string]any{"content": body, "path": "./big.txt", "size_bytes": 50_010, "total_lines": 3})
-	for _, want := range []string{"content: text(len=49 KiB, lines=3)", `path: "./big.txt"`, "size_bytes: 50010", "bytes="} {
+	// The content is most of the envelope: previewed as text, its ends shown.
+	for _, want := range []string{"content: text(len=49 KiB, lines=3, head=\"HEAD\\nzzz", `zzz\nTAIL"), path`, `path: "./big.txt"`, "size_bytes: 50010", "bytes=49 KiB"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("missing %q in %s", want, p)
 		}
 	}
-	if len(p) >= 400 {
-		t.Errorf("preview is %d bytes, want < 400", len(p))
+	if len(p) > DefaultMaxPreview {
+		t.Errorf("preview is %d bytes, over the bound", len(p))
 	}
 }
 
@@ -189,8 +190,13 @@ func TestObjectKeyThreshold(t *testing.T) {
 		t.Errorf("24 keys should be described field by field: %s", p24)
 	}
 	p25 := preview(t, obj(25))
-	if want := "r1 = json(keys=25 total, first=[k00, k01, k02, k03, k04, k05, k06, k07, …], bytes="; !strings.HasPrefix(p25, want) {
+	// Past 24 keys, the keys are listed, as many as fit: here all of them.
+	if want := "r1 = json(keys=25, bytes=216 B, first=[k00, k01, k02, "; !strings.HasPrefix(p25, want) || !strings.HasSuffix(p25, ", k24])") {
 		t.Errorf("25 keys:\n got %s\nwant prefix %s", p25, want)
+	}
+	p400 := preview(t, obj(400))
+	if !strings.Contains(p400, "k99, …], last=[k398, k399]") && !strings.Contains(p400, ", …], last=[k398, k399]") {
+		t.Errorf("400 keys: %s", p400)
 	}
 }
 
@@ -430,7 +436,7 @@ func TestDeepNestingDoesNotOverflow(t *testing.T) {
 	if v.Kind() != KindArray || v.Len() != 1 {
 		t.Fatalf("kind %v len %d", v.Kind(), v.Len())
 	}
-	if p := RenderPreview("r1", v); p != "r1 = array(len=1, [array(len=1)])" {
+	if p := RenderPreview("r1", v); !strings.HasPrefix(p, "r1 = array(len=1, bytes=9.5 MiB, [0]=array(len=1, bytes=9.5 MiB, [0]=") || !strings.HasSuffix(p, "[array(len=1)])))))") {
 		t.Errorf("preview = %s", p)
 	}
 }

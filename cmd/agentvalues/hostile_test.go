@@ -402,7 +402,7 @@ func TestProxyHostileServer(t *testing.T) {
 	})
 	t.Run("result nested 1200 deep", func(t *testing.T) {
 		resp := r.call(t, 3, "deep_result", `{}`)
-		if resp.Result == nil || resp.Result.IsError || !strings.Contains(resp.text(), "r2 = json(tree: array(len=1)") && !strings.Contains(resp.text(), "stored as r2") {
+		if resp.Result == nil || resp.Result.IsError || !strings.Contains(resp.text(), "r2 = json(keys=1, bytes=") && !strings.Contains(resp.text(), "stored as r2") {
 			t.Fatalf("deep_result: %s", resp.line)
 		}
 		read := r.call(t, 4, "read_value", `{"ref":"$r2.tree"}`)

@@ -30,7 +30,7 @@ func TestPreviewMaxInput(t *testing.T) {
 		want    string // in stdout when code is 0, in stderr otherwise
 		maxRead int64  // most bytes stdin may hand out (endless stdin only)
 	}{
-		{name: "at the cap", args: []string{"-max-input", "5"}, want: "r1 = array(len=2, [1, 2])"},
+		{name: "at the cap", args: []string{"-max-input", "5"}, want: "r1 = array(len=2, bytes=5 B, [1, 2])"},
 		{name: "one byte past the cap", args: []string{"-max-input", "4", "-"}, code: 1,
 			want: "agentvalues: preview: standard input is too large: more than the cap of 4 bytes; nothing was previewed: raise the cap with -max-input BYTES (0: no cap)\n"},
 		{name: "file past the cap is not read", args: []string{"-max-input", "1000", bigFile}, code: 1,

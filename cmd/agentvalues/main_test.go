@@ -40,7 +40,7 @@ func TestPreview(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"json array", "[1, 2, 3]\n", "r1 = array(len=3, [1, 2, 3])"},
+		{"json array", "[1, 2, 3]\n", "r1 = array(len=3, bytes=9 B, [1, 2, 3])"},
 		{"number output stays text", "42", `r1 = text(len=2 B, lines=1) "42"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -20,7 +21,7 @@ func FuzzScanJSON(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, sh, err := Scan(data, 25, 2)
+		_, sh, err := Scan(data, Limits{Head: 25, Tail: 2, Keys: 8})
 		want := json.Valid(data) && utf8.Valid(data)
 		if (err == nil) != want {
 			t.Fatalf("Scan valid = %v, want %v (err %v) for %q", err == nil, want, err, data)
@@ -40,6 +41,7 @@ func FuzzScanJSON(f *testing.F) {
 			if sh.Count != len(v) {
 				t.Fatalf("count %d, want %d", sh.Count, len(v))
 			}
+			checkItems(t, data, sh.Items, 8)
 		case string:
 			raw := bytes.Trim(data, " \t\r\n")
 			n, _ := StringStats(raw)
@@ -150,8 +152,8 @@ func FuzzScanSplit(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		top1, sh1, err1, _ := scanFrom(data, 0, false, -1, 25, 2)
-		top2, sh2, err2, ok := scanSplit(data, 25, 2)
+		top1, sh1, err1, _ := scanFrom(data, 0, false, -1, Limits{Head: 25, Tail: 2, Keys: 8})
+		top2, sh2, err2, ok := scanSplit(data, Limits{Head: 25, Tail: 2, Keys: 8})
 		if !ok {
 			return
 		}
@@ -164,12 +166,153 @@ func FuzzScanSplit(f *testing.F) {
 		if top1 != top2 || sh1.Count != sh2.Count {
 			t.Fatalf("top %v/%v count %d/%d for %q", top1, top2, sh1.Count, sh2.Count, data)
 		}
+		checkItems(t, data, sh2.Items, 8)
+		if sh1.Largest != sh2.Largest {
+			t.Fatalf("largest %v/%v for %q", sh1.Largest, sh2.Largest, data)
+		}
 		if diff := cmp.Diff(sh1.Head, sh2.Head, cmp.AllowUnexported(Child{}, Span{})); diff != "" {
 			t.Fatalf("head (-one +split):\n%s\nfor %q", diff, data)
 		}
 		k := min(sh1.Count, 2)
 		if diff := cmp.Diff(sh1.Last(k), sh2.Last(k), cmp.AllowUnexported(Child{}, Span{})); diff != "" {
 			t.Fatalf("tail (-one +split):\n%s\nfor %q", diff, data)
+		}
+	})
+}
+
+// modelItems computes the Items of the valid top-level array d from the
+// token stream of encoding/json, keeping at most max keys.
+func modelItems(t *testing.T, d []byte, max int) *Items {
+	dec := json.NewDecoder(bytes.NewReader(d))
+	dec.UseNumber()
+	kindOfTok := func(tok json.Token) Kinds {
+		switch tok := tok.(type) {
+		case json.Delim:
+			if tok == '[' {
+				return KindArray
+			}
+			return KindObject
+		case string:
+			return KindString
+		case json.Number:
+			return KindNumber
+		case bool:
+			return KindBool
+		}
+		return KindNull
+	}
+	// skip reads the rest of a value whose first token was tok.
+	skip := func(tok json.Token) {
+		if d, ok := tok.(json.Delim); ok && (d == '[' || d == '{') {
+			for depth := 1; depth > 0; {
+				tok, err := dec.Token()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, ok := tok.(json.Delim); ok {
+					if d == '[' || d == '{' {
+						depth++
+					} else {
+						depth--
+					}
+				}
+			}
+		}
+	}
+	it := &Items{}
+	ids := map[string]int{}
+	if _, err := dec.Token(); err != nil { // '['
+		t.Fatal(err)
+	}
+	for dec.More() {
+		tok, _ := dec.Token()
+		k := kindOfTok(tok)
+		it.Kinds |= k
+		if k != KindObject {
+			skip(tok)
+			continue
+		}
+		it.Objects++
+		for dec.More() {
+			keyTok, _ := dec.Token()
+			key := keyTok.(string)
+			vtok, _ := dec.Token()
+			id, ok := ids[key]
+			if !ok && len(it.Keys) < max {
+				id, ok = len(it.Keys), true
+				ids[key] = id
+				it.Keys = append(it.Keys, KeyInfo{})
+			}
+			if ok {
+				it.Keys[id].Kinds |= kindOfTok(vtok)
+				it.Keys[id].Count++
+			} else {
+				it.Untracked++
+			}
+			skip(vtok)
+		}
+		dec.Token() // '}'
+	}
+	return it
+}
+
+// checkItems compares the Items Scan recorded for the array d with the
+// model, keys by their decoded text.
+func checkItems(t *testing.T, d []byte, got *Items, max int) {
+	t.Helper()
+	want := modelItems(t, d, max)
+	if got == nil {
+		t.Fatalf("no Items for the array %q", d)
+	}
+	type key struct {
+		Name  string
+		Kinds Kinds
+		Count int
+	}
+	conv := func(it *Items, withNames bool) []key {
+		var ks []key
+		for i, k := range it.Keys {
+			name := strconv.Itoa(i)
+			if withNames {
+				name = string(AppendUnquoted(nil, k.Key.Of(d)))
+			}
+			ks = append(ks, key{name, k.Kinds, k.Count})
+		}
+		return ks
+	}
+	if got.Kinds != want.Kinds || got.Objects != want.Objects || got.Untracked != want.Untracked {
+		t.Fatalf("Items of %q: kinds %b objects %d untracked %d, want %b %d %d", d, got.Kinds, got.Objects, got.Untracked, want.Kinds, want.Objects, want.Untracked)
+	}
+	if diff := cmp.Diff(conv(want, false), conv(got, false)); diff != "" {
+		t.Fatalf("keys of %q (-model +scan):\n%s", d, diff)
+	}
+}
+
+// FuzzStringEnds checks StringHead and StringTail against a full decoding:
+// a prefix and a suffix of it, within n bytes, and no shorter than n less
+// one character.
+func FuzzStringEnds(f *testing.F) {
+	for _, seed := range []string{`"plain text"`, `"a\nb\u00e9\ud83d\ude00\\\"x"`, `"\\\\\\u0041\u0041"`, `"日本語のテキスト"`, `"\u0000\u0001"`} {
+		f.Add([]byte(seed), 5)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, n int) {
+		if len(raw) < 2 || raw[0] != '"' || Valid(raw) != nil {
+			return
+		}
+		n = n % 300
+		if n < 0 {
+			n = -n
+		}
+		dec := AppendUnquoted(nil, raw)
+		head, tail := StringHead(raw, n), StringTail(raw, n)
+		if len(head) > n || !bytes.HasPrefix(dec, head) {
+			t.Fatalf("StringHead(%s, %d) = %q of %q", raw, n, head, dec)
+		}
+		if len(tail) > n || !bytes.HasSuffix(dec, tail) {
+			t.Fatalf("StringTail(%s, %d) = %q of %q", raw, n, tail, dec)
+		}
+		if len(head) < min(n, len(dec))-utf8.UTFMax+1 || len(tail) < min(n, len(dec))-utf8.UTFMax+1 {
+			t.Fatalf("StringHead/StringTail(%s, %d) too short: %q / %q of %q", raw, n, head, tail, dec)
 		}
 	})
 }

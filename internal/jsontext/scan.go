@@ -27,13 +27,26 @@ type Child struct {
 // MaxTail is the largest number of last children Scan can record.
 const MaxTail = 8
 
+// Limits says how much [Scan] records of a top-level container.
+type Limits struct {
+	Head int // first children
+	Tail int // last children, at most MaxTail
+	Keys int // distinct keys of the object items of an array (see Items)
+}
+
+// Largest is the number of largest children Scan records.
+const Largest = 3
+
 // Shape is what Scan records of a top-level array or object: the number of
-// its children, the first ones and the last ones.
+// its children, the first ones, the last ones, the largest ones, and for
+// an array what its items hold.
 type Shape struct {
-	Count int     // direct children
-	Head  []Child // the first children, as many as Scan was asked for
-	tail  [MaxTail]Child
-	ntail int // the ring size: the number of last children asked for
+	Count   int            // direct children
+	Head    []Child        // the first children, as many as Scan was asked for
+	Largest [Largest]Child // the largest children, largest first; zero spans past Count
+	Items   *Items         // for an array, its items; nil otherwise
+	tail    [MaxTail]Child
+	ntail   int // the ring size: the number of last children asked for
 }
 
 // Last returns the last k children in order; k must not exceed the number
@@ -55,6 +68,20 @@ func (sh *Shape) add(c Child, head int) {
 		sh.tail[sh.Count%sh.ntail] = c
 	}
 	sh.Count++
+	sh.addLargest(c)
+}
+
+// addLargest keeps c among the largest children if it is one of them.
+func (sh *Shape) addLargest(c Child) {
+	n := c.Val.End - c.Val.Start
+	for i := range sh.Largest {
+		l := &sh.Largest[i]
+		if n > l.Val.End-l.Val.Start {
+			copy(sh.Largest[i+1:], sh.Largest[i:Largest-1])
+			*l = c
+			return
+		}
+	}
 }
 
 // IsSpace reports whether c is JSON whitespace.
@@ -72,28 +99,27 @@ func SkipSpace(d []byte, i int) int {
 // Scan validates d as exactly one JSON value (surrounding whitespace
 // allowed, strings valid UTF-8) in one pass, and returns the span of the
 // value without the whitespace. For a top-level array or object it also
-// records its number of children, the first head of them and the last
-// tail (tail ≤ MaxTail). An error wraps [ErrSyntax] and gives the byte
-// offset of the problem.
+// records its [Shape], as much as lim asks for. An error wraps [ErrSyntax]
+// and gives the byte offset of the problem.
 //
 // A top-level array of at least 4 MiB is scanned by two goroutines when
 // GOMAXPROCS allows, each over about half of it; both have ended when Scan
 // returns.
-func Scan(d []byte, head, tail int) (top Span, sh Shape, err error) {
-	tail = min(max(tail, 0), MaxTail)
+func Scan(d []byte, lim Limits) (top Span, sh Shape, err error) {
+	lim.Tail = min(max(lim.Tail, 0), MaxTail)
 	if len(d) >= splitScanMin && runtime.GOMAXPROCS(0) > 1 {
-		if top, sh, err, ok := scanSplit(d, head, tail); ok {
+		if top, sh, err, ok := scanSplit(d, lim); ok {
 			return top, sh, err
 		}
 	}
-	top, sh, err, _ = scanFrom(d, 0, false, -1, head, tail)
+	top, sh, err, _ = scanFrom(d, 0, false, -1, lim)
 	return top, sh, err
 }
 
 // Valid returns nil when d is exactly one valid JSON value, and otherwise
 // an error wrapping [ErrSyntax].
 func Valid(d []byte) error {
-	_, _, err := Scan(d, 0, 0)
+	_, _, err := Scan(d, Limits{})
 	return err
 }
 
@@ -108,7 +134,7 @@ const splitScanMin = 4 << 20
 // then context-free). When the guess was wrong, the first scan simply goes
 // on to the end and the second one's result is dropped. ok is false when d
 // is not an array or no boundary was found, and the caller scans alone.
-func scanSplit(d []byte, head, tail int) (top Span, sh Shape, err error, ok bool) {
+func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 	start := SkipSpace(d, 0)
 	if start >= len(d) || d[start] != '[' {
 		return top, sh, nil, false
@@ -124,10 +150,10 @@ func scanSplit(d []byte, head, tail int) (top Span, sh Shape, err error, ok bool
 	}
 	second := make(chan result, 1)
 	go func() {
-		t, s, e, _ := scanFrom(d, mid, true, -1, head, tail)
+		t, s, e, _ := scanFrom(d, mid, true, -1, lim)
 		second <- result{t, s, e}
 	}()
-	top, sh, err, stopped := scanFrom(d, 0, false, mid, head, tail)
+	top, sh, err, stopped := scanFrom(d, 0, false, mid, lim)
 	r := <-second // always wait: no goroutine outlives the call
 	if !stopped {
 		return top, sh, err, true // the guess was wrong; the first scan did it all
@@ -136,7 +162,7 @@ func scanSplit(d []byte, head, tail int) (top Span, sh Shape, err error, ok bool
 		return top, sh, r.err, true
 	}
 	top.End = r.top.End
-	return top, joinShapes(&sh, &r.sh, head), nil, true
+	return top, joinShapes(d, &sh, &r.sh, lim), nil, true
 }
 
 // guessItemStart returns the first offset at or after from that follows
@@ -157,15 +183,21 @@ func guessItemStart(d []byte, from int) int {
 	return -1
 }
 
-// joinShapes returns the shape of an array whose items are those of a
-// followed by those of b.
-func joinShapes(a, b *Shape, head int) Shape {
-	sh := Shape{Count: a.Count + b.Count, Head: a.Head, ntail: a.ntail}
+// joinShapes returns the shape of an array of d whose items are those of
+// a followed by those of b.
+func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
+	sh := Shape{Count: a.Count + b.Count, Head: a.Head, ntail: a.ntail, Largest: a.Largest}
 	for _, c := range b.Head {
-		if len(sh.Head) == head {
+		if len(sh.Head) == lim.Head {
 			break
 		}
 		sh.Head = append(sh.Head, c)
+	}
+	for _, c := range b.Largest {
+		sh.addLargest(c)
+	}
+	if a.Items != nil && b.Items != nil {
+		sh.Items = mergeItems(d, a.Items, b.Items, lim.Keys)
 	}
 	if sh.ntail == 0 {
 		return sh
@@ -184,14 +216,22 @@ func joinShapes(a, b *Shape, head int) Shape {
 // With stop ≥ 0 it stops, reporting stopped, when an item of a top-level
 // array starts exactly at offset stop, and gives up stopping once it has
 // gone past it.
-func scanFrom(d []byte, from int, inArray bool, stop, head, tail int) (top Span, sh Shape, err error, stopped bool) {
-	sc := scanner{d: d, head: head}
-	sc.sh.ntail = tail
+func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
+	sc := scanner{d: d, head: lim.Head}
+	sc.sh.ntail = lim.Tail
 	i := SkipSpace(d, from)
 	top.Start = i
+	if inArray || i < len(d) && d[i] == '[' {
+		sc.items = &itemsScan{max: lim.Keys, key: -1}
+	}
 	if inArray {
 		sc.stack = append(sc.stack, '[')
 	}
+	defer func() {
+		if sc.items != nil && err == nil {
+			sh.Items = &sc.items.it
+		}
+	}()
 	for {
 		// A value starts at i (after optional whitespace).
 		i = SkipSpace(d, i)
@@ -206,6 +246,11 @@ func scanFrom(d []byte, from int, inArray bool, stop, head, tail int) (top Span,
 				stop = -1
 			}
 			sc.curStart = i
+			if sc.items != nil {
+				sc.items.item(d[i])
+			}
+		} else if len(sc.stack) == 2 && sc.items != nil && sc.stack[1] == '{' {
+			sc.items.value(d[i])
 		}
 		switch c := d[i]; c {
 		case '{', '[':
@@ -245,14 +290,20 @@ type scanner struct {
 	curKey   Span   // key of the current depth-1 field
 	sh       Shape
 	head     int
+	items    *itemsScan // for a top-level array
 }
 
 // key scans an object key at i and its colon, remembering it when it
 // names a depth-1 field.
 func (sc *scanner) key(i int) (int, error) {
 	i, k, err := scanKey(sc.d, i)
-	if err == nil && len(sc.stack) == 1 {
-		sc.curKey = k
+	if err == nil {
+		switch {
+		case len(sc.stack) == 1:
+			sc.curKey = k
+		case len(sc.stack) == 2 && sc.items != nil:
+			sc.items.field(sc.d, k)
+		}
 	}
 	return i, err
 }

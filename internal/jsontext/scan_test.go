@@ -16,7 +16,7 @@ func TestScanJSONAgreesWithEncodingJSON(t *testing.T) {
 		`[1,]`, `[,1]`, `{"a"}`, `{"a":1,}`, `{1:2}`, `[1 2]`, `{}`, `[]`, ` [ ] `, `nul`, `true false`, "\"\xff\"",
 		`{"a":[{"b":null}]}`, `[[[]]]`, `]`, `}`, ``, ` `, `[1]x`, `"\/"`, "[\"\u2028\"]",
 	} {
-		_, _, err := Scan([]byte(in), 0, 0)
+		_, _, err := Scan([]byte(in), Limits{})
 		want := json.Valid([]byte(in)) && utf8.ValidString(in) // JSON text must be UTF-8 (RFC 8259 §8.1)
 		if got := err == nil; got != want {
 			t.Errorf("Scan(%q) valid = %v, want %v (err %v)", in, got, want, err)
@@ -54,11 +54,11 @@ func TestScanSplit(t *testing.T) {
 			if mid < 0 {
 				t.Fatal("no boundary guessed")
 			}
-			if _, _, _, stopped := scanFrom(d, 0, false, mid, 25, 2); stopped != tt.confirmed {
+			if _, _, _, stopped := scanFrom(d, 0, false, mid, Limits{Head: 25, Tail: 2, Keys: 8}); stopped != tt.confirmed {
 				t.Errorf("guess at %d confirmed = %v, want %v", mid, stopped, tt.confirmed)
 			}
-			top1, sh1, err1, _ := scanFrom(d, 0, false, -1, 25, 2)
-			top2, sh2, err2, ok := scanSplit(d, 25, 2)
+			top1, sh1, err1, _ := scanFrom(d, 0, false, -1, Limits{Head: 25, Tail: 2, Keys: 8})
+			top2, sh2, err2, ok := scanSplit(d, Limits{Head: 25, Tail: 2, Keys: 8})
 			if !ok {
 				t.Fatal("scanSplit declined")
 			}

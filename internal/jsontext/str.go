@@ -298,3 +298,64 @@ func AppendStringWindow(dst, b []byte, at, budget int) []byte {
 	}
 	return dst
 }
+
+// StringHead returns the first characters of the decoding of the valid
+// JSON string raw (quotes included), as many whole characters as fit in n
+// bytes. Its cost is proportional to n, not to the string.
+func StringHead(raw []byte, n int) []byte {
+	body := raw[1 : len(raw)-1]
+	return AppendStringWindow(make([]byte, 0, min(n, len(body))), body, 0, n)
+}
+
+// StringTail returns the last characters of the decoding of the valid JSON
+// string raw (quotes included), as many whole characters as fit in n
+// bytes. Its cost is proportional to n, not to the string: it decodes from
+// an escape boundary found a little before the last n·6 raw bytes.
+func StringTail(raw []byte, n int) []byte {
+	body := raw[1 : len(raw)-1]
+	from := escapeBoundary(body, max(0, len(body)-6*n-12))
+	dec := AppendUnquoted(make([]byte, 0, len(body)-from), append(append([]byte{'"'}, body[from:]...), '"'))
+	if len(dec) <= n {
+		return dec
+	}
+	return dec[TailCut(dec, n):]
+}
+
+// escapeBoundary returns the first index at or after i in the valid JSON
+// string body that does not fall inside an escape: a backslash starts an
+// escape when an even number of backslashes precede it, and "\u" covers
+// the four hex digits after it.
+func escapeBoundary(body []byte, i int) int {
+	for i > 0 && i < len(body) {
+		// Find the escape, if any, that covers i: it starts at most 5
+		// bytes before it.
+		covered := false
+		for s := max(0, i-5); s < i; s++ {
+			if body[s] != '\\' || !escapeStart(body, s) {
+				continue
+			}
+			end := s + 2
+			if body[s+1] == 'u' {
+				end = s + 6
+			}
+			if i < end {
+				i, covered = end, true
+				break
+			}
+		}
+		if !covered {
+			return i
+		}
+	}
+	return i
+}
+
+// escapeStart reports whether the backslash body[s] starts an escape:
+// whether an even number of backslashes precede it.
+func escapeStart(body []byte, s int) bool {
+	n := 0
+	for k := s - 1; k >= 0 && body[k] == '\\'; k-- {
+		n++
+	}
+	return n%2 == 0
+}

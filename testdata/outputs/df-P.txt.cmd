@@ -1,0 +1,1 @@
+df -P / /dev /dev/shm /sys/fs/cgroup

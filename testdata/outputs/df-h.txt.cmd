@@ -1,0 +1,1 @@
+df -h / /dev /dev/shm /sys/fs/cgroup

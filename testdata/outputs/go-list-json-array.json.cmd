@@ -1,0 +1,1 @@
+go list -json net/... encoding/... crypto/... | jq -s .

@@ -1,0 +1,1 @@
+go test -json -count=1 -run 'TestMember|TestParseUint|TestWalker' ./internal/jsontext

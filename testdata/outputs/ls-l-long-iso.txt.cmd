@@ -1,0 +1,1 @@
+ls -l --time-style=long-iso /etc

@@ -1,0 +1,1 @@
+npm view react --json

@@ -1,0 +1,1 @@
+sqlite3 -csv -header :memory: "with recursive n(i) as (select 1 union all select i+1 from n where i<5000) select i as id, printf('user%04d', i) as login, printf('User %d, Jr.', i) as display_name, case i%4 when 0 then 'admin' when 1 then 'dev' when 2 then 'ops' else NULL end as role, round(i*0.731, 3) as score, date('2026-01-01', '+'||(i%365)||' days') as joined from n;"
