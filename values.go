@@ -56,11 +56,11 @@ type value struct {
 	n     int    // see Value.Len
 	lines int    // text: line count
 	sum   [sha256.Size]byte
-	ctype string // binary: sniffed content type
+	ctype string     // binary: sniffed content type
 	c     *container // the index of an array or object
-	max   int    // preview bound in effect when stored
-	size  int    // byte size of raw, for a value whose raw is in the durable store
-	disk  *disk  // non-nil for a value kept only in the durable store (raw is nil)
+	max   int        // preview bound in effect when stored
+	size  int        // byte size of raw, for a value whose raw is in the durable store
+	disk  *disk      // non-nil for a value kept only in the durable store (raw is nil)
 }
 
 var nullValue = &value{kind: KindNull, raw: []byte("null")}
