@@ -22,7 +22,12 @@ func FuzzPreview(f *testing.F) {
 		// Items with differing keys and kinds; a wide object; a dominant text.
 		`[{"a":1,"b":"x"},{"a":null,"c":[1]},{"d":{"e":1}},2,"s",{"a":2,"b":"y","c":[],"k` + strings.Repeat("é", 40) + `":true}]`,
 		`{` + strings.Repeat(`"k":1,`, 40) + `"big":"` + strings.Repeat("word ", 200) + `"}`,
-		`[[[[[[{"deep":[{"x":"` + strings.Repeat("y\n", 100) + `"}]}]]]]]]`,
+		`[[[[[[{"deep":[{"x":"` + strings.Repeat(`y\n`, 100) + `"}]}]]]]]]`,
+		// Tables, JSON streams and text that only looks like them.
+		"# comment\nid,name,note\n1,alice,\"a, b\"\n2,bob,\"x\ny\"\n# end\n",
+		"id\tname\n1\talice\n2\tbob\n", "USER   PID COMMAND\nroot     1 bash -c x\nroot    22 ps aux\n",
+		"Filesystem Size Mounted on\n/dev/a 1G /\n", "a,b\n1\n2,3,4\n", "{\"A\":1}\n{\"A\":2,\"B\":[]}\n{\"C\":null}\n",
+		"{\"A\":1}\n{broken\n", "[1]\n[2]\n", "  {\"x\": \"y\"}  ",
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}

@@ -27,6 +27,7 @@ type container struct {
 	largest []node // an object: its largest fields, largest first
 	items   *jsontext.Items
 	dom     *dominant // the part previewed as a value of its own, if any
+	stream  bool      // raw is a stream of JSON values, its items, not an array
 }
 
 // dominant is the part of a container that holds most of its bytes and is

@@ -20,10 +20,11 @@ type walkCache struct {
 }
 
 type walkEntry struct {
-	whole Value  // the stored value, in memory
-	part  []byte // the container, a subslice of its bytes
-	open  bool   // part runs on past the container's end
-	count int    // the container's items or keys when known, or -1
+	whole  Value  // the stored value, in memory
+	part   []byte // the container, a subslice of its bytes, or the JSON a string of it holds
+	open   bool   // part runs on past the container's end
+	stream bool   // part is a stream of JSON values
+	count  int    // the container's items or keys when known, or -1
 	// For an array, where the item after the last one taken starts: its
 	// index and offset in part (0, 0 before any), so that ascending
 	// indexes ("$r1.rows.0.id", "$r1.rows.1.id", …) walk it once in all.
@@ -56,6 +57,23 @@ func (c *walkCache) longest(r refPath) (e walkEntry, at, segs int, ok bool) {
 		}
 	}
 	return e, at, segs, ok
+}
+
+// lookup returns the entry under key, when c holds one. c may be nil.
+func (c *walkCache) lookup(key string) (walkEntry, bool) {
+	if c == nil || c.m == nil {
+		return walkEntry{}, false
+	}
+	e, ok := c.m[key]
+	return e, ok
+}
+
+// addKey remembers e under key.
+func (c *walkCache) addKey(key string, e walkEntry) {
+	if c.m == nil {
+		c.m = make(map[string]walkEntry)
+	}
+	c.m[key] = e
 }
 
 // add remembers that r.prefix(at) names e.
@@ -91,7 +109,7 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 	w := walker{r: r, limit: limit, count: -1, key: -1}
 	e, start, depth, ok := c.longest(r)
 	if ok {
-		w.whole, w.cur, w.open, w.count, w.key, w.depth = e.whole, e.part, e.open, e.count, start, depth
+		w.whole, w.cur, w.open, w.stream, w.count, w.key, w.depth = e.whole, e.part, e.open, e.stream, e.count, start, depth
 	} else if done, err := s.walkFromValue(&w, c); done || err != nil {
 		return w.whole, nil, w.scanned, err
 	}
@@ -105,13 +123,18 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 			found = indexedChild(w.whole.get(), seg)
 		}
 		step, open := 0, false
+		if found == nil && w.cur[0] == '"' && !w.stream {
+			if err := w.intoString(c, at); err != nil {
+				return w.whole, nil, w.scanned, err
+			}
+		}
 		if found == nil {
 			var err error
-			switch w.cur[0] {
-			case '{':
-				found, step, err = w.field(at, seg)
-			case '[':
+			switch {
+			case w.stream || w.cur[0] == '[':
 				found, step, open, err = w.item(c, at, seg, i > len(r.segs))
+			case w.cur[0] == '{':
+				found, step, err = w.field(at, seg)
 			default:
 				err = fmt.Errorf("values: %s: %w: %s is %s, which has no fields or items", r.quoted(), ErrNoPath, r.prefixShown(at), kindOf(w.cur[0]))
 			}
@@ -135,11 +158,12 @@ type walker struct {
 	scanned int
 	depth   int // segments walked
 
-	whole Value
-	cur   []byte // the container reached; runs on past its end when open
-	open  bool
-	count int // the length of the array cur, when known, or -1
-	key   int // cur is the cache's entry for r.key(key), when at least 0
+	whole  Value
+	cur    []byte // the container reached; runs on past its end when open
+	open   bool
+	stream bool // cur is a text holding a stream of JSON values, its items
+	count  int  // the length of the array cur, when known, or -1
+	key    int  // cur is the cache's entry for r.key(key), when at least 0
 }
 
 // The walker's cache is passed to its methods rather than kept in it, so
@@ -176,14 +200,18 @@ func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err e
 			return true, errScanBudget
 		}
 	}
-	if x.kind != KindArray && x.kind != KindObject {
+	switch {
+	case x.kind == KindArray || x.kind == KindObject:
+		w.cur, w.count = x.raw, x.n // n was counted at Put
+	case x.c != nil: // a text holding JSON, or a stream of JSON values
+		w.cur, w.count, w.stream = x.c.raw, x.c.n, x.c.stream
+	default:
 		return true, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, jsontext.ClipString(r.handle), x.kind)
 	}
-	w.cur, w.count = x.raw, x.n // n was counted at Put
 	if c != nil && (w.whole.v != stored.v || len(w.cur) >= walkCacheMin) {
 		// Remember the value, so that a value read back is read once and
 		// the walks of later lookups through a large array resume.
-		c.add(r, 0, walkEntry{whole: w.whole, part: w.cur, count: w.count})
+		c.add(r, 0, walkEntry{whole: w.whole, part: w.cur, count: w.count, stream: w.stream})
 		w.key = 0
 	}
 	return false, nil
@@ -194,12 +222,42 @@ func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err e
 // the cache when that scan was long or found is a large container.
 func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
 	w.scanned += step
-	w.cur, w.open, w.count, w.key = found, open, -1, -1
+	w.cur, w.open, w.stream, w.count, w.key = found, open, false, -1, -1
 	long := step >= walkCacheMin || !open && len(found) >= walkCacheMin
 	if c != nil && long && w.depth <= walkCacheDepth && (found[0] == '{' || found[0] == '[') {
 		c.add(w.r, i, walkEntry{whole: w.whole, part: found, open: open, count: -1})
 		w.key = i
 	}
+}
+
+// intoString moves w from a string, w.cur, into the JSON array or object
+// its text holds, the string named by the first at bytes of the path, so
+// that a path goes on into it ("$r1.content.0.text.5.name"). The text is
+// decoded and validated, and charged to the budget, once per call: the
+// cache keeps it. A string that holds no such JSON is an error, as any
+// scalar with a path after it is.
+func (w *walker) intoString(c *walkCache, at int) error {
+	key := w.r.key(at) + "\x00json"
+	if e, ok := c.lookup(key); ok {
+		w.cur, w.open, w.count, w.key = e.part, false, e.count, -1
+		return nil
+	}
+	str := w.cur[:jsontext.SkipString(w.cur, 0)]
+	if w.scanned+2*len(str) > w.limit {
+		return errScanBudget
+	}
+	w.scanned += 2 * len(str) // decoded, then validated
+	text := jsontext.AppendUnquoted(make([]byte, 0, len(str)), str)
+	i := jsontext.SkipSpace(text, 0)
+	if i == len(text) || text[i] != '{' && text[i] != '[' || jsontext.Valid(text) != nil {
+		return fmt.Errorf("values: %s: %w: %s is text, which has no fields or items (it does not hold a JSON array or object)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at))
+	}
+	text = text[i:jsontext.SkipValue(text, i)]
+	w.cur, w.open, w.count, w.key = text, false, -1, -1
+	if c != nil {
+		c.addKey(key, walkEntry{whole: w.whole, part: text, count: -1})
+	}
+	return nil
 }
 
 // field returns the value of the key seg in the object w.cur (the last of
@@ -247,7 +305,7 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 	}
 	budget := w.limit - w.scanned
 	if idx < 0 && w.count < 0 {
-		_, end, _, n := walkArray(w.cur, 0, 0, maxInt, budget, false)
+		_, end, _, n := walkArray(w.cur, 0, 0, maxInt, budget, false, w.stream)
 		if end < 0 {
 			return nil, 0, false, errScanBudget
 		}
@@ -266,7 +324,7 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 	}
 	if idx >= 0 {
 		var end, next int
-		found, end, next, k = walkArray(w.cur, k, from, idx, budget-step, !last)
+		found, end, next, k = walkArray(w.cur, k, from, idx, budget-step, !last, w.stream)
 		if end < 0 {
 			return nil, 0, false, errScanBudget
 		}
@@ -344,13 +402,16 @@ func indexedChild(x *value, seg string) []byte {
 // open, the rest of d from the item's start, that offset as the end, and
 // the same as next (the item itself is not scanned); or, when the array
 // ends first, nil, the offset of its end and the number of items; or a
-// negative end when the walk would go past the limit.
-func walkArray(d []byte, k, from, idx, limit int, open bool) (item []byte, end, next, n int) {
+// negative end when the walk would go past the limit. With stream, d is a
+// stream of JSON values, separated by white space, and they are its items.
+func walkArray(d []byte, k, from, idx, limit int, open, stream bool) (item []byte, end, next, n int) {
 	i := from
-	if i == 0 {
+	if i == 0 && !stream {
 		i = jsontext.SkipSpace(d, 1)
+	} else if i == 0 {
+		i = jsontext.SkipSpace(d, 0)
 	}
-	for ; d[i] != ']'; k++ {
+	for ; i < len(d) && (stream || d[i] != ']'); k++ {
 		if k == idx && open {
 			if i-from > limit {
 				return nil, -1, 0, k
@@ -362,7 +423,7 @@ func walkArray(d []byte, k, from, idx, limit int, open bool) (item []byte, end, 
 			return nil, -1, 0, k
 		}
 		j := jsontext.SkipSpace(d, e)
-		if d[j] == ',' {
+		if j < len(d) && d[j] == ',' && !stream {
 			j = jsontext.SkipSpace(d, j+1)
 		}
 		if k == idx {

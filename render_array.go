@@ -6,14 +6,19 @@ import (
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
-// renderArray appends "array(len=N, bytes=…, items=…, …)" for c in at most
+// renderArray appends "array(len=N, bytes=…, items=…, …)" for c, or
+// "json-stream(len=N, …)" for a text holding a stream of values, in at most
 // budget bytes: its length and size, what its items hold (the keys of its
 // object items with the kinds of their values, over every item), and its
 // head and tail items; or, for a one-item array whose item is dominant, a
 // preview of that item.
 func renderArray(dst []byte, c *container, budget int) []byte {
 	start := len(dst)
-	dst = append(dst, "array(len="...)
+	if c.stream {
+		dst = append(dst, "json-stream(len="...)
+	} else {
+		dst = append(dst, "array(len="...)
+	}
 	dst = strconv.AppendInt(dst, int64(c.n), 10)
 	dst = append(dst, ", bytes="...)
 	dst = append(dst, size(len(c.raw))...)

@@ -7,8 +7,24 @@ import (
 )
 
 // renderText appends "text(len=…, lines=…)" and the text whole, or its head
-// and tail, within limit bytes in total.
+// and tail, within limit bytes in total; a text holding JSON is previewed
+// as that JSON, and a table as a table.
 func renderText(b []byte, x *value, limit int) []byte {
+	switch {
+	case x.c != nil && x.c.stream:
+		return renderJSON(b, x.c, limit-len(b))
+	case x.c != nil:
+		start := len(b)
+		b = append(b, "json-text(len="...)
+		b = append(b, size(x.n)...)
+		b = append(b, ", lines="...)
+		b = strconv.AppendInt(b, int64(x.lines), 10)
+		b = append(b, ", "...)
+		b = renderJSON(b, x.c, limit-start-(len(b)-start)-len(")"))
+		return append(b, ')')
+	case x.table != nil:
+		return renderTable(b, x, limit-len(b))
+	}
 	b = append(b, "text(len="...)
 	b = append(b, size(x.n)...)
 	b = append(b, ", lines="...)
@@ -48,4 +64,72 @@ func appendStringText(dst, raw []byte, n, lines, budget int) []byte {
 	dst = append(dst, ", tail="...)
 	dst, _ = jsontext.AppendQuotedTail(dst, jsontext.StringTail(raw, tail), tail)
 	return append(dst, ')')
+}
+
+// renderTable appends "table(rows=N, cols=N, bytes=…, format=…, header=[…],
+// [:3]=[…], [-2:]=[…])" for the table x holds, in at most budget bytes,
+// the rows as their lines.
+func renderTable(dst []byte, x *value, budget int) []byte {
+	t := x.table
+	start := len(dst)
+	dst = append(dst, "table(rows="...)
+	dst = strconv.AppendInt(dst, int64(t.rows), 10)
+	dst = append(dst, ", cols="...)
+	dst = strconv.AppendInt(dst, int64(len(t.header)), 10)
+	dst = append(dst, ", bytes="...)
+	dst = append(dst, size(len(x.raw))...)
+	dst = append(dst, ", format="...)
+	dst = append(dst, t.format...)
+	left := func() int { return budget - (len(dst) - start) - len(")") }
+	dst = append(dst, ", header=["...)
+	room := min(left()*2/5, 600)
+	for i, h := range t.header {
+		var piece []byte
+		if i > 0 {
+			piece = append(piece, ", "...)
+		}
+		piece = jsontext.AppendClipped(piece, []byte(h), keyBudget/2)
+		if len(piece) > room-len(", …]") && i < len(t.header)-1 || len(piece) > room-len("]") {
+			dst = append(dst, ", …"[2*boolInt(i == 0):]...)
+			break
+		}
+		dst = append(dst, piece...)
+		room -= len(piece)
+	}
+	dst = append(dst, ']')
+	shown := len(t.head) + len(t.tail)
+	framing := len(", [:3]=[], [-2:]=[]")
+	per := (left()-framing)/max(shown, 1) - len(", ")
+	if shown == 0 || per < minElement {
+		return append(dst, ')')
+	}
+	row := func(dst []byte, s jsontext.Span) []byte {
+		b, _ := jsontext.AppendQuotedHead(dst, s.Of(x.raw), per)
+		return b
+	}
+	if t.rows <= arrayHeadItems+arrayTailItems {
+		dst = append(dst, ", ["...)
+		for i, s := range append(t.head[:len(t.head):len(t.head)], t.tail...) {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = row(dst, s)
+		}
+		return append(dst, "])"...)
+	}
+	dst = append(dst, ", [:3]=["...)
+	for i, s := range t.head {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = row(dst, s)
+	}
+	dst = append(dst, "], [-2:]=["...)
+	for i, s := range t.tail {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = row(dst, s)
+	}
+	return append(dst, "])"...)
 }

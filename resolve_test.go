@@ -315,7 +315,7 @@ func TestLookupErrorsExplain(t *testing.T) {
 		{"$r7.nested.rows.-3", `values: "$r7.nested.rows.-3": no such path: index -3 is out of range for $r7.nested.rows, an array of 2 items`},
 		{"$r3.x", `values: "$r3.x": no such path: $r3 is an array; "x" is not an index (0, 1, … or -1 for the last item)`},
 		{"$r4.x", `values: "$r4.x": no such path: $r4 is text, which has no fields or items`},
-		{"$r2.path.x", `values: "$r2.path.x": no such path: $r2.path is text, which has no fields or items`},
+		{"$r2.path.x", `values: "$r2.path.x": no such path: $r2.path is text, which has no fields or items (it does not hold a JSON array or object)`},
 		{"$r1.", `values: "$r1.": malformed reference: empty path after "$r1."; write "$r1" for the whole value, or a key or index after the dot`},
 		{"$r3.rows.", `values: "$r3.rows.": malformed reference: empty segment after "$r3.rows."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
 		{"$r3..rows", `values: "$r3..rows": malformed reference: empty segment after "$r3."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
@@ -370,7 +370,7 @@ func TestLookupErrorsAreClipped(t *testing.T) {
 	tests := []struct{ ref, want string }{
 		{"$r99." + long, `values: "` + head("$r99.") + `" is not a stored value; stored: r1…r13`},
 		{"$r2." + long, `values: "` + head("$r2.") + `": no such path: $r2 has no key "` + head("") + `"; its keys: content, path`},
-		{"$r2.path." + long, `values: "` + head("$r2.path.") + `": no such path: $r2.path is text, which has no fields or items`},
+		{"$r2.path." + long, `values: "` + head("$r2.path.") + `": no such path: $r2.path is text, which has no fields or items (it does not hold a JSON array or object)`},
 		{"$r3." + long, `values: "` + head("$r3.") + `": no such path: $r3 is an array; "` + head("") + `" is not an index (0, 1, … or -1 for the last item)`},
 		{"$r3." + long + "..x", `values: "` + head("$r3.") + `": malformed reference: empty segment after "…` + strings.Repeat("é", 39) + `."; separate segments with one dot, and write a dot that is part of a key as "\\."`},
 		{"$r1" + long, `values: "` + head("$r1") + `": malformed reference: the handle r1 is followed by "` + head("") + `"; a path starts with a dot, as in "` + head("$r1.") + `"`},

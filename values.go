@@ -6,13 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/gabriel-vasile/mimetype"
 )
 
 // Kind is the type of a stored value.
@@ -57,7 +57,8 @@ type value struct {
 	lines int    // text: line count
 	sum   [sha256.Size]byte
 	ctype string     // binary: sniffed content type
-	c     *container // the index of an array or object
+	c     *container // the index of an array or object, or of the JSON a text holds
+	table *table     // the table a text holds
 	max   int        // preview bound in effect when stored
 	size  int        // byte size of raw, for a value whose raw is in the durable store
 	disk  *disk      // non-nil for a value kept only in the durable store (raw is nil)
@@ -141,8 +142,10 @@ func (v Value) Bytes() []byte {
 // for other kinds.
 func (v Value) Digest() [sha256.Size]byte { return v.get().sum }
 
-// ContentType returns the content type sniffed from a binary value's first
-// bytes (as net/http.DetectContentType does), and "" for other kinds.
+// ContentType returns the content type of a binary value, detected from
+// its first 3 KiB by github.com/gabriel-vasile/mimetype (which knows some
+// 180 formats: "image/png", "application/zip", "application/pdf", …, and
+// "application/octet-stream" when none matches), and "" for other kinds.
 func (v Value) ContentType() string { return v.get().ctype }
 
 // Options.
@@ -375,7 +378,9 @@ func newTextOrBinary(b []byte) *value {
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		lines++
 	}
-	return &value{kind: KindText, raw: b, n: len(b), lines: lines}
+	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
+	indexText(x)
+	return x
 }
 
 func newBinary(b []byte) *value {
@@ -384,7 +389,7 @@ func newBinary(b []byte) *value {
 		raw:   b,
 		n:     len(b),
 		sum:   sha256.Sum256(b),
-		ctype: http.DetectContentType(b),
+		ctype: mimetype.Detect(b).String(),
 	}
 }
 

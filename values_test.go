@@ -2,6 +2,7 @@ package values
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -332,6 +333,35 @@ func TestPutOutputClassifies(t *testing.T) {
 				t.Errorf("JSON is not valid: %s", v.JSON())
 			}
 		})
+	}
+}
+
+// Binary content types come from a detector that knows far more formats
+// than net/http's sniffer: a real executable of this machine (net/http
+// says application/octet-stream) and a gzip stream written by the standard
+// library.
+func TestBinaryContentTypes(t *testing.T) {
+	exe, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(bytes.Repeat([]byte("log line\n"), 100))
+	zw.Close()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"executable", exe, "application/x-sharedlib"},
+		{"gzip", gz.Bytes(), "application/gzip"},
+	} {
+		s := New()
+		v, _ := s.Get(s.PutOutput(tc.data))
+		if v.Kind() != KindBinary || v.ContentType() != tc.want {
+			t.Errorf("%s: kind %v type %q, want %s", tc.name, v.Kind(), v.ContentType(), tc.want)
+		}
 	}
 }
 

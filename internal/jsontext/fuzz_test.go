@@ -3,6 +3,7 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -260,7 +261,14 @@ func modelItems(t *testing.T, d []byte, max int) *Items {
 // model, keys by their decoded text.
 func checkItems(t *testing.T, d []byte, got *Items, max int) {
 	t.Helper()
-	want := modelItems(t, d, max)
+	checkItemsOf(t, d, d, got, max)
+}
+
+// checkItemsOf compares the Items Scan recorded in the document d with the
+// model of the array arr holding the same items.
+func checkItemsOf(t *testing.T, arr, d []byte, got *Items, max int) {
+	t.Helper()
+	want := modelItems(t, arr, max)
 	if got == nil {
 		t.Fatalf("no Items for the array %q", d)
 	}
@@ -313,6 +321,56 @@ func FuzzStringEnds(f *testing.F) {
 		}
 		if len(head) < min(n, len(dec))-utf8.UTFMax+1 || len(tail) < min(n, len(dec))-utf8.UTFMax+1 {
 			t.Fatalf("StringHead/StringTail(%s, %d) too short: %q / %q of %q", raw, n, head, tail, dec)
+		}
+	})
+}
+
+// FuzzScanStream checks ScanStream against encoding/json's Decoder, which
+// reads a stream of values: when the decoder reads values up to the end of
+// the input, ScanStream accepts the same number, with the same Items as an
+// array of them would have; when ScanStream accepts, each value it
+// recorded is valid JSON.
+func FuzzScanStream(f *testing.F) {
+	for _, seed := range []string{"{\"a\":1}\n{\"a\":2,\"b\":[]}\n", "[1]\n[2]", "{}{}", " 1 2 3 ", "{\n  \"Dir\": \"x\"\n}\n{\n  \"Dir\": \"y\"\n}\n", "{\"a\":1}\n{bad}\n", ""} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, d []byte) {
+		sh, err := ScanStream(d, Limits{Head: 25, Tail: 2, Keys: 8})
+		dec := json.NewDecoder(bytes.NewReader(d))
+		dec.UseNumber()
+		n, decOK := 0, utf8.Valid(d)
+		var arr bytes.Buffer
+		arr.WriteByte('[')
+		for decOK {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err == io.EOF {
+				break
+			} else if err != nil {
+				decOK = false
+				break
+			}
+			if n > 0 {
+				arr.WriteByte(',')
+			}
+			arr.Write(v)
+			n++
+		}
+		arr.WriteByte(']')
+		if decOK && n > 0 {
+			if err != nil {
+				t.Fatalf("ScanStream(%q): %v; the decoder read %d values", d, err, n)
+			}
+			if sh.Count != n {
+				t.Fatalf("ScanStream(%q) counted %d values, the decoder %d", d, sh.Count, n)
+			}
+			checkItemsOf(t, arr.Bytes(), d, sh.Items, 8)
+		}
+		if err == nil {
+			for _, c := range append(sh.Head, sh.Last(min(sh.Count, 2))...) {
+				if Valid(c.Val.Of(d)) != nil {
+					t.Fatalf("ScanStream(%q) recorded an invalid value %q", d, c.Val.Of(d))
+				}
+			}
 		}
 	})
 }

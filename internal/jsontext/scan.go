@@ -116,6 +116,29 @@ func Scan(d []byte, lim Limits) (top Span, sh Shape, err error) {
 	return top, sh, err
 }
 
+// ScanStream validates d as a stream of JSON values: one or more values,
+// each separated from the next by white space or nothing (JSON Lines,
+// NDJSON, and the concatenated pretty-printed objects of go list -json
+// among them), and returns the [Shape] of the stream as if it were an
+// array of its values: their number, the first and last ones, and what
+// they hold, as much as lim asks for. Input without a value, or with
+// anything but white space between values, is an error wrapping
+// [ErrSyntax].
+func ScanStream(d []byte, lim Limits) (Shape, error) {
+	lim.Tail = min(max(lim.Tail, 0), MaxTail)
+	if SkipSpace(d, 0) == len(d) {
+		return Shape{}, syntaxErr(d, len(d), "no value")
+	}
+	sc := scanner{d: d, head: lim.Head, stream: true, items: &itemsScan{max: lim.Keys, key: -1}}
+	sc.sh.ntail = lim.Tail
+	_, sh, err := sc.run(0, -1)
+	if err != nil {
+		return Shape{}, err
+	}
+	sh.Items = &sc.items.it
+	return sh, nil
+}
+
 // Valid returns nil when d is exactly one valid JSON value, and otherwise
 // an error wrapping [ErrSyntax].
 func Valid(d []byte) error {
@@ -220,28 +243,39 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 	sc := scanner{d: d, head: lim.Head}
 	sc.sh.ntail = lim.Tail
 	i := SkipSpace(d, from)
-	top.Start = i
 	if inArray || i < len(d) && d[i] == '[' {
 		sc.items = &itemsScan{max: lim.Keys, key: -1}
 	}
 	if inArray {
 		sc.stack = append(sc.stack, '[')
 	}
-	defer func() {
-		if sc.items != nil && err == nil {
-			sh.Items = &sc.items.it
-		}
-	}()
+	top.Start = i
+	top.End, sh, err = sc.run(i, stop)
+	if sc.items != nil && err == nil {
+		sh.Items = &sc.items.it
+	}
+	return top, sh, err, sc.stopped
+}
+
+// run scans from i to the end of the document, or until an item of a
+// top-level array starts at stop (when stop ≥ 0; sc.stopped says so), and
+// returns where the value ended.
+func (sc *scanner) run(i, stop int) (end int, sh Shape, err error) {
+	d := sc.d
+	if sc.stream {
+		sc.stack = append(sc.stack, '[')
+	}
 	for {
 		// A value starts at i (after optional whitespace).
 		i = SkipSpace(d, i)
 		if i >= len(d) {
-			return top, sc.sh, syntaxErr(d, i, "unexpected end of input"), false
+			return i, sc.sh, syntaxErr(d, i, "unexpected end of input")
 		}
 		if len(sc.stack) == 1 {
 			if i >= stop && stop >= 0 {
 				if i == stop && sc.stack[0] == '[' {
-					return top, sc.sh, nil, true
+					sc.stopped = true
+					return i, sc.sh, nil
 				}
 				stop = -1
 			}
@@ -263,7 +297,7 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 			}
 			if c == '{' {
 				if i, err = sc.key(i); err != nil {
-					return top, sc.sh, err, false
+					return i, sc.sh, err
 				}
 			}
 			continue
@@ -273,11 +307,10 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 			i, err = scanScalar(d, i)
 		}
 		if err != nil {
-			return top, sc.sh, err, false
+			return i, sc.sh, err
 		}
 		if i, err = sc.next(i); err != nil || len(sc.stack) == 0 {
-			top.End = i
-			return top, sc.sh, err, false
+			return i, sc.sh, err
 		}
 	}
 }
@@ -291,6 +324,8 @@ type scanner struct {
 	sh       Shape
 	head     int
 	items    *itemsScan // for a top-level array
+	stream   bool       // the input is a stream of values, the top-level "array" of ScanStream
+	stopped  bool       // run stopped at its stop offset
 }
 
 // key scans an object key at i and its colon, remembering it when it
@@ -323,6 +358,14 @@ func (sc *scanner) next(i int) (int, error) {
 			return i, nil
 		case 1:
 			sc.sh.add(Child{Key: sc.curKey, Val: Span{sc.curStart, i}}, sc.head)
+			if sc.stream {
+				// Values of a stream are separated by white space, or
+				// nothing, and end with the input.
+				if i = SkipSpace(d, i); i == len(d) {
+					sc.stack = sc.stack[:0]
+				}
+				return i, nil
+			}
 		}
 		i = SkipSpace(d, i)
 		if i >= len(d) {

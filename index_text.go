@@ -1,0 +1,51 @@
+package values
+
+import "github.com/agentvalues/values/internal/jsontext"
+
+// This file holds what Put recognizes in a text value: the JSON it holds
+// (one array or object, or a stream of values such as JSON Lines), and
+// tables. What is recognized only changes the preview and what references
+// can name; the stored bytes are the text as given.
+
+// indexText recognizes the structure of the valid UTF-8 text x.raw, if
+// any, and records it in x. Text whose first character (after white
+// space) opens an array or object is scanned as JSON: one value makes a
+// container over the text, two or more a stream whose values references
+// index as items ("$r1.7.Action"). Only text that begins so pays for the
+// scan; a stream that breaks JSON anywhere is not one.
+func indexText(x *value) {
+	b := x.raw
+	i := jsontext.SkipSpace(b, 0)
+	if i < len(b) && (b[i] == '{' || b[i] == '[') {
+		sh, err := jsontext.ScanStream(b, scanLimits)
+		switch {
+		case err != nil:
+		case sh.Count == 1:
+			top, sh, err := jsontext.Scan(b, scanLimits)
+			if err == nil {
+				x.c = newContainer(b[top.Start:top.End], &sh, top.Start, 0)
+			}
+			return
+		default:
+			x.c = newStream(b, &sh)
+			return
+		}
+	}
+	x.table = detectTable(b, x.lines)
+}
+
+// newStream indexes the stream of JSON values b as a container of its
+// values, which it treats as the items of an array.
+func newStream(b []byte, sh *jsontext.Shape) *container {
+	c := &container{raw: b, kind: KindArray, n: sh.Count, items: sh.Items, stream: true}
+	var chs []jsontext.Child
+	if c.n <= arrayHeadItems+arrayTailItems {
+		chs = sh.Head
+	} else {
+		chs = append(sh.Head[:arrayHeadItems:arrayHeadItems], sh.Last(arrayTailItems)...)
+	}
+	for _, ch := range chs {
+		c.nodes = append(c.nodes, describe(b, ch.Key, ch.Val, true))
+	}
+	return c
+}
