@@ -32,8 +32,13 @@
 //
 // [RenderPreview] describes a value in one line (a text head or tail may
 // carry escaped newlines) that is never longer than the store's preview
-// bound, whatever the value; see the function for the grammar.
-// [ReferenceHint] is the line that tells the model how to reach the rest.
+// bound, whatever the value: for an array, how many items, the keys and
+// value kinds of its items over every item, and its first and last items;
+// for an object, its fields, with the part that holds most of its bytes
+// previewed as a value of its own; for a text, its size and lines and its
+// ends, or the JSON, JSON stream or table it holds. See the function for
+// the grammar. [ReferenceHint] is the line that tells the model how to
+// reach the rest.
 //
 // # References
 //

@@ -32,27 +32,40 @@ const (
 // as in these examples (the format is meant for models and people; it may
 // gain detail between versions, so do not parse it):
 //
-//	r1 = array(len=100, [:3]=[0, 1, 2], [-2:]=[98, 99])
-//	r1 = array(len=3, [{id:1,name:"a", …}, array(len=2), "x"])
-//	r2 = json(name: "car", version: "0.46.1", bytes=35)
-//	r2 = json(content: text(len=49 KiB, lines=3), path: "./big.txt", bytes=50078)
-//	r2 = json(keys=300 total, first=[a, b, c, d, e, f, g, h, …], bytes=9120)
+//	r1 = array(len=100, bytes=3.8 KiB, items={id: number, email: text, tags?: array}, [:3]=[{id: 0, email: "user0@example.com"}, …], [-2:]=[…])
+//	r1 = array(len=3, bytes=7 B, [1, 2, 3])
+//	r2 = json(keys=2, bytes=36 B, name: "car", version: "0.46.1")
+//	r2 = json(keys=3, bytes=49 KiB, content: text(len=49 KiB, lines=3, head="…", tail="…"), path: "./big.txt")
+//	r2 = json(keys=300, bytes=9.1 KiB, first=[a, b, …], last=[y, z], largest=[big: text(len=2 KiB, lines=1)])
 //	r3 = text(len=4.9 KiB, lines=3, head="FIRST LINE\nxxx…", tail="…xxx\nLAST LINE")
 //	r3 = text(len=11 B, lines=1) "hello world"
+//	r3 = json-text(len=8.7 KiB, lines=1, array(len=42, …))
+//	r3 = json-stream(len=604, bytes=76 KiB, items={Action: text, …}, [:3]=[…], [-2:]=[…])
+//	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
 //	r4 = 42
 //	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
 //
-// Arrays of up to five items are shown whole, longer ones by three head and
-// two tail items; objects of up to 24 keys field by field, with large
-// strings, arrays and objects described by kind and size; larger objects by
-// their first eight keys. The true length or size is always stated, and
-// every elision is marked with "…".
+// An array states its length and size, what its items hold over every item
+// (the keys of its object items with the kinds of their values, a key
+// some items lack marked "?"), and its items: all of up to five, else
+// three head and two tail items, each object item by its fields within a
+// budget per field. An object of up to 24 keys is shown field by field
+// (long strings, arrays and objects by kind, size and first keys); a wider
+// one by as many of its first keys as fit, its last keys and its largest
+// fields. The part of a value that holds most of its bytes (the largest
+// field of an object, when it holds a third of it, or the only item of a
+// one-item array) is previewed as a value of its own, four deep at most:
+// an array or object, the JSON a string holds, or a long string's head
+// and tail. A text holding JSON, a stream of JSON values or a table is
+// previewed as such. The true length or size is always stated, and every
+// elision is marked with "…".
 //
 // The result is valid UTF-8 and never longer than the preview bound of the
 // store that holds v ([WithMaxPreview]; [DefaultMaxPreview] for the zero
 // Value), whatever the value or handle: when the parts do not fit, items and
 // fields are dropped and marked, and as a last resort the line is clipped.
-// Its cost is proportional to the preview, not to the value.
+// Its cost is proportional to the preview, not to the value: what it shows
+// was recorded at Put.
 //
 // For a value kept only in the durable store ([WithMemoryLimit], [Open])
 // it returns the preview recorded when the value was stored, when handle
