@@ -21,7 +21,6 @@ const (
 	objectKeysListed = 8   // key names listed for such an object
 	elementBudget    = 120 // bytes for one array item
 	literalBudget    = 120 // strings up to this many bytes are shown literally
-	innerBudget      = 24  // bytes for one field value inside an array item
 	keyBudget        = 64  // bytes for one key
 	handleBudget     = 32  // bytes for the handle that starts a preview
 	textHeadBudget   = 400 // bytes for the head of a long text, quotes included

@@ -186,7 +186,7 @@ func appendElement(dst, raw []byte, nd *node, budget int) []byte {
 	case KindObject:
 		return appendObjectItem(dst, raw, nd, budget)
 	case KindArray:
-		return jsontext.AppendClipped(dst, appendInner(nil, raw, nd), budget)
+		return jsontext.AppendClipped(dst, appendInner(nil, raw, nd, budget), budget)
 	}
 	return appendLiteral(dst, nd.val.Of(raw), budget)
 }
@@ -209,7 +209,7 @@ func appendObjectItem(dst, raw []byte, nd *node, budget int) []byte {
 		}
 		piece = jsontext.AppendClipped(piece, appendKey(nil, f.key.Of(raw)), min(keyBudget, share/2))
 		piece = append(piece, ": "...)
-		piece = append(piece, appendInner(nil, raw, f)...)
+		piece = appendInner(piece, raw, f, max(share-len(piece), minElement))
 		piece = jsontext.AppendClipped(nil, piece, share)
 		rest := i < len(nd.fields)-1 || nd.more
 		if len(dst)-start+len(piece)+len("}") > budget || rest && len(dst)-start+len(piece)+len(", …}") > budget {
@@ -231,8 +231,8 @@ func boolInt(b bool) int {
 }
 
 // appendInner appends a value inside an array item: an object as its key
-// count, an array as its length, a scalar literally within innerBudget.
-func appendInner(dst, raw []byte, f *node) []byte {
+// count, an array as its length, a scalar literally within budget.
+func appendInner(dst, raw []byte, f *node, budget int) []byte {
 	switch f.kind {
 	case KindObject:
 		dst = append(dst, "json(keys="...)
@@ -241,7 +241,7 @@ func appendInner(dst, raw []byte, f *node) []byte {
 	case KindArray:
 		return appendArrayLen(dst, f.n)
 	}
-	return appendLiteral(dst, f.val.Of(raw), innerBudget)
+	return appendLiteral(dst, f.val.Of(raw), budget)
 }
 
 func appendArrayLen(dst []byte, n int) []byte {

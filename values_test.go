@@ -222,7 +222,27 @@ func nastyValues() map[string][]byte {
 		fmt.Fprintf(&fields, `"%s%d":"%s"`, strings.Repeat("é", 100), i, strings.Repeat("\\u0001", 120))
 	}
 	fields.WriteString("}")
+	var distinct, stream, table bytes.Buffer
+	distinct.WriteString("[")
+	for i := range 5000 {
+		if i > 0 {
+			distinct.WriteString(",")
+		}
+		fmt.Fprintf(&distinct, `{"%s%d":%d,"id":"%s"}`, strings.Repeat("ü", 50), i, i, strings.Repeat("x", i%300))
+	}
+	distinct.WriteString("]")
+	for i := range 3000 {
+		fmt.Fprintf(&stream, `{"k%d":"%s","Action":"%s"}`+"\n", i, strings.Repeat("\\", i%200), strings.Repeat("é", i%90))
+	}
+	table.WriteString("# generated\n" + strings.Repeat("COLUMN_NAME_"+strings.Repeat("é", 60)+",", 300) + "LAST\n")
+	for i := range 2000 {
+		table.WriteString(strings.Repeat(`"a ""quoted"", value",`, 300) + fmt.Sprint(i) + "\n")
+	}
 	return map[string][]byte{
+		"thousands of distinct item keys": distinct.Bytes(),
+		"a stream of distinct keys":       stream.Bytes(),
+		"a table of wide rows":            table.Bytes(),
+		"looks like CSV":                  []byte("id,name\n" + strings.Repeat("1,2,3\n\"unterminated\n", 500)),
 		"huge key":            []byte(`{"` + big + `":1}`),
 		"huge string item":    []byte(`["` + big + `"]`),
 		"huge number":         []byte(`[` + strings.Repeat("9", 1<<20) + `]`),
