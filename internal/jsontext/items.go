@@ -1,5 +1,7 @@
 package jsontext
 
+import "encoding/binary"
+
 // Kinds is a set of JSON kinds, one bit each.
 type Kinds uint8
 
@@ -55,16 +57,30 @@ type itemsScan struct {
 	it   Items
 	max  int            // Keys tracked at most
 	ids  map[string]int // key bytes → index in it.Keys
-	prev []keyAt        // the keys of the previous object item, in order
-	cur  []keyAt        // the keys of the object item being scanned
-	key  int            // index in it.Keys of the field being scanned, or -1
+	tmpl []keyAt        // the keys of the first object item, in order
+	pos  int            // the number of fields seen of the object item being scanned
 }
 
 // keyAt is one key of an object item and its index in Items.Keys (-1 when
-// not tracked).
+// not tracked). word holds its first eight bytes (quotes included), for a
+// key of at most eight: the common short key is compared in one load.
 type keyAt struct {
 	span Span
 	id   int
+	word uint64
+}
+
+// word8 returns the eight bytes of d from i as a little-endian word, the
+// bytes past n (and past the end of d) zero.
+func word8(d []byte, i, n int) uint64 {
+	if i+8 <= len(d) {
+		return binary.LittleEndian.Uint64(d[i:]) & (1<<(8*n) - 1)
+	}
+	var w uint64
+	for k := 0; k < n; k++ {
+		w |= uint64(d[i+k]) << (8 * k)
+	}
+	return w
 }
 
 // item records the start of an item whose first byte is c.
@@ -73,48 +89,66 @@ func (s *itemsScan) item(c byte) {
 	s.it.Kinds |= k
 	if k == KindObject {
 		s.it.Objects++
-		if len(s.cur) > 0 {
-			s.prev, s.cur = s.cur, s.prev[:0]
-		}
+		s.pos = 0
 	}
 }
 
-// field records the key k of a field of the object item being scanned.
-// Items usually repeat the keys of the item before them in order, so the
-// key is first compared with the one at the same place in that item.
-func (s *itemsScan) field(d []byte, k Span) {
-	if n := len(s.cur); n < len(s.prev) {
-		if p := s.prev[n]; string(d[p.span.Start:p.span.End]) == string(d[k.Start:k.End]) {
-			s.cur = append(s.cur, keyAt{k, p.id})
-			s.key = p.id
+// field records the key k of a field of the object item being scanned,
+// and c, the first byte of its value. Items usually have the keys of the
+// first one in the same order, so the key is first compared with the one
+// at the same place in that item: a byte comparison, no map lookup.
+func (s *itemsScan) field(d []byte, k Span, c byte) {
+	if s.pos < len(s.tmpl) {
+		t := &s.tmpl[s.pos]
+		n := k.End - k.Start
+		if n == t.span.End-t.span.Start && t.id >= 0 && (n <= 8 && word8(d, k.Start, n) == t.word ||
+			n > 8 && string(d[t.span.Start:t.span.End]) == string(d[k.Start:k.End])) {
+			s.pos++
+			ki := &s.it.Keys[t.id]
+			ki.Kinds |= kindBits[c]
+			ki.Count++
 			return
 		}
 	}
-	id, ok := s.ids[string(d[k.Start:k.End])]
-	if !ok {
-		id = -1
-		if len(s.it.Keys) < s.max {
-			if s.ids == nil {
-				s.ids = make(map[string]int)
-			}
-			id = len(s.it.Keys)
-			s.it.Keys = append(s.it.Keys, KeyInfo{Key: k})
-			s.ids[string(d[k.Start:k.End])] = id
-		}
-	}
-	s.cur = append(s.cur, keyAt{k, id})
-	s.key = id
+	s.slowField(d, k, c)
 }
 
-// value records the first byte c of the value of the field being scanned.
-func (s *itemsScan) value(c byte) {
-	if s.key < 0 {
+// slowField is field for a key that is not the first item's at its place.
+func (s *itemsScan) slowField(d []byte, k Span, c byte) {
+	id := s.keyID(d, k)
+	if s.it.Objects == 1 {
+		w := uint64(0)
+		if n := k.End - k.Start; n <= 8 {
+			w = word8(d, k.Start, n)
+		}
+		s.tmpl = append(s.tmpl, keyAt{k, id, w})
+	}
+	s.pos++
+	if id < 0 {
 		s.it.Untracked++
 		return
 	}
-	ki := &s.it.Keys[s.key]
+	ki := &s.it.Keys[id]
 	ki.Kinds |= kindBits[c]
 	ki.Count++
+}
+
+// keyID returns the index in Keys of the key k, adding it when there is
+// room, and -1 when it is not tracked.
+func (s *itemsScan) keyID(d []byte, k Span) int {
+	if id, ok := s.ids[string(d[k.Start:k.End])]; ok {
+		return id
+	}
+	if len(s.it.Keys) == s.max {
+		return -1
+	}
+	if s.ids == nil {
+		s.ids = make(map[string]int)
+	}
+	id := len(s.it.Keys)
+	s.it.Keys = append(s.it.Keys, KeyInfo{Key: k})
+	s.ids[string(d[k.Start:k.End])] = id
+	return id
 }
 
 // mergeItems returns the Items of an array whose items are those of a

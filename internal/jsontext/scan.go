@@ -129,7 +129,7 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 	if SkipSpace(d, 0) == len(d) {
 		return Shape{}, syntaxErr(d, len(d), "no value")
 	}
-	sc := scanner{d: d, head: lim.Head, stream: true, items: &itemsScan{max: lim.Keys, key: -1}}
+	sc := scanner{d: d, head: lim.Head, stream: true, items: &itemsScan{max: lim.Keys}}
 	sc.sh.ntail = lim.Tail
 	_, sh, err := sc.run(0, -1)
 	if err != nil {
@@ -244,7 +244,7 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 	sc.sh.ntail = lim.Tail
 	i := SkipSpace(d, from)
 	if inArray || i < len(d) && d[i] == '[' {
-		sc.items = &itemsScan{max: lim.Keys, key: -1}
+		sc.items = &itemsScan{max: lim.Keys}
 	}
 	if inArray {
 		sc.stack = append(sc.stack, '[')
@@ -283,8 +283,6 @@ func (sc *scanner) run(i, stop int) (end int, sh Shape, err error) {
 			if sc.items != nil {
 				sc.items.item(d[i])
 			}
-		} else if len(sc.stack) == 2 && sc.items != nil && sc.stack[1] == '{' {
-			sc.items.value(d[i])
 		}
 		switch c := d[i]; c {
 		case '{', '[':
@@ -337,7 +335,9 @@ func (sc *scanner) key(i int) (int, error) {
 		case len(sc.stack) == 1:
 			sc.curKey = k
 		case len(sc.stack) == 2 && sc.items != nil:
-			sc.items.field(sc.d, k)
+			if j := SkipSpace(sc.d, i); j < len(sc.d) {
+				sc.items.field(sc.d, k, sc.d[j])
+			}
 		}
 	}
 	return i, err
