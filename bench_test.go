@@ -2,11 +2,13 @@ package values
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -136,5 +138,22 @@ func BenchmarkRetainedJSONArray(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(data)), "retained/raw")
 		runtime.KeepAlive(s)
+	}
+}
+
+// BenchmarkQueryFilter100MB runs a jq filter over the 100 MB array (its
+// input bound raised to take it): decoding the value dominates, so the
+// baseline is encoding/json decoding it into any
+// (BenchmarkBaselineEncodingJSONAny).
+func BenchmarkQueryFilter100MB(b *testing.B) {
+	data := bigJSONArray()
+	s := New(WithQueryLimits(time.Minute, 200<<20, 0))
+	h := s.PutOutput(data)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Query(context.Background(), h, `[.[] | select(.score > 990)] | length`); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

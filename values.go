@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -154,6 +155,9 @@ type config struct {
 	maxPreview   int // see WithMaxPreview; 0 selects the default
 	inlineLimit  int // see WithInlineLimit; 0 selects the default
 	maxResolved  int // see WithMaxResolved; 0 selects the default
+	queryTime    time.Duration
+	queryInput   int // see WithQueryLimits; 0 selects the default of each
+	queryOutput  int
 	memLimit     int // see WithMemoryLimit; 0 selects the default
 	onStoreError func(handle string, err error)
 }

@@ -346,6 +346,27 @@ func (p *Proxy) handleReadValue(_ context.Context, req *mcp.CallToolRequest) (*m
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: page}}}, nil
 }
 
+// handleQueryValue serves the proxy's query_value tool. Its arguments are
+// not resolved (its ref is a reference); its result is stored under a new
+// handle, named in _meta as a tool result's is.
+func (p *Proxy) handleQueryValue(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := bytes.TrimSpace(req.Params.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	obs, err := p.values.HandleQueryValue(ctx, args)
+	if err != nil {
+		return errorResult(err.Error()), nil
+	}
+	return &mcp.CallToolResult{Meta: mcp.Meta{MetaHandle: obs.Handle}, Content: []mcp.Content{&mcp.TextContent{Text: obs.Text}}}, nil
+}
+
+// queryValueTool is the library's query_value tool in the SDK's terms.
+func queryValueTool() *mcp.Tool {
+	t := values.QueryValueTool()
+	return &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+}
+
 // readValueTool is the library's read_value tool in the SDK's terms.
 func readValueTool() *mcp.Tool {
 	t := values.ReadValueTool()

@@ -58,12 +58,13 @@ type Proxy struct {
 	values    *values.SessionValues
 	log       io.Writer
 
-	client    *mcp.Client
-	down      *mcp.ClientSession
-	downConn  *lineConn     // the downstream connection, when it is the proxy's own
-	transport mcp.Transport // as given to Connect, to describe a dead server
-	server    *mcp.Server
-	readValue *mcp.Tool
+	client     *mcp.Client
+	down       *mcp.ClientSession
+	downConn   *lineConn     // the downstream connection, when it is the proxy's own
+	transport  mcp.Transport // as given to Connect, to describe a dead server
+	server     *mcp.Server
+	readValue  *mcp.Tool
+	queryValue *mcp.Tool
 
 	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
 
@@ -152,6 +153,8 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 	})
 	p.readValue = readValueTool()
 	p.server.AddTool(p.readValue, p.handleReadValue)
+	p.queryValue = queryValueTool()
+	p.server.AddTool(p.queryValue, p.handleQueryValue)
 
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.syncTools(ctx); err != nil {
@@ -170,7 +173,7 @@ const version = "0.1.0"
 
 // serverInstructions tells the agent, once per session, how the proxy
 // changes the tools it sees.
-const serverInstructions = `Tool results are stored under handles (r1, r2, ...). A large result arrives as a bounded preview plus a hint; the whole value stays available. Pass a stored value, or a part of it, to any tool by writing a reference as the whole string argument: "$r1", "$r1.items.0.path" (object keys and array indexes; -1 is the last element). Read any stored value in pages with read_value.`
+const serverInstructions = `Tool results are stored under handles (r1, r2, ...). A large result arrives as a bounded preview plus a hint; the whole value stays available. Pass a stored value, or a part of it, to any tool by writing a reference as the whole string argument: "$r1", "$r1.items.0.path" (object keys and array indexes; -1 is the last element). Read any stored value in pages with read_value; ask a question of one without reading it with query_value (a jq program; its result is stored under a new handle).`
 
 // Server returns the MCP server that faces the agent. Connect it to a
 // transport with its Connect or Run method, or use [Proxy.Run].

@@ -110,7 +110,7 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 			continue
 		}
 		m := &mirroredTool{name: t.Name, key: string(key)}
-		if t.Name == p.readValue.Name {
+		if t.Name == p.readValue.Name || t.Name == p.queryValue.Name {
 			fmt.Fprintf(p.log, "agentvalues: the downstream tool %q is hidden by the proxy's own\n", t.Name)
 		} else if def, schema, err := mirror(t); def == nil {
 			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", t.Name, err)

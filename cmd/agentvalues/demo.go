@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,7 +78,7 @@ func runDemo(w io.Writer, dir string) ([]demoRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rvTool := values.ReadValueTool()
+	rvTool, qvTool := values.ReadValueTool(), values.QueryValueTool()
 
 	fmt.Fprintf(w, "agentvalues demo: a SCRIPTED agent loop. The model's calls are fixed in advance;\n")
 	fmt.Fprintf(w, "the tools are real and run on %s.\n", dir)
@@ -85,8 +86,9 @@ func runDemo(w io.Writer, dir string) ([]demoRecord, error) {
 
 	script := []demoTurn{
 		{"list every file under the directory", "list_files", `{"dir":"."}`},
-		{"search all of them for TODO, passing the whole listing by reference", "search_text", `{"files":"$r1","pattern":"TODO"}`},
-		{"open the file of the first match, named by reference", "read_file", `{"path":"$r2.0.path"}`},
+		{"keep only the Go files, with a jq query over the listing it never read", qvTool.Name, `{"ref":"r1","jq":"map(select(.path | endswith(\".go\")))"}`},
+		{"search them for TODO, passing the query's result by reference", "search_text", `{"files":"$r2","pattern":"TODO"}`},
+		{"open the file of the first match, named by reference", "read_file", `{"path":"$r3.0.path"}`},
 		{"page that file from the match on, at the offset the search preview showed", rvTool.Name, ""},
 		{"a mistake: an index past the end of the listing", "read_file", `{"path":"$r1.999999.path"}`},
 	}
@@ -94,26 +96,38 @@ func runDemo(w io.Writer, dir string) ([]demoRecord, error) {
 	for i, turn := range script {
 		// The scripted model adapts to what it saw, as a model would.
 		noMatch := false
-		if v, ok := s.Get("r2"); ok && v.Len() == 0 {
+		if v, ok := s.Get("r3"); ok && v.Len() == 0 {
 			noMatch = true
 		}
 		switch {
-		case i == 2 && noMatch:
+		case i == 3 && noMatch:
 			turn.why, turn.args = "no match to open: open the first file of the listing", `{"path":"$r1.0.path"}`
-		case i == 3:
-			// The offset of the first match is in r2's preview, which shows
-			// the first fields of its first items.
+		case i == 4:
+			// The offset of the first match is in r3's preview, which shows
+			// the fields of its first items.
 			offset := []byte("0")
 			if !noMatch {
-				offset, _, _ = s.Resolve([]byte(`"$r2.0.offset"`))
+				offset, _, _ = s.Resolve([]byte(`"$r3.0.offset"`))
 			}
-			turn.args = `{"ref":"r3","offset":` + string(offset) + `,"limit":1024}`
+			turn.args = `{"ref":"r4","offset":` + string(offset) + `,"limit":1024}`
 		}
 		fmt.Fprintf(w, "\n── turn %d: %s\n", i+1, turn.why)
 		fmt.Fprintf(w, "model sends   %s %s\n", turn.tool, turn.args)
 		rec := demoRecord{Tool: turn.tool, ArgsSent: len(turn.args)}
 		var transcript string
-		if turn.tool == rvTool.Name {
+		switch turn.tool {
+		case qvTool.Name:
+			// query_value's ref is a reference: not resolved.
+			fmt.Fprintf(w, "tool receives %s (query_value arguments are never resolved)\n", turn.args)
+			obs, err := s.HandleQueryValue(context.Background(), []byte(turn.args))
+			if err != nil {
+				transcript = "error: " + err.Error()
+			} else {
+				v, _ := s.Get(obs.Handle)
+				rec.Called, rec.ArgsResolved, rec.Result = true, len(turn.args), v.Size()
+				transcript = obs.Text
+			}
+		case rvTool.Name:
 			// read_value's ref may itself be reference-shaped: not resolved.
 			fmt.Fprintf(w, "tool receives %s (read_value arguments are never resolved)\n", turn.args)
 			page, err := s.HandleReadValue([]byte(turn.args))
@@ -123,7 +137,7 @@ func runDemo(w io.Writer, dir string) ([]demoRecord, error) {
 				rec.Called, rec.ArgsResolved, rec.Result = true, len(turn.args), len(page)
 				transcript = page
 			}
-		} else {
+		default:
 			t := tools[turn.tool]
 			prepared, refs, err := s.Prepare(t.schema, []byte(turn.args))
 			if err != nil {

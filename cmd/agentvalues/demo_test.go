@@ -73,8 +73,8 @@ func TestDemo(t *testing.T) {
 
 	// Each turn's transcript, as printed, has the size the table gives.
 	turns := parseTurns(t, printed)
-	if len(turns) != len(records) || len(records) != 5 {
-		t.Fatalf("printed %d turns, recorded %d, want 5", len(turns), len(records))
+	if len(turns) != len(records) || len(records) != 6 {
+		t.Fatalf("printed %d turns, recorded %d, want 6", len(turns), len(records))
 	}
 	for i, tr := range turns {
 		if len(tr.transcript) != records[i].Transcript || tr.transcriptBytes != records[i].Transcript || tr.resultBytes != records[i].Result {
@@ -107,33 +107,44 @@ func TestDemo(t *testing.T) {
 	if records[0].Result != len(listing) {
 		t.Errorf("list_files result: %d bytes, want %d (%d files)", records[0].Result, len(listing), len(files))
 	}
-	if !strings.Contains(turns[2].resolved, `{"path":"`+firstTODO+`"}`) {
-		t.Errorf("turn 3 resolved to %q, want the first file with a TODO, %s", turns[2].resolved, firstTODO)
+	// The query kept the Go files: its stored result is their listing.
+	var goFiles []demoFile
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, ".go") {
+			goFiles = append(goFiles, f)
+		}
+	}
+	goListing, _ := json.Marshal(goFiles)
+	if !records[1].Called || records[1].Result != len(goListing) || !strings.Contains(turns[1].transcript, fmt.Sprintf("r2 = array(len=%d,", len(goFiles))) {
+		t.Errorf("query_value: %+v, transcript %q; want r2, the %d Go files (%d bytes)", records[1], turns[1].transcript, len(goFiles), len(goListing))
+	}
+	if !strings.Contains(turns[3].resolved, `{"path":"`+firstTODO+`"}`) {
+		t.Errorf("turn 4 resolved to %q, want the first file with a TODO, %s", turns[3].resolved, firstTODO)
 	}
 	info, err := os.Stat(filepath.Join(dir, firstTODO))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if records[2].Result != int(info.Size()) {
-		t.Errorf("read_file result: %d bytes, want the file's %d", records[2].Result, info.Size())
+	if records[3].Result != int(info.Size()) {
+		t.Errorf("read_file result: %d bytes, want the file's %d", records[3].Result, info.Size())
 	}
-	// The listing and the search passed by reference: the tool received far
-	// more than the model wrote.
-	if records[1].ArgsResolved < len(listing) || records[1].ArgsSent > 40 {
-		t.Errorf("search_text: model sent %d bytes, tool received %d; want the %d-byte listing substituted",
-			records[1].ArgsSent, records[1].ArgsResolved, len(listing))
+	// The query's result passed by reference: the tool received far more
+	// than the model wrote.
+	if records[2].ArgsResolved < len(goListing) || records[2].ArgsSent > 40 {
+		t.Errorf("search_text: model sent %d bytes, tool received %d; want the %d-byte Go listing substituted",
+			records[2].ArgsSent, records[2].ArgsResolved, len(goListing))
 	}
 	// Large results were previewed, and the transcript saved most bytes.
-	for _, i := range []int{0, 1} {
+	for _, i := range []int{0, 1, 2} {
 		if records[i].Transcript >= records[i].Result/4 {
 			t.Errorf("turn %d: transcript %d bytes for a %d-byte result", i+1, records[i].Transcript, records[i].Result)
 		}
 	}
-	if records[3].Transcript > 1024 || !records[3].Called || !strings.Contains(strings.SplitN(turns[3].transcript, "\n", 2)[0], "TODO(demo)") {
-		t.Errorf("read_value page: %+v %q, want a page of at most 1024 bytes from the first TODO", records[3], turns[3].transcript)
+	if records[4].Transcript > 1024 || !records[4].Called || !strings.Contains(strings.SplitN(turns[4].transcript, "\n", 2)[0], "TODO(demo)") {
+		t.Errorf("read_value page: %+v %q, want a page of at most 1024 bytes from the first TODO", records[4], turns[4].transcript)
 	}
-	if records[4].Called || !strings.Contains(turns[4].transcript, "$r1.999999.path") {
-		t.Errorf("the mistaken call ran or its error does not name the reference: %q", turns[4].transcript)
+	if records[5].Called || !strings.Contains(turns[5].transcript, "$r1.999999.path") {
+		t.Errorf("the mistaken call ran or its error does not name the reference: %q", turns[5].transcript)
 	}
 }
 

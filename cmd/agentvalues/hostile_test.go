@@ -385,7 +385,7 @@ func TestProxyHostileServer(t *testing.T) {
 		for _, tool := range resp.Result.Tools {
 			names = append(names, tool.Name)
 		}
-		if got := strings.Join(names, ","); got != "echo,noise,deep_result,not_object,bad_content,long_error,huge,filter,read_value" && got != "bad_content,deep_result,echo,filter,huge,long_error,noise,not_object,read_value" {
+		if got := strings.Join(names, ","); got != "echo,noise,deep_result,not_object,bad_content,long_error,huge,filter,read_value,query_value" && got != "bad_content,deep_result,echo,filter,huge,long_error,noise,not_object,query_value,read_value" {
 			t.Errorf("tools offered: %s", got)
 		}
 		if !strings.Contains(r.stderr(), `not offering the downstream tool "deep_schema": its definition nests 1102 levels deep, more than 512`) {

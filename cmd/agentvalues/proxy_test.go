@@ -88,6 +88,10 @@ func TestProxyFilesystemServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "target.txt"), []byte(secret), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	const goSource = "package tool\n"
+	if err := os.WriteFile(filepath.Join(dir, "dir07", "tool.go"), []byte(goSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// The proxy is this test binary running as the agentvalues command.
 	cmd := exec.Command(os.Args[0], append([]string{"proxy", "--"}, append(server, dir)...)...)
@@ -111,7 +115,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 	for _, tool := range tools.Tools {
 		byName[tool.Name] = tool
 	}
-	for _, name := range []string{"directory_tree", "read_text_file", "read_value"} {
+	for _, name := range []string{"directory_tree", "read_text_file", "read_value", "query_value"} {
 		if byName[name] == nil {
 			t.Fatalf("proxy does not offer %s; it offers %v", name, tools.Tools)
 		}
@@ -174,7 +178,20 @@ func TestProxyFilesystemServer(t *testing.T) {
 		t.Fatalf("read_text_file %s: meta %v, %q", ref, read.Meta, textOf(read))
 	}
 
-	// 4. A reference that does not resolve never reaches the server.
+	// 4. Ask the tree for its .go files with query_value, without reading
+	// it, and pass the new handle's first path into read_text_file.
+	q := call("query_value", fmt.Sprintf(`{"ref":"r1","jq":%q}`,
+		fmt.Sprintf(`[.[] | select(.type == "directory") | .name as $d | .children[] | select(.name | endswith(".go")) | %q + "/" + $d + "/" + .name]`, dir)))
+	h, _ := q.Meta[mcpproxy.MetaHandle].(string)
+	if q.IsError || h != "r3" || !strings.Contains(textOf(q), filepath.Join(dir, "dir07", "tool.go")) {
+		t.Fatalf("query_value: meta %v, %q", q.Meta, textOf(q))
+	}
+	src := call("read_text_file", fmt.Sprintf(`{"path":"$%s.0"}`, h))
+	if src.IsError || !strings.HasPrefix(textOf(src), goSource) {
+		t.Fatalf("read_text_file $%s.0: %q", h, textOf(src))
+	}
+
+	// 5. A reference that does not resolve never reaches the server.
 	bad := call("read_text_file", `{"path":"$r1.9999.name"}`)
 	if !bad.IsError || !strings.Contains(textOf(bad), "$r1.9999.name") {
 		t.Errorf("bad reference: want an isError result naming it, got %q", textOf(bad))
