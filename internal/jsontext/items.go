@@ -61,26 +61,18 @@ type itemsScan struct {
 	pos  int            // the number of fields seen of the object item being scanned
 }
 
-// keyAt is one key of an object item and its index in Items.Keys (-1 when
-// not tracked). word holds its first eight bytes (quotes included), for a
-// key of at most eight: the common short key is compared in one load.
+// keyAt is one key of the first object item: its index in Items.Keys (-1
+// when not tracked), its first eight bytes (quotes included) and the mask
+// of those it has, so that a field with the same key is known in one
+// load, and the kinds and count of the fields found at its place that had
+// it, added to Keys when the scan ends.
 type keyAt struct {
-	span Span
-	id   int
-	word uint64
-}
-
-// word8 returns the eight bytes of d from i as a little-endian word, the
-// bytes past n (and past the end of d) zero.
-func word8(d []byte, i, n int) uint64 {
-	if i+8 <= len(d) {
-		return binary.LittleEndian.Uint64(d[i:]) & (1<<(8*n) - 1)
-	}
-	var w uint64
-	for k := 0; k < n; k++ {
-		w |= uint64(d[i+k]) << (8 * k)
-	}
-	return w
+	span  Span
+	id    int
+	word  uint64
+	mask  uint64 // 0: the fast comparison is not used for this key
+	kinds Kinds
+	count int
 }
 
 // item records the start of an item whose first byte is c.
@@ -93,23 +85,43 @@ func (s *itemsScan) item(c byte) {
 	}
 }
 
-// field records the key k of a field of the object item being scanned,
-// and c, the first byte of its value. Items usually have the keys of the
-// first one in the same order, so the key is first compared with the one
-// at the same place in that item: a byte comparison, no map lookup.
-func (s *itemsScan) field(d []byte, k Span, c byte) {
-	if s.pos < len(s.tmpl) {
-		t := &s.tmpl[s.pos]
-		n := k.End - k.Start
-		if n == t.span.End-t.span.Start && t.id >= 0 && (n <= 8 && word8(d, k.Start, n) == t.word ||
-			n > 8 && string(d[t.span.Start:t.span.End]) == string(d[k.Start:k.End])) {
-			s.pos++
-			ki := &s.it.Keys[t.id]
-			ki.Kinds |= kindBits[c]
-			ki.Count++
-			return
-		}
+// sameKey is the scanner's fast path for the key of a field of an object
+// item that starts at i in d: when its bytes are those of the first item's
+// key at the same place (one load and a mask for the first eight, a byte
+// comparison for the rest), it is that key, already validated, so it
+// records the field without scanning the key again and returns the offset
+// of its value. Otherwise it reports false, and the scanner scans the key
+// and calls field. Items usually have the keys of the first one in the
+// same order, so most fields take this path.
+func (s *itemsScan) sameKey(d []byte, i int) (int, bool) {
+	p := s.pos
+	if p >= len(s.tmpl) {
+		return 0, false
 	}
+	t := &s.tmpl[p]
+	n := t.span.End - t.span.Start
+	if t.mask == 0 || i+8 > len(d) || i+n > len(d) ||
+		binary.LittleEndian.Uint64(d[i:i+8])&t.mask != t.word ||
+		n > 8 && string(d[i+8:i+n]) != string(d[t.span.Start+8:t.span.End]) {
+		return 0, false
+	}
+	j := SkipSpace(d, i+n)
+	if j >= len(d) || d[j] != ':' {
+		return 0, false
+	}
+	if j = SkipSpace(d, j+1); j >= len(d) {
+		return 0, false
+	}
+	s.pos = p + 1
+	t.kinds |= kindBits[d[j]]
+	t.count++
+	return j, true
+}
+
+// field records the key k of a field of the object item being scanned,
+// and c, the first byte of its value, when sameKey did not: the key is
+// looked up, or added.
+func (s *itemsScan) field(d []byte, k Span, c byte) {
 	s.slowField(d, k, c)
 }
 
@@ -117,11 +129,15 @@ func (s *itemsScan) field(d []byte, k Span, c byte) {
 func (s *itemsScan) slowField(d []byte, k Span, c byte) {
 	id := s.keyID(d, k)
 	if s.it.Objects == 1 {
-		w := uint64(0)
-		if n := k.End - k.Start; n <= 8 {
-			w = word8(d, k.Start, n)
+		t := keyAt{span: k, id: id}
+		if n := k.End - k.Start; id >= 0 && k.Start+8 <= len(d) {
+			t.mask = ^uint64(0)
+			if n < 8 {
+				t.mask = 1<<(8*n) - 1
+			}
+			t.word = binary.LittleEndian.Uint64(d[k.Start:]) & t.mask
 		}
-		s.tmpl = append(s.tmpl, keyAt{k, id, w})
+		s.tmpl = append(s.tmpl, t)
 	}
 	s.pos++
 	if id < 0 {
@@ -131,6 +147,19 @@ func (s *itemsScan) slowField(d []byte, k Span, c byte) {
 	ki := &s.it.Keys[id]
 	ki.Kinds |= kindBits[c]
 	ki.Count++
+}
+
+// items returns the Items recorded, the counts kept at the first item's
+// places added in.
+func (s *itemsScan) items() *Items {
+	for i := range s.tmpl {
+		if t := &s.tmpl[i]; t.id >= 0 && t.count > 0 {
+			s.it.Keys[t.id].Kinds |= t.kinds
+			s.it.Keys[t.id].Count += t.count
+			t.kinds, t.count = 0, 0
+		}
+	}
+	return &s.it
 }
 
 // keyID returns the index in Keys of the key k, adding it when there is

@@ -59,8 +59,9 @@ func (sh *Shape) Last(k int) []Child {
 	return out
 }
 
-// add records the child c that ended at the top level.
-func (sh *Shape) add(c Child, head int) {
+// add records the child c that ended at the top level, among the largest
+// too when largest (for an object: an array's largest items are not used).
+func (sh *Shape) add(c Child, head int, largest bool) {
 	if sh.Count < head {
 		sh.Head = append(sh.Head, c)
 	}
@@ -68,7 +69,9 @@ func (sh *Shape) add(c Child, head int) {
 		sh.tail[sh.Count%sh.ntail] = c
 	}
 	sh.Count++
-	sh.addLargest(c)
+	if largest {
+		sh.addLargest(c)
+	}
 }
 
 // addLargest keeps c among the largest children if it is one of them.
@@ -131,11 +134,12 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 	}
 	sc := scanner{d: d, head: lim.Head, stream: true, items: &itemsScan{max: lim.Keys}}
 	sc.sh.ntail = lim.Tail
-	_, sh, err := sc.run(0, -1)
+	_, err := sc.run(0, -1)
 	if err != nil {
 		return Shape{}, err
 	}
-	sh.Items = &sc.items.it
+	sh := sc.sh
+	sh.Items = sc.items.items()
 	return sh, nil
 }
 
@@ -250,9 +254,10 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 		sc.stack = append(sc.stack, '[')
 	}
 	top.Start = i
-	top.End, sh, err = sc.run(i, stop)
+	top.End, err = sc.run(i, stop)
+	sh = sc.sh
 	if sc.items != nil && err == nil {
-		sh.Items = &sc.items.it
+		sh.Items = sc.items.items()
 	}
 	return top, sh, err, sc.stopped
 }
@@ -260,7 +265,7 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 // run scans from i to the end of the document, or until an item of a
 // top-level array starts at stop (when stop ≥ 0; sc.stopped says so), and
 // returns where the value ended.
-func (sc *scanner) run(i, stop int) (end int, sh Shape, err error) {
+func (sc *scanner) run(i, stop int) (end int, err error) {
 	d := sc.d
 	if sc.stream {
 		sc.stack = append(sc.stack, '[')
@@ -269,13 +274,13 @@ func (sc *scanner) run(i, stop int) (end int, sh Shape, err error) {
 		// A value starts at i (after optional whitespace).
 		i = SkipSpace(d, i)
 		if i >= len(d) {
-			return i, sc.sh, syntaxErr(d, i, "unexpected end of input")
+			return i, syntaxErr(d, i, "unexpected end of input")
 		}
 		if len(sc.stack) == 1 {
 			if i >= stop && stop >= 0 {
 				if i == stop && sc.stack[0] == '[' {
 					sc.stopped = true
-					return i, sc.sh, nil
+					return i, nil
 				}
 				stop = -1
 			}
@@ -295,7 +300,7 @@ func (sc *scanner) run(i, stop int) (end int, sh Shape, err error) {
 			}
 			if c == '{' {
 				if i, err = sc.key(i); err != nil {
-					return i, sc.sh, err
+					return i, err
 				}
 			}
 			continue
@@ -305,10 +310,10 @@ func (sc *scanner) run(i, stop int) (end int, sh Shape, err error) {
 			i, err = scanScalar(d, i)
 		}
 		if err != nil {
-			return i, sc.sh, err
+			return i, err
 		}
 		if i, err = sc.next(i); err != nil || len(sc.stack) == 0 {
-			return i, sc.sh, err
+			return i, err
 		}
 	}
 }
@@ -329,6 +334,11 @@ type scanner struct {
 // key scans an object key at i and its colon, remembering it when it
 // names a depth-1 field.
 func (sc *scanner) key(i int) (int, error) {
+	if len(sc.stack) == 2 && sc.items != nil {
+		if j, ok := sc.items.sameKey(sc.d, SkipSpace(sc.d, i)); ok {
+			return j, nil
+		}
+	}
 	i, k, err := scanKey(sc.d, i)
 	if err == nil {
 		switch {
@@ -357,7 +367,7 @@ func (sc *scanner) next(i int) (int, error) {
 			}
 			return i, nil
 		case 1:
-			sc.sh.add(Child{Key: sc.curKey, Val: Span{sc.curStart, i}}, sc.head)
+			sc.sh.add(Child{Key: sc.curKey, Val: Span{sc.curStart, i}}, sc.head, sc.items == nil)
 			if sc.stream {
 				// Values of a stream are separated by white space, or
 				// nothing, and end with the input.
