@@ -177,70 +177,14 @@ func (d *Dir) init() error {
 	if d.top, err = os.OpenRoot(d.root); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	// The lock is on the directory itself, so that removing or replacing
-	// LOCK cannot let a second Dir in; LOCK is locked too, for stores of
-	// older versions, which lock only LOCK.
-	if d.dirLock, err = d.top.Open("."); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	if err := lockFile(d.dirLock); err != nil {
-		d.dirLock.Close()
-		d.dirLock = nil
-		if errors.Is(err, ErrLocked) {
-			return fmt.Errorf("%w: %s", ErrLocked, d.root)
-		}
-		return fmt.Errorf("store: lock %s: %w", d.root, err)
-	}
-	topInfo, err := d.dirLock.Stat()
+	topInfo, lockInfo, err := d.lockDir()
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	lock, lockInfo, err := openCreate(d.top, lockName, os.O_RDWR)
-	if err != nil {
-		return fmt.Errorf("store: open %s: %w", lockName, err)
-	}
-	if err := lockFile(lock); err != nil {
-		lock.Close()
-		if errors.Is(err, ErrLocked) {
-			return fmt.Errorf("%w: %s", ErrLocked, d.root)
-		}
-		return fmt.Errorf("store: lock %s: %w", d.root, err)
-	}
-	d.lock = lock
-	switch f, _, err := openRegular(d.top, formatName, os.O_RDONLY); {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := writeFileAtomic(d.top, formatName, []byte(formatText)); err != nil {
-			return err
-		}
-	case err != nil:
-		return fmt.Errorf("store: open %s: %w", formatName, err)
-	default:
-		b, err := io.ReadAll(io.LimitReader(f, int64(len(formatText))+1))
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-		if string(b) != formatText {
-			return fmt.Errorf("store: %s holds an unknown store format %q", d.root, clip(string(b)))
-		}
-	}
-	created := false
-	for _, sub := range []string{bodiesName, sessionsName} {
-		made, err := ensureDir(d.top, sub)
-		if err != nil {
-			return err
-		}
-		created = created || made
-	}
-	if created {
-		if err := syncDir(d.top); err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-	}
-	if d.bodiesRoot, err = openSubdir(d.top, bodiesName); err != nil {
 		return err
 	}
-	if d.sessionsRoot, err = openSubdir(d.top, sessionsName); err != nil {
+	if err := d.checkFormat(); err != nil {
+		return err
+	}
+	if err := d.openLayout(); err != nil {
 		return err
 	}
 	bodiesInfo, err := d.bodiesRoot.Stat(".")
@@ -258,6 +202,88 @@ func (d *Dir) init() error {
 		{path: d.sessions, info: sessionsInfo},
 	}
 	return d.loadGrants()
+}
+
+// lockDir takes the two locks a Dir holds for its life and returns what the
+// directory and LOCK were when locked, for checking later that neither was
+// replaced.
+func (d *Dir) lockDir() (topInfo, lockInfo fs.FileInfo, err error) {
+	// The lock is on the directory itself, so that removing or replacing
+	// LOCK cannot let a second Dir in; LOCK is locked too, for stores of
+	// older versions, which lock only LOCK.
+	if d.dirLock, err = d.top.Open("."); err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	if err := lockFile(d.dirLock); err != nil {
+		d.dirLock.Close()
+		d.dirLock = nil
+		return nil, nil, d.lockError(err)
+	}
+	if topInfo, err = d.dirLock.Stat(); err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	lock, lockInfo, err := openCreate(d.top, lockName, os.O_RDWR)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: open %s: %w", lockName, err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		return nil, nil, d.lockError(err)
+	}
+	d.lock = lock
+	return topInfo, lockInfo, nil
+}
+
+func (d *Dir) lockError(err error) error {
+	if errors.Is(err, ErrLocked) {
+		return fmt.Errorf("%w: %s", ErrLocked, d.root)
+	}
+	return fmt.Errorf("store: lock %s: %w", d.root, err)
+}
+
+// checkFormat writes the format file of a new store and refuses a store
+// whose format file says something else.
+func (d *Dir) checkFormat() error {
+	f, _, err := openRegular(d.top, formatName, os.O_RDONLY)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return writeFileAtomic(d.top, formatName, []byte(formatText))
+	case err != nil:
+		return fmt.Errorf("store: open %s: %w", formatName, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(len(formatText))+1))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if string(b) != formatText {
+		return fmt.Errorf("store: %s holds an unknown store format %q", d.root, clip(string(b)))
+	}
+	return nil
+}
+
+// openLayout creates the bodies and sessions directories if missing and
+// opens them.
+func (d *Dir) openLayout() error {
+	created := false
+	for _, sub := range []string{bodiesName, sessionsName} {
+		made, err := ensureDir(d.top, sub)
+		if err != nil {
+			return err
+		}
+		created = created || made
+	}
+	if created {
+		if err := syncDir(d.top); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	var err error
+	if d.bodiesRoot, err = openSubdir(d.top, bodiesName); err != nil {
+		return err
+	}
+	d.sessionsRoot, err = openSubdir(d.top, sessionsName)
+	return err
 }
 
 // release closes what init opened, releasing the locks.

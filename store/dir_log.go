@@ -264,39 +264,7 @@ func (d *Dir) prepareLog(s *dirSession, lf *logFile) error {
 		f.Close()
 		return fmt.Errorf("%w: log %s of session %q holds session %q", ErrIntegrity, lf.path, s.id, st.session)
 	}
-	end := st.end
-	err = func() error {
-		var fix []byte // written at end
-		switch {
-		case st.session == "": // new, empty, or no intact header: start over
-			fix = appendRecord(nil, encodeHeader(lf.kind, s.id))
-			end = 0
-			if st.damaged() { // what was there may have held records
-				fix = appendRecord(fix, lostPayload)
-			}
-		case st.damaged():
-			fix = appendRecord(nil, lostPayload)
-		}
-		if fix == nil {
-			return nil
-		}
-		// Overwrite, fsync, and only then cut: a crash in between leaves
-		// the damaged bytes or a lost record, never a clean end.
-		if _, err := f.WriteAt(fix, end); err != nil {
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		end += int64(len(fix))
-		if st.size > end {
-			if err := f.Truncate(end); err != nil {
-				return err
-			}
-			return f.Sync()
-		}
-		return nil
-	}()
+	end, err := repairLog(f, st, lf.kind, s.id)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -315,6 +283,42 @@ func (d *Dir) prepareLog(s *dirSession, lf *logFile) error {
 	}
 	lf.end, lf.info, lf.ready = end, st.info, true
 	return nil
+}
+
+// repairLog writes the header of a new log, or a lost record over the
+// damaged tail of an existing one, and returns the offset where the next
+// record goes. It overwrites, fsyncs, and only then truncates: a crash in
+// between leaves the damaged bytes or a lost record, never a clean end.
+func repairLog(f *os.File, st logState, kind byte, id string) (int64, error) {
+	end := st.end
+	var fix []byte // written at end
+	switch {
+	case st.session == "": // new, empty, or no intact header: start over
+		fix = appendRecord(nil, encodeHeader(kind, id))
+		end = 0
+		if st.damaged() { // what was there may have held records
+			fix = appendRecord(fix, lostPayload)
+		}
+	case st.damaged():
+		fix = appendRecord(nil, lostPayload)
+	}
+	if fix == nil {
+		return end, nil
+	}
+	if _, err := f.WriteAt(fix, end); err != nil {
+		return end, err
+	}
+	if err := f.Sync(); err != nil {
+		return end, err
+	}
+	end += int64(len(fix))
+	if st.size > end {
+		if err := f.Truncate(end); err != nil {
+			return end, err
+		}
+		return end, f.Sync()
+	}
+	return end, nil
 }
 
 // openCreate is openRegular that creates a missing file empty, with mode
