@@ -21,6 +21,20 @@ type table struct {
 	tail   []jsontext.Span // the last data rows, at most arrayTailItems, after head
 }
 
+// addRow counts a data row and keeps its span if it is among the first
+// arrayHeadItems or, so far, the last arrayTailItems.
+func (t *table) addRow(row jsontext.Span) {
+	t.rows++
+	if len(t.head) < arrayHeadItems {
+		t.head = append(t.head, row)
+		return
+	}
+	t.tail = append(t.tail, row)
+	if len(t.tail) > arrayTailItems {
+		t.tail = t.tail[1:]
+	}
+}
+
 // Table detection reads at most tableSample bytes and tableSampleRows
 // lines of a text; a table has at most tableMaxCols columns.
 const (
@@ -158,7 +172,6 @@ func (t *table) countRecords(b []byte, start int, comma byte) {
 	quoted := comma == ','
 	_, i := lineAt(b, start) // after the header, which has no quoted newline in practice
 	end := trimTrailing(b)
-	var spans []jsontext.Span // a ring of the last rows
 	for i < end {
 		j := i
 		inQuote := false
@@ -176,19 +189,10 @@ func (t *table) countRecords(b []byte, start int, comma byte) {
 			row.End--
 		}
 		if row.End > row.Start {
-			if t.rows < arrayHeadItems {
-				t.head = append(t.head, row)
-			} else {
-				spans = append(spans, row)
-				if len(spans) > arrayTailItems {
-					spans = spans[1:]
-				}
-			}
-			t.rows++
+			t.addRow(row)
 		}
 		i = j + 1
 	}
-	t.tail = spans
 }
 
 // trimTrailing returns the end of b without its trailing blank lines and
@@ -301,22 +305,12 @@ func detectAligned(b []byte, start int, sample []byte, lines int) *table {
 // countLines counts the non-blank lines of b[from:end] as rows, recording
 // the spans of the first and last ones.
 func (t *table) countLines(b []byte, from, end int) {
-	var spans []jsontext.Span
 	for i := from; i < end; {
 		line, next := lineAt(b[:end], i)
 		if len(bytes.TrimSpace(line)) > 0 {
 			row := jsontext.Span{Start: i, End: i + len(line)}
-			if t.rows < arrayHeadItems {
-				t.head = append(t.head, row)
-			} else {
-				spans = append(spans, row)
-				if len(spans) > arrayTailItems {
-					spans = spans[1:]
-				}
-			}
-			t.rows++
+			t.addRow(row)
 		}
 		i = next
 	}
-	t.tail = spans
 }
