@@ -157,3 +157,54 @@ func BenchmarkQueryFilter100MB(b *testing.B) {
 		}
 	}
 }
+
+// smallResult returns a JSON tool result of n bytes or a few more: an
+// object with a short list of rows, the shape of a typical small API or
+// query result.
+func smallResult(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"status":"ok","rows":[`)
+	for i := 0; b.Len() < n-14; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d","ok":true}`, i, i)
+	}
+	b.WriteString(`],"next":null}`)
+	return b.Bytes()
+}
+
+// benchObserve is the per-result work of an agent loop for a small result:
+// Observe stores it in a session that already holds many values and returns
+// the transcript text (a 200 B result whole, a 2 KiB one as its preview).
+func benchObserve(b *testing.B, n int) {
+	data := smallResult(n)
+	s := New()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out := bytes.Clone(data) // Observe keeps out: each result is its own
+		if o := s.Observe(out); o.Previewed != (len(data) > DefaultMaxPreview) {
+			b.Fatalf("a %d-byte result: previewed %v", len(data), o.Previewed)
+		}
+	}
+}
+
+// benchObserveBaseline is the floor for a small result: validate it and
+// keep a copy.
+func benchObserveBaseline(b *testing.B, n int) {
+	data := smallResult(n)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out := bytes.Clone(data)
+		if !gjson.ValidBytes(out) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+func BenchmarkObserve200B(b *testing.B)         { benchObserve(b, 200) }
+func BenchmarkObserve200BBaseline(b *testing.B) { benchObserveBaseline(b, 200) }
+func BenchmarkObserve2KiB(b *testing.B)         { benchObserve(b, 2048) }
+func BenchmarkObserve2KiBBaseline(b *testing.B) { benchObserveBaseline(b, 2048) }

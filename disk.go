@@ -115,9 +115,12 @@ func (x *value) rebuild(b []byte) (*value, error) {
 	case KindBinary:
 		c := *x
 		c.raw, c.disk = b, nil
+		if x.kind == KindText {
+			c.lazy = new(lazyIndex) // the JSON or table the text holds, for lookups and previews
+		}
 		return &c, nil
 	}
-	y, err := newJSON(b)
+	y, err := newJSON(b, len(b)) // indexed on first use
 	if err != nil {
 		return nil, fmt.Errorf("invalid %s: %w", x.kind, err)
 	}

@@ -1,6 +1,10 @@
 package values
 
-import "github.com/agentvalues/values/internal/jsontext"
+import (
+	"sync"
+
+	"github.com/agentvalues/values/internal/jsontext"
+)
 
 // This file holds the preview index: what Put records of a stored array or
 // object so that rendering its preview, and finding its head and tail
@@ -15,6 +19,50 @@ const (
 	itemFields    = 8                   // fields described of an object item of an array
 	dominantDepth = 4                   // containers indexed inside one another as dominant
 )
+
+// lazyIndex is the index of a value that Put did not index at once,
+// because its transcript shows it whole: it is built on the value's first
+// preview or lookup that needs it, by scanning the value again. A copy of
+// the value shares it.
+type lazyIndex struct {
+	once  sync.Once
+	c     *container
+	table *table
+}
+
+// index returns the index of x: of an array or object, or of the JSON a
+// text holds; nil for other values.
+func (x *value) index() *container {
+	if l := x.lazy; l != nil {
+		l.once.Do(func() { l.c, l.table = buildIndex(x) })
+		return l.c
+	}
+	return x.c
+}
+
+// tableIndex returns the table a text value holds, or nil.
+func (x *value) tableIndex() *table {
+	if l := x.lazy; l != nil {
+		l.once.Do(func() { l.c, l.table = buildIndex(x) })
+		return l.table
+	}
+	return x.table
+}
+
+// buildIndex indexes x, a value that Put validated but did not index.
+func buildIndex(x *value) (*container, *table) {
+	switch x.kind {
+	case KindText:
+		return indexText(x.raw, x.lines)
+	case KindArray, KindObject:
+		_, sh, err := jsontext.Scan(x.raw, scanLimits)
+		if err != nil {
+			return nil, nil // unreachable: Put validated it
+		}
+		return newContainer(x.raw, &sh, 0, 0), nil
+	}
+	return nil, nil
+}
 
 // container is the index of a JSON array or object: of a stored value, of
 // the dominant part of one, or of the JSON held in a string of one.

@@ -7,14 +7,13 @@ import "github.com/agentvalues/values/internal/jsontext"
 // tables. What is recognized only changes the preview and what references
 // can name; the stored bytes are the text as given.
 
-// indexText recognizes the structure of the valid UTF-8 text x.raw, if
-// any, and records it in x. Text whose first character (after white
+// indexText recognizes the structure of the valid UTF-8 text b of lines
+// lines, if any, and returns its index. Text whose first character (after white
 // space) opens an array or object is scanned as JSON: one value makes a
 // container over the text, two or more a stream whose values references
 // index as items ("$r1.7.Action"). Only text that begins so pays for the
 // scan; a stream that breaks JSON anywhere is not one.
-func indexText(x *value) {
-	b := x.raw
+func indexText(b []byte, lines int) (*container, *table) {
 	i := jsontext.SkipSpace(b, 0)
 	if i < len(b) && (b[i] == '{' || b[i] == '[') {
 		sh, err := jsontext.ScanStream(b, scanLimits)
@@ -22,16 +21,15 @@ func indexText(x *value) {
 		case err != nil:
 		case sh.Count == 1:
 			top, sh, err := jsontext.Scan(b, scanLimits)
-			if err == nil {
-				x.c = newContainer(b[top.Start:top.End], &sh, top.Start, 0)
+			if err != nil {
+				return nil, nil // unreachable: the stream scan validated it
 			}
-			return
+			return newContainer(b[top.Start:top.End], &sh, top.Start, 0), nil
 		default:
-			x.c = newStream(b, &sh)
-			return
+			return newStream(b, &sh), nil
 		}
 	}
-	x.table = detectTable(b, x.lines)
+	return nil, detectTable(b, lines)
 }
 
 // newStream indexes the stream of JSON values b as a container of its

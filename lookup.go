@@ -203,8 +203,9 @@ func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err e
 	switch {
 	case x.kind == KindArray || x.kind == KindObject:
 		w.cur, w.count = x.raw, x.n // n was counted at Put
-	case x.c != nil: // a text holding JSON, or a stream of JSON values
-		w.cur, w.count, w.stream = x.c.raw, x.c.n, x.c.stream
+	case x.index() != nil: // a text holding JSON, or a stream of JSON values
+		c := x.index()
+		w.cur, w.count, w.stream = c.raw, c.n, c.stream
 	default:
 		return true, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, jsontext.ClipString(r.handle), x.kind)
 	}
@@ -351,7 +352,7 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 // array, a field of an object small enough to be indexed whole, the last
 // of duplicate keys winning), and nil otherwise.
 func indexedChild(x *value, seg string) []byte {
-	c := x.c
+	c := x.index()
 	if c == nil {
 		return nil
 	}

@@ -91,7 +91,7 @@ func (s *SessionValues) Query(ctx context.Context, ref, expr string) (Observatio
 	if err != nil {
 		return Observation{}, err
 	}
-	x, err := newJSON(out)
+	x, err := newJSON(out, s.cfg.inline())
 	if err != nil {
 		return Observation{}, fmt.Errorf("values: %w: the result is not valid JSON: %v", ErrQuery, err) // unreachable: gojq encodes it
 	}
@@ -162,8 +162,8 @@ func queryInput(whole Value, part []byte, limit int, r refPath) (any, error) {
 	case part != nil:
 	case x.kind == KindBinary:
 		return nil, fmt.Errorf("values: %w: %s is binary (%s); a query needs JSON or text", ErrQuery, r.quoted(), x.ctype)
-	case x.kind == KindText && x.c != nil:
-		raw, stream = x.c.raw, x.c.stream
+	case x.kind == KindText && x.index() != nil:
+		raw, stream = x.index().raw, x.index().stream
 	case x.kind == KindText:
 		if len(x.raw) > limit {
 			return nil, fmt.Errorf("values: %w: %s is %s of text, more than the %s a query may read", ErrTooLarge, r.quoted(), size(len(x.raw)), size(limit))

@@ -92,7 +92,7 @@ func RenderPreview(handle string, v Value) string {
 	b = append(b, " = "...)
 	switch x.kind {
 	case KindArray, KindObject:
-		b = renderJSON(b, x.c, limit-len(b))
+		b = renderJSON(b, x.index(), limit-len(b))
 	case KindText:
 		b = renderText(b, x, limit)
 	case KindBinary:

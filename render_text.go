@@ -10,20 +10,21 @@ import (
 // and tail, within limit bytes in total; a text holding JSON is previewed
 // as that JSON, and a table as a table.
 func renderText(b []byte, x *value, limit int) []byte {
+	c, t := x.index(), x.tableIndex()
 	switch {
-	case x.c != nil && x.c.stream:
-		return renderJSON(b, x.c, limit-len(b))
-	case x.c != nil:
+	case c != nil && c.stream:
+		return renderJSON(b, c, limit-len(b))
+	case c != nil:
 		start := len(b)
 		b = append(b, "json-text(len="...)
 		b = append(b, size(x.n)...)
 		b = append(b, ", lines="...)
 		b = strconv.AppendInt(b, int64(x.lines), 10)
 		b = append(b, ", "...)
-		b = renderJSON(b, x.c, limit-start-(len(b)-start)-len(")"))
+		b = renderJSON(b, c, limit-start-(len(b)-start)-len(")"))
 		return append(b, ')')
-	case x.table != nil:
-		return renderTable(b, x, limit-len(b))
+	case t != nil:
+		return renderTable(b, x, t, limit-len(b))
 	}
 	b = append(b, "text(len="...)
 	b = append(b, size(x.n)...)
@@ -69,8 +70,7 @@ func appendStringText(dst, raw []byte, n, lines, budget int) []byte {
 // renderTable appends "table(rows=N, cols=N, bytes=…, format=…, header=[…],
 // [:3]=[…], [-2:]=[…])" for the table x holds, in at most budget bytes,
 // the rows as their lines.
-func renderTable(dst []byte, x *value, budget int) []byte {
-	t := x.table
+func renderTable(dst []byte, x *value, t *table, budget int) []byte {
 	start := len(dst)
 	dst = append(dst, "table(rows="...)
 	dst = strconv.AppendInt(dst, int64(t.rows), 10)

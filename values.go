@@ -58,8 +58,9 @@ type value struct {
 	lines int    // text: line count
 	sum   [sha256.Size]byte
 	ctype string     // binary: sniffed content type
-	c     *container // the index of an array or object, or of the JSON a text holds
-	table *table     // the table a text holds
+	c     *container // the index of an array or object, or of the JSON a text holds; see index
+	table *table     // the table a text holds; see index
+	lazy  *lazyIndex // for a value indexed on first use, its index; see index
 	max   int        // preview bound in effect when stored
 	size  int        // byte size of raw, for a value whose raw is in the durable store
 	disk  *disk      // non-nil for a value kept only in the durable store (raw is nil)
@@ -321,12 +322,12 @@ func (s *SessionValues) Put(v any) (string, error) {
 	switch v := v.(type) {
 	case string:
 		// Strings are immutable and the store never writes to its bytes.
-		x = newTextOrBinary(unsafe.Slice(unsafe.StringData(v), len(v)))
+		x = newTextOrBinary(unsafe.Slice(unsafe.StringData(v), len(v)), s.cfg.inline())
 	case []byte:
 		x = newBinary(v)
 	case json.RawMessage:
 		var err error
-		if x, err = newJSON(v); err != nil {
+		if x, err = newJSON(v, s.cfg.inline()); err != nil {
 			return "", err
 		}
 	case Value:
@@ -344,7 +345,7 @@ func (s *SessionValues) Put(v any) (string, error) {
 			return "", fmt.Errorf("values: cannot encode %T as JSON: %w", v, err)
 		}
 		var err error
-		if x, err = newJSON(buf.Bytes()); err != nil {
+		if x, err = newJSON(buf.Bytes(), s.cfg.inline()); err != nil {
 			return "", err // unreachable for encoding/json output; kept for safety
 		}
 	}
@@ -361,20 +362,22 @@ func (s *SessionValues) Put(v any) (string, error) {
 // costs 100 MB once: the caller must not modify out after the call. In a
 // store made by [Open] it persists the value as [SessionValues.Put] does.
 func (s *SessionValues) PutOutput(out []byte) string {
-	return s.add(classify(out))
+	return s.add(classify(out, s.cfg.inline()))
 }
 
-// classify builds the value PutOutput stores for b, which it owns.
-func classify(b []byte) *value {
+// classify builds the value PutOutput stores for b, which it owns. A value
+// of more than eager bytes is indexed at once, a smaller one on first use
+// (see value.index).
+func classify(b []byte, eager int) *value {
 	if i := jsontext.SkipSpace(b, 0); i < len(b) && (b[i] == '{' || b[i] == '[') {
-		if x, err := newJSON(b); err == nil {
+		if x, err := newJSON(b, eager); err == nil {
 			return x
 		}
 	}
-	return newTextOrBinary(b)
+	return newTextOrBinary(b, eager)
 }
 
-func newTextOrBinary(b []byte) *value {
+func newTextOrBinary(b []byte, eager int) *value {
 	if !utf8.Valid(b) {
 		return newBinary(b)
 	}
@@ -383,7 +386,11 @@ func newTextOrBinary(b []byte) *value {
 		lines++
 	}
 	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
-	indexText(x)
+	if len(b) > eager {
+		x.c, x.table = indexText(b, lines)
+	} else {
+		x.lazy = new(lazyIndex)
+	}
 	return x
 }
 
@@ -397,21 +404,29 @@ func newBinary(b []byte) *value {
 	}
 }
 
-// newJSON validates and indexes b, which it owns, as one JSON value.
-func newJSON(b []byte) (*value, error) {
-	top, sh, err := jsontext.Scan(b, scanLimits)
+// newJSON validates b, which it owns, as one JSON value, and indexes it at
+// once when it has more than eager bytes.
+func newJSON(b []byte, eager int) (*value, error) {
+	lim := scanLimits
+	if len(b) <= eager {
+		lim = jsontext.Limits{} // validate and count only
+	}
+	top, sh, err := jsontext.Scan(b, lim)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
 	raw := b[top.Start:top.End]
 	switch raw[0] {
 	case '"':
-		return newTextOrBinary(jsontext.AppendUnquoted(nil, raw)), nil
+		return newTextOrBinary(jsontext.AppendUnquoted(nil, raw), eager), nil
 	case 't', 'f':
 		return &value{kind: KindBool, raw: raw}, nil
 	case 'n':
 		return &value{kind: KindNull, raw: raw}, nil
 	case '[', '{':
+		if len(b) <= eager {
+			return &value{kind: kindOf(raw[0]), raw: raw, n: sh.Count, lazy: new(lazyIndex)}, nil
+		}
 		c := newContainer(raw, &sh, top.Start, 0)
 		return &value{kind: c.kind, raw: raw, n: sh.Count, c: c}, nil
 	}
@@ -430,7 +445,7 @@ type Observation struct {
 // returns what the agent loop puts in the transcript in its place, as
 // [SessionValues.Transcript] gives it.
 func (s *SessionValues) Observe(out []byte) Observation {
-	x := classify(out)
+	x := classify(out, s.cfg.inline())
 	h := s.add(x)
 	return s.transcript(h, x) // with its bytes, even if the store has dropped them
 }
