@@ -158,25 +158,31 @@ func BenchmarkQueryFilter100MB(b *testing.B) {
 	}
 }
 
-// smallResult returns a JSON tool result of n bytes or a few more: an
-// object with a short list of rows, the shape of a typical small API or
-// query result.
+// smallResult returns a JSON tool result of at most n bytes, and no fewer
+// than n-40: an object with a short list of rows, the shape of a typical
+// small API or query result.
 func smallResult(n int) []byte {
+	const end = `],"next":null}`
 	var b bytes.Buffer
 	b.WriteString(`{"status":"ok","rows":[`)
-	for i := 0; b.Len() < n-14; i++ {
+	for i := 0; ; i++ {
+		row := fmt.Sprintf(`{"id":%d,"name":"item-%d","ok":true}`, i, i)
+		if b.Len()+len(",")+len(row)+len(end) > n {
+			break
+		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d","ok":true}`, i, i)
+		b.WriteString(row)
 	}
-	b.WriteString(`],"next":null}`)
+	b.WriteString(end)
 	return b.Bytes()
 }
 
 // benchObserve is the per-result work of an agent loop for a small result:
 // Observe stores it in a session that already holds many values and returns
-// the transcript text (a 200 B result whole, a 2 KiB one as its preview).
+// the transcript text: the result whole up to the inline limit (2 KiB by
+// default), its preview past it.
 func benchObserve(b *testing.B, n int) {
 	data := smallResult(n)
 	s := New()
@@ -208,3 +214,7 @@ func BenchmarkObserve200B(b *testing.B)         { benchObserve(b, 200) }
 func BenchmarkObserve200BBaseline(b *testing.B) { benchObserveBaseline(b, 200) }
 func BenchmarkObserve2KiB(b *testing.B)         { benchObserve(b, 2048) }
 func BenchmarkObserve2KiBBaseline(b *testing.B) { benchObserveBaseline(b, 2048) }
+func BenchmarkObserve4KiBPreviewed(b *testing.B) {
+	benchObserve(b, 4096)
+}
+func BenchmarkObserve4KiBPreviewedBaseline(b *testing.B) { benchObserveBaseline(b, 4096) }

@@ -6,9 +6,25 @@ package values
 // tool ([ReadValueTool]) that pages its bytes; register that tool, or
 // write your own hint.
 func ReferenceHint(handle string) string {
-	h := string(appendHandle(nil, handle))
-	return "\n[" + h + " holds the full value for this run: pass \"$" + h +
-		"\" as a tool argument to use all of it, \"$" + h + ".<field>\" or \"$" + h +
-		".0\" for a part (\"$" + h + ".-1\" is the last item); read_value {\"ref\":\"" + h +
-		"\"} pages its bytes]"
+	return string(appendReferenceHint(nil, handle))
 }
+
+// appendReferenceHint appends ReferenceHint(handle) to dst.
+func appendReferenceHint(dst []byte, handle string) []byte {
+	dst = append(dst, "\n["...)
+	h := len(dst)
+	dst = appendHandle(dst, handle)
+	hb := string(dst[h:]) // the handle as shown; short
+	for _, part := range [...]string{
+		" holds the full value for this run: pass \"$", hb,
+		"\" as a tool argument to use all of it, \"$", hb, ".<field>\" or \"$", hb,
+		".0\" for a part (\"$", hb, ".-1\" is the last item); read_value {\"ref\":\"", hb,
+		"\"} pages its bytes]",
+	} {
+		dst = append(dst, part...)
+	}
+	return dst
+}
+
+// hintLen is the length of ReferenceHint's text without its handle.
+var hintLen = len(ReferenceHint(""))

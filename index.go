@@ -30,6 +30,17 @@ type lazyIndex struct {
 	table *table
 }
 
+// newLazy returns a copy of x whose index is built on first use, in one
+// allocation with it.
+func newLazy(x value) *value {
+	l := &struct {
+		value
+		ix lazyIndex
+	}{value: x}
+	l.value.lazy = &l.ix
+	return &l.value
+}
+
 // index returns the index of x: of an array or object, or of the JSON a
 // text holds; nil for other values.
 func (x *value) index() *container {
@@ -114,6 +125,7 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	if raw[0] == '{' {
 		c.kind = KindObject
 	}
+	c.dom = dominantOf(c, sh, base, depth)
 	rebase := func(ch jsontext.Child) jsontext.Child {
 		ch.Val.Start, ch.Val.End = ch.Val.Start-base, ch.Val.End-base
 		if ch.Key != (jsontext.Span{}) {
@@ -125,6 +137,10 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 		nodes := make([]node, len(chs))
 		for i, ch := range chs {
 			ch = rebase(ch)
+			if d := c.dom; !element && d != nil && d.c != nil && !d.text && ch.Val == d.val {
+				nodes[i] = describeIndexed(raw, ch.Key, ch.Val, d.c) // not scanned again
+				continue
+			}
 			nodes[i] = describe(raw, ch.Key, ch.Val, element)
 		}
 		return nodes
@@ -145,10 +161,40 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 		}
 	}
 	if c.kind == KindObject {
-		c.largest = describeAll(sh.Largest[:min(c.n, jsontext.Largest)], false)
+		c.largest = make([]node, min(c.n, jsontext.Largest))
+		for i, ch := range sh.Largest[:len(c.largest)] {
+			if nd := nodeAt(c.nodes, rebase(ch).Val); nd != nil { // described above
+				c.largest[i] = *nd
+				continue
+			}
+			c.largest[i] = describeAll([]jsontext.Child{ch}, false)[0]
+		}
 	}
-	c.dom = dominantOf(c, sh, base, depth)
 	return c
+}
+
+// nodeAt returns the node of nodes whose value is val, or nil (a node
+// that records only a key has no value).
+func nodeAt(nodes []node, val jsontext.Span) *node {
+	for i := range nodes {
+		if nodes[i].val == val {
+			return &nodes[i]
+		}
+	}
+	return nil
+}
+
+// describeIndexed is describe for a container field that dc indexes
+// already: its count is dc's, and its first keys are read from its start.
+func describeIndexed(raw []byte, key, val jsontext.Span, dc *container) node {
+	nd := node{key: key, val: val, kind: dc.kind, n: dc.n}
+	switch {
+	case dc.kind == KindObject:
+		nd.keys, nd.more = firstKeys(raw, val.Of(raw))
+	case dc.n > 0 && len(dc.nodes) > 0 && dc.nodes[0].kind == KindObject:
+		nd.keys, nd.more = firstKeys(raw, dc.nodes[0].val.Of(dc.raw))
+	}
+	return nd
 }
 
 // dominantOf finds and indexes the dominant part of c, if any (see
@@ -248,6 +294,7 @@ func describe(raw []byte, key, val jsontext.Span, element bool) node {
 			nd.keys, nd.more = firstKeys(raw, v)
 			break
 		}
+		nd.fields = make([]node, 0, min(nd.n, itemFields))
 		jsontext.EachChild(v, func(k, f []byte) bool {
 			if len(nd.fields) == itemFields {
 				nd.more = true
@@ -264,6 +311,7 @@ func describe(raw []byte, key, val jsontext.Span, element bool) node {
 // firstKeys returns the spans in raw of the first keys of obj, a valid
 // object within raw, and whether it has more.
 func firstKeys(raw, obj []byte) (keys []jsontext.Span, more bool) {
+	keys = make([]jsontext.Span, 0, nestedKeys)
 	jsontext.EachChild(obj, func(k, _ []byte) bool {
 		if len(keys) == nestedKeys {
 			more = true

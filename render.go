@@ -2,13 +2,12 @@ package values
 
 import (
 	"encoding/hex"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agentvalues/values/internal/jsontext"
-
-	"github.com/dustin/go-humanize"
 )
 
 // Preview budgets. Each is the most a part of a preview may take; all of
@@ -64,7 +63,8 @@ const (
 // Value), whatever the value or handle: when the parts do not fit, items and
 // fields are dropped and marked, and as a last resort the line is clipped.
 // Its cost is proportional to the preview, not to the value: what it shows
-// was recorded at Put.
+// was recorded at Put, or, for a value no larger than the inline limit
+// ([WithInlineLimit]), by its first preview.
 //
 // For a value kept only in the durable store ([WithMemoryLimit], [Open])
 // it returns the preview recorded when the value was stored, when handle
@@ -72,6 +72,12 @@ const (
 // it reads the value back to render it, and when that fails it states the
 // kind and size and that the value is unavailable.
 func RenderPreview(handle string, v Value) string {
+	return string(appendPreview(nil, handle, v))
+}
+
+// appendPreview appends RenderPreview(handle, v) to b, which must be empty
+// (its capacity is used).
+func appendPreview(b []byte, handle string, v Value) []byte {
 	x := v.get()
 	limit := x.max
 	if limit == 0 {
@@ -79,15 +85,17 @@ func RenderPreview(handle string, v Value) string {
 	}
 	if x.disk != nil {
 		if p, ok := x.cachedPreview(handle, limit); ok {
-			return p
+			return append(b, p...)
 		}
 		m, _, err := x.loaded()
 		if err != nil {
-			return unavailablePreview(handle, x, limit)
+			return append(b, unavailablePreview(handle, x, limit)...)
 		}
 		x = m
 	}
-	b := make([]byte, 0, 256)
+	if b == nil {
+		b = make([]byte, 0, min(limit, DefaultMaxPreview)+64)
+	}
 	b = appendHandle(b, handle)
 	b = append(b, " = "...)
 	switch x.kind {
@@ -100,7 +108,7 @@ func RenderPreview(handle string, v Value) string {
 	default:
 		b = renderScalar(b, x, limit)
 	}
-	return string(jsontext.AppendClipped(nil, b, limit))
+	return clipFrom(b, 0, limit)
 }
 
 // renderJSON appends the preview of the container c in at most budget
@@ -112,11 +120,15 @@ func renderJSON(dst []byte, c *container, budget int) []byte {
 	} else {
 		dst = renderObject(dst, c, budget)
 	}
-	if len(dst)-start > budget {
-		// A last resort: the parts are sized to fit.
-		return jsontext.AppendClipped(dst[:start], dst[start:], budget)
+	return clipFrom(dst, start, budget) // a last resort: the parts are sized to fit
+}
+
+// clipFrom clips what dst holds past from to budget bytes, in place.
+func clipFrom(dst []byte, from, budget int) []byte {
+	if len(dst)-from <= budget {
+		return dst
 	}
-	return dst
+	return jsontext.AppendClipped(dst[:from], dst[from:], budget)
 }
 
 // appendHandle appends handle as valid UTF-8, clipped to handleBudget.
@@ -127,8 +139,30 @@ func appendHandle(dst []byte, handle string) []byte {
 	return jsontext.AppendClipped(dst, []byte(handle), handleBudget)
 }
 
-// size formats a byte count for reading at a glance.
-func size(n int) string { return humanize.IBytes(uint64(n)) }
+// size formats a byte count for reading at a glance, as appendSize does.
+func size(n int) string { return string(appendSize(nil, n)) }
+
+// appendSize appends a byte count for reading at a glance: "976 B",
+// "1.9 KiB", "95 MiB", in powers of 1024 with three significant digits
+// at most (the format of go-humanize's IBytes, without its allocations).
+func appendSize(dst []byte, n int) []byte {
+	s := uint64(max(n, 0))
+	if s < 10 {
+		dst = strconv.AppendUint(dst, s, 10)
+		return append(dst, " B"...)
+	}
+	e := math.Floor(math.Log(float64(s)) / math.Log(1024))
+	val := math.Floor(float64(s)/math.Pow(1024, e)*10+0.5) / 10
+	prec := 0
+	if val < 10 {
+		prec = 1
+	}
+	dst = strconv.AppendFloat(dst, val, 'f', prec, 64)
+	dst = append(dst, ' ')
+	return append(dst, sizeUnits[int(e)]...)
+}
+
+var sizeUnits = [...]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 
 func renderScalar(b []byte, x *value, limit int) []byte {
 	if len(b)+len(x.raw) <= limit {
@@ -141,7 +175,7 @@ func renderScalar(b []byte, x *value, limit int) []byte {
 
 func renderBinary(b []byte, x *value) []byte {
 	b = append(b, "binary(len="...)
-	b = append(b, size(x.n)...)
+	b = appendSize(b, x.n)
 	b = append(b, ", type="...)
 	b = append(b, x.ctype...)
 	b = append(b, ", sha256="...)

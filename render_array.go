@@ -21,7 +21,7 @@ func renderArray(dst []byte, c *container, budget int) []byte {
 	}
 	dst = strconv.AppendInt(dst, int64(c.n), 10)
 	dst = append(dst, ", bytes="...)
-	dst = append(dst, size(len(c.raw))...)
+	dst = appendSize(dst, len(c.raw))
 	left := func() int { return budget - (len(dst) - start) - len(")") }
 	if c.dom != nil {
 		dst = append(dst, ", [0]="...)
@@ -90,7 +90,8 @@ func appendElements(dst, raw []byte, nodes []node, per int) []byte {
 func appendItems(dst, raw []byte, it *jsontext.Items, budget int) []byte {
 	start := len(dst)
 	other := it.Kinds &^ jsontext.KindObject
-	var tail []byte
+	var tailBuf [64]byte
+	tail := tailBuf[:0]
 	if other != 0 {
 		if it.Objects > 0 {
 			tail = append(tail, '|')
@@ -107,22 +108,22 @@ func appendItems(dst, raw []byte, it *jsontext.Items, budget int) []byte {
 	dst = append(dst, '{')
 	room := budget - len("{}") - len(tail)
 	for i, k := range it.Keys {
-		var piece []byte
+		// The key is written in place, and taken back if it does not fit.
+		mark := len(dst)
 		if i > 0 {
-			piece = append(piece, ", "...)
+			dst = append(dst, ", "...)
 		}
-		piece = appendKey(piece, k.Key.Of(raw))
+		dst = appendKey(dst, k.Key.Of(raw))
 		if k.Count < it.Objects {
-			piece = append(piece, '?')
+			dst = append(dst, '?')
 		}
-		piece = append(piece, ": "...)
-		piece = appendKinds(piece, k.Kinds)
+		dst = append(dst, ": "...)
+		dst = appendKinds(dst, k.Kinds)
 		more := len(it.Keys) - i
-		if len(dst)-start+len(piece) > room-len(", … 9999 more keys") && (more > 1 || it.Untracked > 0) || len(dst)-start+len(piece) > room {
-			dst = appendMoreKeys(dst, more, it.Untracked > 0, i > 0)
+		if len(dst)-start > room-len(", … 9999 more keys") && (more > 1 || it.Untracked > 0) || len(dst)-start > room {
+			dst = appendMoreKeys(dst[:mark], more, it.Untracked > 0, i > 0)
 			break
 		}
-		dst = append(dst, piece...)
 		if i == len(it.Keys)-1 && it.Untracked > 0 {
 			dst = appendMoreKeys(dst, 0, true, true)
 		}
@@ -186,7 +187,7 @@ func appendElement(dst, raw []byte, nd *node, budget int) []byte {
 	case KindObject:
 		return appendObjectItem(dst, raw, nd, budget)
 	case KindArray:
-		return jsontext.AppendClipped(dst, appendInner(nil, raw, nd, budget), budget)
+		return clipFrom(appendInner(dst, raw, nd, budget), len(dst), budget)
 	}
 	return appendLiteral(dst, nd.val.Of(raw), budget)
 }
@@ -203,19 +204,20 @@ func appendObjectItem(dst, raw []byte, nd *node, budget int) []byte {
 	share := max((budget-len("{, …}"))/len(nd.fields), 16)
 	for i := range nd.fields {
 		f := &nd.fields[i]
-		var piece []byte
+		// The field is written in place, and taken back if it does not fit.
+		mark := len(dst)
 		if i > 0 {
-			piece = append(piece, ", "...)
+			dst = append(dst, ", "...)
 		}
-		piece = jsontext.AppendClipped(piece, appendKey(nil, f.key.Of(raw)), min(keyBudget, share/2))
-		piece = append(piece, ": "...)
-		piece = appendInner(piece, raw, f, max(share-len(piece), minElement))
-		piece = jsontext.AppendClipped(nil, piece, share)
+		k := len(dst)
+		dst = clipFrom(appendKey(dst, f.key.Of(raw)), k, min(keyBudget, share/2))
+		dst = append(dst, ": "...)
+		dst = appendInner(dst, raw, f, max(share-(len(dst)-mark), minElement))
+		dst = clipFrom(dst, mark, share)
 		rest := i < len(nd.fields)-1 || nd.more
-		if len(dst)-start+len(piece)+len("}") > budget || rest && len(dst)-start+len(piece)+len(", …}") > budget {
-			return append(dst, ", …}"[boolInt(i == 0)*2:]...)
+		if len(dst)-start+len("}") > budget || rest && len(dst)-start+len(", …}") > budget {
+			return append(dst[:mark], ", …}"[boolInt(i == 0)*2:]...)
 		}
-		dst = append(dst, piece...)
 	}
 	if nd.more {
 		dst = append(dst, ", …"...)

@@ -15,7 +15,7 @@ func renderObject(dst []byte, c *container, budget int) []byte {
 	dst = append(dst, "json(keys="...)
 	dst = strconv.AppendInt(dst, int64(c.n), 10)
 	dst = append(dst, ", bytes="...)
-	dst = append(dst, size(len(c.raw))...)
+	dst = appendSize(dst, len(c.raw))
 	left := budget - (len(dst) - start) - len(")")
 	if c.n > objectFieldsMax {
 		dst = appendWide(dst, c, left)
@@ -29,17 +29,28 @@ func renderObject(dst []byte, c *container, budget int) []byte {
 // budget bytes; the dominant field gets what the others leave, and when
 // they do not fit, the last of them are dropped and counted.
 func appendFields(dst []byte, c *container, budget int) []byte {
-	pieces := make([][]byte, len(c.nodes))
-	dom, used := -1, 0
+	// The fields other than the dominant one, each ", key: description",
+	// are written one after another in scratch; ends[i] is where field i's
+	// ends.
+	scratch := make([]byte, 0, 512)
+	ends := make([]int, len(c.nodes))
+	piece := func(i int) []byte {
+		if i == 0 {
+			return scratch[:ends[0]]
+		}
+		return scratch[ends[i-1]:ends[i]]
+	}
+	dom := -1
 	for i := range c.nodes {
 		nd := &c.nodes[i]
 		if c.dom != nil && nd.val == c.dom.val {
 			dom = i
-			continue
+		} else {
+			scratch = appendField(append(scratch, ", "...), c.raw, nd)
 		}
-		pieces[i] = appendField(append([]byte(", "), nil...), c.raw, nd)
-		used += len(pieces[i])
+		ends[i] = len(scratch)
 	}
+	used := len(scratch)
 	domBudget := 0
 	if dom >= 0 {
 		// The dominant part is where the bytes are: it gets most of the
@@ -49,29 +60,30 @@ func appendFields(dst []byte, c *container, budget int) []byte {
 	// Keep the fields that fit in what the dominant part leaves, room for
 	// saying how many were dropped included when some are.
 	room := budget - domBudget
-	keep := len(pieces) // fields shown before the first dropped one
+	keep := len(c.nodes) // fields shown before the first dropped one
 	if used > room {
 		used = len(", … 99 more keys")
-		for i, p := range pieces {
-			if i != dom && used+len(p) > room {
+		for i := range c.nodes {
+			if i != dom && used+len(piece(i)) > room {
 				keep = i
 				break
 			}
-			used += len(p)
+			used += len(piece(i))
 		}
 	}
-	for i, p := range pieces {
+	for i := range c.nodes {
 		switch {
 		case i == dom:
-			key := c.nodes[i].key.Of(c.raw)
 			dst = append(dst, ", "...)
-			dst = appendKey(dst, key)
+			k := len(dst)
+			dst = appendKey(dst, c.nodes[i].key.Of(c.raw))
+			keyLen := len(dst) - k
 			dst = append(dst, ": "...)
-			dst = appendPart(dst, c.raw, c.dom, domBudget-len(", : ")-len(appendKey(nil, key)))
+			dst = appendPart(dst, c.raw, c.dom, domBudget-len(", : ")-keyLen)
 		case i < keep:
-			dst = append(dst, p...)
+			dst = append(dst, piece(i)...)
 		case i == keep:
-			dropped := len(pieces) - keep
+			dropped := len(c.nodes) - keep
 			if dom > keep {
 				dropped--
 			}
@@ -184,7 +196,7 @@ func appendDescription(dst, raw []byte, f *node) []byte {
 			return jsontext.AppendClippedString(dst, f.val.Of(raw), 2*literalBudget)
 		}
 		dst = append(dst, "text(len="...)
-		dst = append(dst, size(f.n)...)
+		dst = appendSize(dst, f.n)
 		dst = append(dst, ", lines="...)
 		dst = strconv.AppendInt(dst, int64(f.lines), 10)
 		return append(dst, ')')
@@ -192,7 +204,7 @@ func appendDescription(dst, raw []byte, f *node) []byte {
 		dst = append(dst, "array(len="...)
 		dst = strconv.AppendInt(dst, int64(f.n), 10)
 		dst = append(dst, ", bytes="...)
-		dst = append(dst, size(f.val.End-f.val.Start)...)
+		dst = appendSize(dst, f.val.End-f.val.Start)
 		if len(f.keys) > 0 {
 			dst = append(dst, ", first="...)
 			dst = appendKeySet(dst, raw, f.keys, f.more)
@@ -202,7 +214,7 @@ func appendDescription(dst, raw []byte, f *node) []byte {
 		dst = append(dst, "json(keys="...)
 		dst = strconv.AppendInt(dst, int64(f.n), 10)
 		dst = append(dst, ", bytes="...)
-		dst = append(dst, size(f.val.End-f.val.Start)...)
+		dst = appendSize(dst, f.val.End-f.val.Start)
 		if len(f.keys) > 0 {
 			dst = append(dst, ", "...)
 			dst = appendKeySet(dst, raw, f.keys, f.more)
@@ -219,7 +231,7 @@ func appendKeySet(dst, raw []byte, keys []jsontext.Span, more bool) []byte {
 		if i > 0 {
 			dst = append(dst, ", "...)
 		}
-		dst = jsontext.AppendClipped(dst, appendKey(nil, k.Of(raw)), keyBudget/2)
+		dst = clipFrom(appendKey(dst, k.Of(raw)), len(dst), keyBudget/2)
 	}
 	if more {
 		dst = append(dst, ", …"...)

@@ -17,7 +17,7 @@ func renderText(b []byte, x *value, limit int) []byte {
 	case c != nil:
 		start := len(b)
 		b = append(b, "json-text(len="...)
-		b = append(b, size(x.n)...)
+		b = appendSize(b, x.n)
 		b = append(b, ", lines="...)
 		b = strconv.AppendInt(b, int64(x.lines), 10)
 		b = append(b, ", "...)
@@ -27,7 +27,7 @@ func renderText(b []byte, x *value, limit int) []byte {
 		return renderTable(b, x, t, limit-len(b))
 	}
 	b = append(b, "text(len="...)
-	b = append(b, size(x.n)...)
+	b = appendSize(b, x.n)
 	b = append(b, ", lines="...)
 	b = strconv.AppendInt(b, int64(x.lines), 10)
 
@@ -51,7 +51,7 @@ func renderText(b []byte, x *value, limit int) []byte {
 func appendStringText(dst, raw []byte, n, lines, budget int) []byte {
 	start := len(dst)
 	dst = append(dst, "text(len="...)
-	dst = append(dst, size(n)...)
+	dst = appendSize(dst, n)
 	dst = append(dst, ", lines="...)
 	dst = strconv.AppendInt(dst, int64(lines), 10)
 	avail := budget - (len(dst) - start) - len(", head=, tail=)")
@@ -77,7 +77,7 @@ func renderTable(dst []byte, x *value, t *table, budget int) []byte {
 	dst = append(dst, ", cols="...)
 	dst = strconv.AppendInt(dst, int64(len(t.header)), 10)
 	dst = append(dst, ", bytes="...)
-	dst = append(dst, size(len(x.raw))...)
+	dst = appendSize(dst, len(x.raw))
 	dst = append(dst, ", format="...)
 	dst = append(dst, t.format...)
 	left := func() int { return budget - (len(dst) - start) - len(")") }

@@ -285,7 +285,10 @@ func parseHandle(h string) (int, bool) {
 	return jsontext.ParseUint(h[1:], maxInt)
 }
 
-func handleName(i int) string { return "r" + strconv.Itoa(i) }
+func handleName(i int) string {
+	var b [24]byte
+	return string(strconv.AppendInt(append(b[:0], 'r'), int64(i), 10))
+}
 
 // add stores v and returns its handle; with durability, once persisted.
 func (s *SessionValues) add(v *value) string {
@@ -385,12 +388,11 @@ func newTextOrBinary(b []byte, eager int) *value {
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		lines++
 	}
-	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
-	if len(b) > eager {
-		x.c, x.table = indexText(b, lines)
-	} else {
-		x.lazy = new(lazyIndex)
+	if len(b) <= eager {
+		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines})
 	}
+	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
+	x.c, x.table = indexText(b, lines)
 	return x
 }
 
@@ -425,7 +427,7 @@ func newJSON(b []byte, eager int) (*value, error) {
 		return &value{kind: KindNull, raw: raw}, nil
 	case '[', '{':
 		if len(b) <= eager {
-			return &value{kind: kindOf(raw[0]), raw: raw, n: sh.Count, lazy: new(lazyIndex)}, nil
+			return newLazy(value{kind: kindOf(raw[0]), raw: raw, n: sh.Count}), nil
 		}
 		c := newContainer(raw, &sh, top.Start, 0)
 		return &value{kind: c.kind, raw: raw, n: sh.Count, c: c}, nil
@@ -477,13 +479,17 @@ func (s *SessionValues) Transcript(handle string) (Observation, bool) {
 // transcript is Transcript for the value x under handle h.
 func (s *SessionValues) transcript(h string, x *value) Observation {
 	if x.kind == KindBinary || x.disk != nil || len(x.raw) > s.cfg.inline() {
-		return Observation{Handle: h, Text: RenderPreview(h, Value{x}) + ReferenceHint(h), Previewed: true}
+		b := make([]byte, 0, min(x.max, DefaultMaxPreview)+64+hintLen+5*len(h))
+		b = appendReferenceHint(appendPreview(b, h, Value{x}), h)
+		return Observation{Handle: h, Text: string(b), Previewed: true}
 	}
 	text := make([]byte, 0, len(x.raw)+96)
 	text = append(text, x.raw...)
 	if len(text) > 0 && text[len(text)-1] != '\n' {
 		text = append(text, '\n')
 	}
-	text = append(text, "[stored as "+h+": pass \"$"+h+"\" or \"$"+h+".<field>\" as a tool argument to reuse it]"...)
-	return Observation{Handle: h, Text: string(text)}
+	for _, part := range [...]string{"[stored as ", h, ": pass \"$", h, "\" or \"$", h, ".<field>\" as a tool argument to reuse it]"} {
+		text = append(text, part...)
+	}
+	return Observation{Handle: h, Text: unsafe.String(unsafe.SliceData(text), len(text))} // text is never modified
 }

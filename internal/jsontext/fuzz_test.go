@@ -43,6 +43,9 @@ func FuzzScanJSON(f *testing.F) {
 				t.Fatalf("count %d, want %d", sh.Count, len(v))
 			}
 			checkItems(t, data, sh.Items, 8)
+			// Past keysCompared distinct keys, keys are found in a map.
+			_, sh, _ := Scan(data, Limits{Keys: keysCompared + 4})
+			checkItems(t, data, sh.Items, keysCompared+4)
 		case string:
 			raw := bytes.Trim(data, " \t\r\n")
 			n, _ := StringStats(raw)

@@ -1,6 +1,9 @@
 package jsontext
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Kinds is a set of JSON kinds, one bit each.
 type Kinds uint8
@@ -137,6 +140,9 @@ func (s *itemsScan) slowField(d []byte, k Span, c byte) {
 			}
 			t.word = binary.LittleEndian.Uint64(d[k.Start:]) & t.mask
 		}
+		if s.tmpl == nil {
+			s.tmpl = make([]keyAt, 0, keysCompared)
+		}
 		s.tmpl = append(s.tmpl, t)
 	}
 	s.pos++
@@ -164,21 +170,45 @@ func (s *itemsScan) items() *Items {
 
 // keyID returns the index in Keys of the key k, adding it when there is
 // room, and -1 when it is not tracked.
+//
+// The first few keys are found by comparing their bytes, the rest in a map:
+// most items have a handful of keys, and the map and its strings would
+// cost more than the comparisons.
 func (s *itemsScan) keyID(d []byte, k Span) int {
-	if id, ok := s.ids[string(d[k.Start:k.End])]; ok {
-		return id
+	key := d[k.Start:k.End]
+	if s.ids != nil {
+		if id, ok := s.ids[string(key)]; ok {
+			return id
+		}
+	} else {
+		for id := range s.it.Keys {
+			if bytes.Equal(s.it.Keys[id].Key.Of(d), key) {
+				return id
+			}
+		}
 	}
 	if len(s.it.Keys) == s.max {
 		return -1
 	}
-	if s.ids == nil {
-		s.ids = make(map[string]int)
+	if s.it.Keys == nil {
+		s.it.Keys = make([]KeyInfo, 0, min(s.max, keysCompared))
 	}
 	id := len(s.it.Keys)
 	s.it.Keys = append(s.it.Keys, KeyInfo{Key: k})
-	s.ids[string(d[k.Start:k.End])] = id
+	switch {
+	case s.ids != nil:
+		s.ids[string(key)] = id
+	case len(s.it.Keys) > keysCompared:
+		s.ids = make(map[string]int, 2*len(s.it.Keys))
+		for id, ki := range s.it.Keys {
+			s.ids[string(ki.Key.Of(d))] = id
+		}
+	}
 	return id
 }
+
+// keysCompared is the number of keys keyID finds by comparing bytes.
+const keysCompared = 16
 
 // mergeItems returns the Items of an array whose items are those of a
 // followed by those of b, both of document d, keeping at most max keys.

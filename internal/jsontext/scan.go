@@ -246,6 +246,9 @@ func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
 func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
 	sc := scanner{d: d, head: lim.Head}
 	sc.sh.ntail = lim.Tail
+	if lim.Head > 0 {
+		sc.sh.Head = make([]Child, 0, min(lim.Head, 32)) // one allocation, not a growing one
+	}
 	i := SkipSpace(d, from)
 	if inArray || i < len(d) && d[i] == '[' {
 		sc.items = &itemsScan{max: lim.Keys}

@@ -1,6 +1,7 @@
 package jsontext
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -80,5 +81,31 @@ func TestScanSplit(t *testing.T) {
 				t.Errorf("tail (-one +split):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestItemsManyKeys checks the key table of Items past the keys found by
+// comparison, up to and past its limit.
+func TestItemsManyKeys(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range 50 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		// Each item has keys k0…k(i%40) in a rotating order, and "k1" twice.
+		b.WriteByte('{')
+		for j := range i%40 + 1 {
+			fmt.Fprintf(&b, `"k%d":%d,`, (j+i)%40, j)
+		}
+		b.WriteString(`"k1":"x"}`)
+	}
+	b.WriteByte(']')
+	for _, max := range []int{1, keysCompared - 1, keysCompared, keysCompared + 1, 30, 40, 256} {
+		_, sh, err := Scan(b.Bytes(), Limits{Keys: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkItems(t, b.Bytes(), sh.Items, max)
 	}
 }

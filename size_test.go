@@ -1,0 +1,33 @@
+package values
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dustin/go-humanize"
+)
+
+// appendSize must print what go-humanize's IBytes prints, which the
+// preview grammar and its golden files were written with.
+func TestAppendSizeMatchesIBytes(t *testing.T) {
+	ns := []int{-1, 0, 1, 9, 10, 99, 1000, 1023, 1024, 1025, 10239, 10240, 10241, 1048575, 1048576, 104857600, 1<<30 - 1, 1 << 40, math.MaxInt}
+	for p := 1; p < 1<<20; p = p*3 + 1 {
+		ns = append(ns, p, p*1024-1, p*1024, p*1024+512)
+	}
+	for _, n := range ns {
+		want := humanize.IBytes(uint64(max(n, 0)))
+		if got := size(n); got != want {
+			t.Errorf("size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func FuzzAppendSize(f *testing.F) {
+	f.Add(uint64(1048575))
+	f.Fuzz(func(t *testing.T, n uint64) {
+		n &= math.MaxInt64
+		if got, want := size(int(n)), humanize.IBytes(n); got != want {
+			t.Fatalf("size(%d) = %q, want %q", n, got, want)
+		}
+	})
+}
