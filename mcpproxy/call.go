@@ -102,11 +102,15 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 // MetaHandle, and, when the content blocks are stored apart from the
 // structured content, theirs under MetaContentHandle.
 func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
-	structured, err := unwrapStructured(res.StructuredContent)
-	if err != nil {
-		structured = nil
+	h, ch, raw := storedRaw(res) // stored from its bytes (rawresult.go), to be previewed
+	var structured json.RawMessage
+	if !raw {
+		var err error
+		if structured, err = unwrapStructured(res.StructuredContent); err != nil {
+			structured = nil
+		}
+		h, ch = p.store(res.Content, structured)
 	}
-	h, ch := p.store(res.Content, structured)
 
 	meta := forwardMeta(res.Meta)
 	if meta == nil {
@@ -117,7 +121,7 @@ func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
 		meta[MetaContentHandle] = ch
 	}
 	v, _ := p.values.Get(h)
-	if p.threshold < 0 || v.Kind() == values.KindBinary || wholeSize(res.Content, structured) > p.threshold {
+	if raw || p.threshold < 0 || v.Kind() == values.KindBinary || wholeSize(res.Content, structured) > p.threshold {
 		text := p.preview(h)
 		if ch != "" {
 			text += "\n\nThe content blocks, stored apart:\n" + p.preview(ch)
@@ -187,14 +191,7 @@ func (p *Proxy) storeContent(content []mcp.Content) string {
 // sameJSON reports whether text is the JSON of structured again, as servers
 // send it beside structured content for older clients (whitespace aside).
 func sameJSON(structured json.RawMessage, text string) bool {
-	if len(text) < len(structured)/2 || !json.Valid([]byte(text)) {
-		return false
-	}
-	var a, b bytes.Buffer
-	if json.Compact(&a, structured) != nil || json.Compact(&b, []byte(text)) != nil {
-		return false
-	}
-	return bytes.Equal(a.Bytes(), b.Bytes())
+	return jsontext.Valid(structured) == nil && jsontext.SameJSON(structured, []byte(text))
 }
 
 // wholeSize is the number of bytes a result shown whole would add to the

@@ -258,6 +258,11 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 		c.reply(nil, jsonrpc.CodeParseError, "Parse error: "+jsonProblem(data))
 		return nil
 	}
+	if !c.server && len(data) >= rawEnvelopeMin {
+		if resp, ok := c.rawResponse(data); ok {
+			return resp
+		}
+	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
 		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server {
@@ -270,6 +275,50 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 		return nil
 	}
 	return c.salvage(data, err)
+}
+
+// rawEnvelopeMin is the size from which the client side reads a response
+// from its bytes (rawResponse).
+const rawEnvelopeMin = 64 << 10
+
+// rawResponse reads a response to a pending call of this connection from
+// the bytes of its line, without the SDK's decoding of the envelope, which
+// would scan the whole result again and copy it: the result is a slice of
+// the line, handed to settle. It reports false for anything but a valid,
+// plain response ("jsonrpc":"2.0", an id, a result, nothing else, no
+// member twice), which the SDK decodes as any other message.
+func (c *lineConn) rawResponse(data []byte) (*jsonrpc.Response, bool) {
+	if data[0] != '{' || jsontext.Valid(data) != nil {
+		return nil, false
+	}
+	var version, rawID, result []byte
+	ok := true
+	jsontext.EachChild(data, func(k, v []byte) bool {
+		var at *[]byte
+		switch {
+		case jsontext.KeyEquals(k, "jsonrpc"):
+			at = &version
+		case jsontext.KeyEquals(k, "id"):
+			at = &rawID
+		case jsontext.KeyEquals(k, "result"):
+			at = &result
+		}
+		ok = at != nil && *at == nil
+		if ok {
+			*at = v
+		}
+		return ok
+	})
+	if !ok || version == nil || rawID == nil || result == nil || version[0] != '"' || !jsontext.KeyEquals(version, "2.0") {
+		return nil, false
+	}
+	id, idOK := idOf(rawID)
+	if _, pending := c.calls.method(id); !idOK || !pending {
+		return nil, false
+	}
+	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(result)}
+	c.settle(resp)
+	return resp, true
 }
 
 // settle applies fix to a response to one of this connection's calls.

@@ -55,6 +55,7 @@ type Options struct {
 // notifications while calls are in flight.
 type Proxy struct {
 	threshold int
+	rawFrom   int // the size from which a result may take the raw path; tests set it
 	values    *values.SessionValues
 	log       io.Writer
 

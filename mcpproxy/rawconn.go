@@ -88,9 +88,12 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 const maxToolDepth = 512
 
 // fixResult prepares the result of a downstream response to a call of
-// method for the SDK: a tools/call result must be an object, and has its
-// structuredContent wrapped (wrapStructured); a tools/list result loses the
-// tools that nest too deep. A refused result becomes the error returned.
+// method for the SDK: a tools/call result must be an object; one the agent
+// will get as a preview is stored from its bytes and replaced by a small
+// stand-in (presentRaw), and any other has its structuredContent wrapped
+// (wrapStructured). A tools/list result loses the tools that nest too
+// deep. A refused result becomes the error returned. result is valid JSON:
+// the connection decoded, or validated, the response.
 func (p *Proxy) fixResult(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
@@ -101,6 +104,11 @@ func (p *Proxy) fixResult(method string, result json.RawMessage) (json.RawMessag
 				what = kindName(r[0]) + " " + clipText(string(r))
 			}
 			return nil, &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
+		}
+		if len(result) >= p.rawFrom {
+			if out, ok := p.presentRaw(result); ok {
+				return out, nil
+			}
 		}
 		return wrapStructured(result), nil
 	case "tools/list":

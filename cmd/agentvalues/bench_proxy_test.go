@@ -1,0 +1,559 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentvalues/values/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The benchmarks of this file measure the proxy command against the same
+// go-sdk server reached directly, in one run (issue 13):
+//
+//	go test -run='^$' -bench=ProxyBlob -benchtime=1x ./cmd/agentvalues
+//	go test -run='^$' -bench=ProxySmallCall -benchtime=2000x ./cmd/agentvalues
+//
+// Each leaf benchmark starts its own processes, before its timed loop: the
+// test binary as blobServerArg (direct), or as `agentvalues proxy --` in
+// front of it (proxy). The client is a go-sdk client in this process, the
+// same in both. The targets of the issue, for the reader (nothing here
+// asserts a timing): proxied time at most 1.2 times direct; proxy CPU at
+// most 0.25 s per 100 MB; proxy peak memory at most twice the result; and
+// at most 100 µs (1 in flight) and 200 µs (8 in flight) of added p50
+// latency on a small call.
+
+// blobServerArg makes the test binary (with runMainEnv set) a go-sdk MCP
+// server with two tools: blob {kind, size}, which returns a result of about
+// size bytes of one kind (see blobPayload), and ping, which returns
+// {"ok":true}. Its arguments are KIND:SIZE pairs whose payloads it makes
+// before it serves, so that making them is outside any timed call; other
+// payloads are made on their first call and kept.
+const blobServerArg = "test-blob-server"
+
+func init() { testHelpers[blobServerArg] = blobServer }
+
+// The blob kinds, as a go-sdk server sends a large result.
+const (
+	blobJSON       = "json"       // a text block holding a JSON array of objects
+	blobText       = "text"       // a text block holding a log: lines, some non-ASCII
+	blobStructured = "structured" // structuredContent, a JSON object holding a large array, and its text in a block
+)
+
+// pingResult is the text of the ping tool's one content block.
+const pingResult = `{"ok":true}`
+
+// blobCallTimeout bounds one blob call, so that a proxy that hangs fails
+// the benchmark instead of stopping the run.
+const blobCallTimeout = 10 * time.Minute
+
+// blobPayload is a payload the blob server made, held in the forms it is
+// sent in so that a call copies nothing.
+type blobPayload struct {
+	text string          // the text of the content block
+	raw  json.RawMessage // the structured content, for blobStructured
+}
+
+func blobServer(args []string) int {
+	var mu sync.Mutex
+	cache := map[string]*blobPayload{}
+	payload := func(kind string, size int) (*blobPayload, error) {
+		key := kind + ":" + strconv.Itoa(size)
+		mu.Lock()
+		defer mu.Unlock()
+		if p := cache[key]; p != nil {
+			return p, nil
+		}
+		data, err := makeBlob(kind, size)
+		if err != nil {
+			return nil, err
+		}
+		p := &blobPayload{text: string(data)}
+		if kind == blobStructured {
+			p.raw = data
+		}
+		cache[key] = p
+		return p, nil
+	}
+	for _, arg := range args {
+		kind, size, ok := strings.Cut(arg, ":")
+		n, err := strconv.Atoi(size)
+		if !ok || err != nil {
+			fmt.Fprintf(os.Stderr, "usage: %s [KIND:SIZE]...; got %q\n", blobServerArg, arg)
+			return 2
+		}
+		if _, err := payload(kind, n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+
+	s := mcp.NewServer(&mcp.Implementation{Name: "blobserver", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{
+		Name:        "blob",
+		Description: "Returns a result of about size bytes: a JSON array as text, a log, or structured content with its text.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"kind":{"enum":["json","text","structured"]},"size":{"type":"integer","minimum":0}},"required":["kind","size"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Kind string `json:"kind"`
+			Size int    `json:"size"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		p, err := payload(in.Kind, in.Size)
+		if err != nil {
+			return nil, err
+		}
+		// As the SDK sends a typed tool's output: the JSON in a text block,
+		// and the same value as structuredContent.
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: p.text}}}
+		if p.raw != nil {
+			res.StructuredContent = p.raw
+		}
+		return res, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: pingResult}}}, nil
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "blobserver:", err)
+	}
+	return 0
+}
+
+// makeBlob returns a deterministic payload of kind, at most size bytes
+// long and within one record (a row or a line, under 400 bytes) of it.
+func makeBlob(kind string, size int) ([]byte, error) {
+	r := rand.New(rand.NewPCG(13, uint64(size)))
+	switch kind {
+	case blobJSON:
+		return appendRows(make([]byte, 0, size), r, size), nil
+	case blobText:
+		return appendLog(make([]byte, 0, size), r, size), nil
+	case blobStructured:
+		const head, tail = `{"object":"list","items":`, `,"has_more":false,"next_cursor":null}`
+		b := append(make([]byte, 0, size), head...)
+		b = appendRows(b, r, size-len(tail))
+		return append(b, tail...), nil
+	}
+	return nil, fmt.Errorf("blobserver: unknown kind %q", kind)
+}
+
+// Words the generated records draw on; some are not ASCII, as names and
+// messages in real data are.
+var (
+	blobNames    = []string{"Ana Lima", "Zoë Müller", "José Álvarez", "Søren Berg", "李雷", "Łukasz Nowak", "Chloé Dubois", "Emma Smith", "Noah Johnson", "Aiyana Brown", "Ngozi Okafor", "Ильдар Шайхутдинов"}
+	blobCities   = []string{"São Paulo", "Zürich", "Kraków", "Lyon", "Austin", "東京", "Reykjavík", "Lagos", "Montréal", "Berlin"}
+	blobStatuses = []string{"active", "active", "active", "pending", "suspended", "closed"}
+	blobTags     = []string{"vip", "beta", "newsletter", "trial", "enterprise", "churn-risk", "eu", "us"}
+	blobPaths    = []string{"/api/v1/orders", "/api/v1/users", "/api/v1/invoices", "/healthz", "/api/v2/search", "/static/app.js"}
+	blobLevels   = []string{"INFO ", "INFO ", "INFO ", "INFO ", "DEBUG", "WARN ", "ERROR"}
+	blobProblems = []string{
+		"upstream timed out — retrying (attempt 2/5)",
+		"slow query: SELECT * FROM orders WHERE customer_id = $1 took 812ms",
+		"cache miss for key «user:profile»",
+		"connection reset by peer",
+	}
+)
+
+// blobEpoch is the time of the first generated record.
+var blobEpoch = time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
+
+// appendRows appends a JSON array of customer records to b, stopping
+// before b would pass limit bytes.
+func appendRows(b []byte, r *rand.Rand, limit int) []byte {
+	b = append(b, '[')
+	var row []byte
+	for i := 0; ; i++ {
+		row = row[:0]
+		if i > 0 {
+			row = append(row, ',')
+		}
+		row = append(row, `{"id":`...)
+		row = strconv.AppendInt(row, int64(100000+i), 10)
+		row = append(row, `,"email":"user`...)
+		row = strconv.AppendInt(row, int64(100000+i), 10)
+		row = append(row, `@example.com","name":"`...)
+		row = append(row, blobNames[r.IntN(len(blobNames))]...)
+		row = append(row, `","status":"`...)
+		row = append(row, blobStatuses[r.IntN(len(blobStatuses))]...)
+		row = append(row, `","balance":`...)
+		row = strconv.AppendFloat(row, float64(r.IntN(10000000))/100, 'f', 2, 64)
+		row = append(row, `,"created_at":"`...)
+		row = blobEpoch.Add(time.Duration(i)*37*time.Second).AppendFormat(row, time.RFC3339)
+		row = append(row, `","tags":[`...)
+		for j := range r.IntN(4) {
+			if j > 0 {
+				row = append(row, ',')
+			}
+			row = append(row, '"')
+			row = append(row, blobTags[r.IntN(len(blobTags))]...)
+			row = append(row, '"')
+		}
+		row = append(row, `],"address":{"city":"`...)
+		row = append(row, blobCities[r.IntN(len(blobCities))]...)
+		row = append(row, `","zip":"`...)
+		row = fmt.Appendf(row, "%05d", r.IntN(100000))
+		row = append(row, `"},"verified":`...)
+		row = strconv.AppendBool(row, r.IntN(3) > 0)
+		row = append(row, '}')
+		if len(b)+len(row)+1 > limit {
+			return append(b, ']')
+		}
+		b = append(b, row...)
+	}
+}
+
+// appendLog appends the lines of a web service's log to b, stopping before
+// b would pass limit bytes.
+func appendLog(b []byte, r *rand.Rand, limit int) []byte {
+	var line []byte
+	for i := 0; ; i++ {
+		line = blobEpoch.Add(time.Duration(i)*7919*time.Microsecond).AppendFormat(line[:0], "2006-01-02T15:04:05.000Z07:00")
+		level := blobLevels[r.IntN(len(blobLevels))]
+		line = append(line, ' ')
+		line = append(line, level...)
+		line = fmt.Appendf(line, " [worker-%d] req=%08x ", r.IntN(16), r.Uint32())
+		switch level {
+		case "WARN ", "ERROR":
+			line = append(line, blobProblems[r.IntN(len(blobProblems))]...)
+		default:
+			line = fmt.Appendf(line, "GET %s/%d status=200 bytes=%d dur=%.1fms user=%q",
+				blobPaths[r.IntN(len(blobPaths))], r.IntN(1000000), r.IntN(50000), r.Float64()*40, blobNames[r.IntN(len(blobNames))])
+		}
+		line = append(line, '\n')
+		if len(b)+len(line) > limit {
+			return b
+		}
+		b = append(b, line...)
+	}
+}
+
+// benchConn is a go-sdk client connected to the blob server, directly or
+// through the proxy command.
+type benchConn struct {
+	cs     *mcp.ClientSession
+	proxy  int // the proxy's pid; 0 when direct
+	server int // the blob server's pid; 0 if it could not be found
+	stderr *syncWriter
+}
+
+// startBench starts the blob server, behind the proxy command if proxied,
+// with serverArgs, and connects a client to it. The processes stop when
+// the benchmark ends.
+func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
+	b.Helper()
+	args := append([]string{blobServerArg}, serverArgs...)
+	if proxied {
+		args = append([]string{"proxy", "--", os.Args[0]}, args...)
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	c := &benchConn{stderr: &syncWriter{}}
+	cmd.Stderr = c.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	// mcpproxy's transport, not mcp.CommandTransport, which cannot read a
+	// message longer than 16 MiB; unbounded, since the client is not what
+	// is measured.
+	cs, err := client.Connect(ctx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: -1}, nil)
+	if err != nil {
+		b.Fatalf("connecting to %q: %v\nstderr:\n%s", args, err, c.stderr.String())
+	}
+	c.cs = cs
+	b.Cleanup(func() { cs.Close() })
+	if !proxied {
+		c.server = cmd.Process.Pid
+		return c
+	}
+	c.proxy = cmd.Process.Pid
+	if runtime.GOOS == "linux" {
+		children := procChildren(c.proxy)
+		if len(children) != 1 {
+			b.Fatalf("the proxy (pid %d) has children %v, want the blob server alone", c.proxy, children)
+		}
+		c.server = children[0]
+	}
+	return c
+}
+
+// call calls a tool, failing the benchmark on a protocol error.
+func (c *benchConn) call(b *testing.B, ctx context.Context, name, args string) *mcp.CallToolResult {
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		b.Fatalf("%s %s: %v\nstderr:\n%s", name, args, err, c.stderr.String())
+	}
+	return res
+}
+
+// BenchmarkProxyBlob calls blob, each kind at 20 and 100 MiB, on the
+// server directly and through the proxy. Run it with -benchtime=1x: the
+// proxy keeps every result, so its peak memory grows with the number of
+// calls. Beside the time per call it reports the CPU seconds per call and
+// the peak resident memory (VmHWM) of the proxy process alone (its child,
+// the server, not counted), and the same of the server in both variants.
+// A direct call must return the whole payload, a proxied one a preview
+// with its handle; anything else fails the benchmark.
+func BenchmarkProxyBlob(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("measures the proxy's CPU time and peak memory in /proc/PID/stat and status, which only Linux has")
+	}
+	for _, size := range []int{20 << 20, 100 << 20} {
+		for _, kind := range []string{blobJSON, blobText, blobStructured} {
+			b.Run(fmt.Sprintf("%s-%dMiB", kind, size>>20), func(b *testing.B) {
+				b.Run("direct", func(b *testing.B) { benchBlob(b, kind, size, false) })
+				b.Run("proxy", func(b *testing.B) { benchBlob(b, kind, size, true) })
+			})
+		}
+	}
+}
+
+func benchBlob(b *testing.B, kind string, size int, proxied bool) {
+	c := startBench(b, proxied, kind+":"+strconv.Itoa(size))
+	args := fmt.Sprintf(`{"kind":%q,"size":%d}`, kind, size)
+	proxyCPU0 := procCPU(b, c.proxy)
+	serverCPU0 := procCPU(b, c.server)
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), blobCallTimeout)
+		res := c.call(b, ctx, "blob", args)
+		cancel()
+		if err := checkBlob(res, kind, size, proxied); err != nil {
+			b.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
+		}
+	}
+	perCall := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
+	if proxied {
+		b.ReportMetric(perCall(procCPU(b, c.proxy)-proxyCPU0), "proxy-cpu-s/op")
+		b.ReportMetric(float64(procPeak(b, c.proxy))/(1<<20), "proxy-peak-MiB")
+	}
+	b.ReportMetric(perCall(procCPU(b, c.server)-serverCPU0), "server-cpu-s/op")
+	b.ReportMetric(float64(procPeak(b, c.server))/(1<<20), "server-peak-MiB")
+}
+
+// checkBlob says what is wrong with the result of a blob call, if anything:
+// direct, it must hold the payload (about size bytes of text, and
+// structuredContent for that kind); proxied, a preview under a handle.
+func checkBlob(res *mcp.CallToolResult, kind string, size int, proxied bool) error {
+	if res.IsError {
+		return fmt.Errorf("blob %s %d: error result %.2000q", kind, size, textOf(res))
+	}
+	text := textOf(res)
+	if proxied {
+		h, _ := res.Meta[mcpproxy.MetaHandle].(string)
+		if h == "" || len(text) > 64<<10 || !strings.Contains(text, h+" holds the full value") {
+			return fmt.Errorf("blob %s %d through the proxy: want a preview of a handle, got _meta %v and %d bytes of text: %.2000q", kind, size, res.Meta, len(text), text)
+		}
+		return nil
+	}
+	if len(text) > size || len(text) < size-400 {
+		return fmt.Errorf("blob %s %d: got %d bytes of text, want the payload", kind, size, len(text))
+	}
+	if (res.StructuredContent != nil) != (kind == blobStructured) {
+		return fmt.Errorf("blob %s %d: structuredContent %T", kind, size, res.StructuredContent)
+	}
+	return nil
+}
+
+// textOf returns the text of a result's text blocks, joined by newlines.
+func textOf(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// BenchmarkProxySmallCall calls ping, whose result is 11 bytes, from 1 and
+// from 8 goroutines, each calling again as soon as its call returns, on the
+// server directly and through the proxy. Beside the time per call
+// (ns/op; the last calls in flight when the loop ends are not timed) it
+// reports the 50th and 99th percentiles of the calls' durations; the
+// proxy's added latency is its p50 less the direct p50, which the proxy
+// variant logs when both ran.
+func BenchmarkProxySmallCall(b *testing.B) {
+	directP50 := map[int]time.Duration{} // by calls in flight
+	for _, variant := range []string{"direct", "proxy"} {
+		b.Run(variant, func(b *testing.B) {
+			for _, inFlight := range []int{1, 8} {
+				b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
+					p50 := benchSmallCall(b, variant == "proxy", inFlight)
+					if variant == "direct" {
+						directP50[inFlight] = p50
+					} else if d, ok := directP50[inFlight]; ok {
+						b.Logf("added p50 latency at %d in flight: %.1f µs", inFlight, float64(p50-d)/1e3)
+					}
+				})
+			}
+		})
+	}
+}
+
+// smallCallWarmup is how many calls go before the timed ones, so that the
+// first calls' setup (goroutines, buffers, the proxy's first handles) is
+// not timed.
+const smallCallWarmup = 100
+
+// benchSmallCall runs the calls of BenchmarkProxySmallCall and returns
+// their median duration.
+func benchSmallCall(b *testing.B, proxied bool, inFlight int) time.Duration {
+	c := startBench(b, proxied)
+	ctx := context.Background()
+	for range smallCallWarmup {
+		if err := checkPing(c.call(b, ctx, "ping", `{}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	tickets := make(chan struct{})
+	failed := make(chan struct{})
+	var (
+		failOnce sync.Once
+		failErr  error
+		wg       sync.WaitGroup
+	)
+	durations := make([][]time.Duration, inFlight) // by goroutine
+	for g := range inFlight {
+		wg.Go(func() {
+			for range tickets {
+				start := time.Now()
+				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: json.RawMessage(`{}`)})
+				durations[g] = append(durations[g], time.Since(start))
+				if err == nil {
+					err = checkPing(res)
+				}
+				if err != nil {
+					failOnce.Do(func() { failErr = err; close(failed) })
+					return
+				}
+			}
+		})
+	}
+	b.ReportAllocs()
+loop:
+	for b.Loop() {
+		select {
+		case tickets <- struct{}{}:
+		case <-failed:
+			break loop
+		}
+	}
+	close(tickets)
+	wg.Wait()
+	if failErr != nil {
+		b.Fatalf("ping: %v\nstderr:\n%s", failErr, c.stderr.String())
+	}
+
+	all := slices.Concat(durations...)
+	slices.Sort(all)
+	p50, p99 := percentile(all, 50), percentile(all, 99)
+	b.ReportMetric(float64(p50)/1e3, "p50-µs")
+	b.ReportMetric(float64(p99)/1e3, "p99-µs")
+	return p50
+}
+
+// checkPing says what is wrong with the result of a ping call, if
+// anything. Through the proxy the result has one more block, naming its
+// handle.
+func checkPing(res *mcp.CallToolResult) error {
+	if res.IsError || len(res.Content) == 0 {
+		return fmt.Errorf("ping: got %q", textOf(res))
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != pingResult {
+		return fmt.Errorf("ping: got %q, want %s first", textOf(res), pingResult)
+	}
+	return nil
+}
+
+// percentile returns the p-th percentile (nearest rank) of sorted, which
+// must not be empty.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100 // the rank, from 1
+	return sorted[max(i, 1)-1]
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat
+// (sysconf(_SC_CLK_TCK)): 100 on every architecture Go supports on Linux.
+const clockTicks = 100
+
+// procCPU returns the CPU time, user and system, that process pid has used
+// so far, its own threads only: not that of its children, waited for or
+// not. It returns 0 for pid 0.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15.
+	i := strings.LastIndex(string(data), ") ")
+	f := strings.Fields(string(data)[i+2:]) // from field 3; i+2 is 1 if there is no ") "
+	if i < 0 || len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	utime, err1 := strconv.ParseInt(f[14-3], 10, 64)
+	stime, err2 := strconv.ParseInt(f[15-3], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		b.Fatalf("/proc/%d/stat: %v", pid, err)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// procPeak returns the peak resident memory (VmHWM) of process pid in
+// bytes.
+func procPeak(b *testing.B, pid int) int64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for l := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("/proc/%d/status: %v", pid, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("/proc/%d/status has no VmHWM", pid)
+	return 0
+}
+
+// procChildren returns the pids of the children of process pid, from the
+// children file of each of its threads.
+func procChildren(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var pids []int
+	for _, name := range files {
+		data, _ := os.ReadFile(name)
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}

@@ -1,0 +1,133 @@
+package jsontext
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// SameJSON reports whether b is the valid JSON value a again, white space
+// outside strings aside: whether b is valid JSON and json.Compact would
+// turn both into the same bytes. It reads each at most once and allocates
+// nothing; a must be valid JSON, b may be anything.
+func SameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	return sameCompact(&source{b: a}, &source{b: b})
+}
+
+// SameJSONString is SameJSON(v, the text of s) for the valid JSON value v
+// and the valid JSON string s (quotes included), without decoding s into
+// memory: it tells whether a string holds a value's JSON again, as MCP
+// servers send a tool's structured content beside it as text.
+func SameJSONString(v, s []byte) bool {
+	body := s[1 : len(s)-1]
+	if equalDecoded(v, body) {
+		return true
+	}
+	return sameCompact(&source{b: v}, &source{b: body, escaped: true})
+}
+
+// equalDecoded reports whether the decoding of the body of a valid JSON
+// string is exactly v, comparing the runs between escapes whole.
+func equalDecoded(v, body []byte) bool {
+	var buf [utf8.UTFMax]byte
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, '\\')
+		if i < 0 {
+			return bytes.Equal(v, body)
+		}
+		if len(v) < i || !bytes.Equal(v[:i], body[:i]) {
+			return false
+		}
+		v = v[i:]
+		r, n := DecodeEscape(body, i)
+		c := utf8.EncodeRune(buf[:], r)
+		if len(v) < c || !bytes.Equal(v[:c], buf[:c]) {
+			return false
+		}
+		v, body = v[c:], body[i+n:]
+	}
+	return len(v) == 0
+}
+
+// A source yields the bytes of a JSON text one at a time: of b itself, or,
+// when escaped, of the decoding of b, the body of a JSON string.
+type source struct {
+	b       []byte
+	i       int
+	escaped bool
+	pend    [utf8.UTFMax]byte // the rest of a decoded escape
+	np, ip  int
+}
+
+// next returns the next byte, and false at the end.
+func (s *source) next() (byte, bool) {
+	if s.ip < s.np {
+		s.ip++
+		return s.pend[s.ip-1], true
+	}
+	if s.i >= len(s.b) {
+		return 0, false
+	}
+	c := s.b[s.i]
+	if !s.escaped || c != '\\' {
+		s.i++
+		return c, true
+	}
+	r, n := DecodeEscape(s.b, s.i)
+	s.i += n
+	s.np, s.ip = utf8.EncodeRune(s.pend[:], r), 1
+	return s.pend[0], true
+}
+
+// sameCompact compares a, valid JSON, with b byte by byte, dropping white
+// space outside strings from both. Both are read with the same string
+// state, which is right as long as what was read so far is equal. White
+// space in b is dropped only next to a structural character, a quote or
+// an end, where valid JSON can have it, so that b matches only if it is
+// valid too ("tr ue" and "1 2" do not match "true" and "12").
+func sameCompact(a, b *source) bool {
+	inString, escaped := false, false
+	var last byte // the last byte compared, 0 at the start
+	for {
+		ca, oka := a.next()
+		for oka && !inString && IsSpace(ca) {
+			ca, oka = a.next()
+		}
+		cb, okb := b.next()
+		if !inString && okb && IsSpace(cb) {
+			for okb && IsSpace(cb) {
+				cb, okb = b.next()
+			}
+			if !structural(last) && okb && !structural(cb) {
+				return false
+			}
+		}
+		if oka != okb || ca != cb {
+			return false
+		}
+		if !oka {
+			return true
+		}
+		switch {
+		case escaped:
+			escaped = false
+		case inString && ca == '\\':
+			escaped = true
+		case ca == '"':
+			inString = !inString
+		}
+		last = ca
+	}
+}
+
+// structural reports whether c may stand next to white space in valid
+// JSON: a bracket, a comma, a colon, a quote, or the start (0).
+func structural(c byte) bool {
+	switch c {
+	case 0, '{', '}', '[', ']', ',', ':', '"':
+		return true
+	}
+	return false
+}

@@ -1,0 +1,260 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The raw path: a tool result that will reach the agent as a preview is
+// stored from the bytes of the response, before the SDK decodes it. The
+// SDK would decode every text block into a Go string (a 100 MB
+// JSON-escaped string decoded by encoding/json), and the proxy then copy
+// and re-encode it; here each text block is decoded once, straight into
+// the buffer the store keeps, and structured content is stored as the
+// bytes the server sent. The SDK then decodes only a small stand-in: the
+// result's isError and _meta, and under rawStoredKey the handles the
+// values were stored under, which [Proxy.present] previews as it does a
+// result stored through the SDK.
+//
+// The raw path takes the results whose content blocks are all text (the
+// common case, and the large one); a result with an image, audio or a
+// resource, a duplicate member, or anything the SDK would refuse takes the
+// SDK path, which stores the same values: tests hold the two paths to
+// byte-identical values and previews.
+
+// rawStoredKey is the _meta key of a stand-in result. Its value holds
+// rawNonce, so that a downstream server cannot forge a stand-in: an
+// object under this key without it is dropped from the result.
+const rawStoredKey = "agentvalues/raw-stored"
+
+// rawNonce marks the stand-ins of this process.
+var rawNonce = func() string {
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}()
+
+// rawResult is what the raw path reads of a tools/call result: the raw
+// JSON of its members, and of the text of each content block.
+type rawResult struct {
+	texts      [][]byte // the JSON strings of the text blocks, in order
+	structured []byte   // nil when absent or null
+	isError    []byte   // nil when absent
+	meta       []byte   // nil when absent
+}
+
+// parseRaw reads the valid JSON result r as a CallToolResult whose content
+// blocks are all text, and reports false for any other result: one the
+// SDK path must take, to store it or to refuse it as it does.
+func parseRaw(r []byte) (rawResult, bool) {
+	var res rawResult
+	r = r[jsontext.SkipSpace(r, 0):]
+	if r[0] != '{' {
+		return res, false
+	}
+	ok := true
+	var content []byte
+	seen := 0
+	jsontext.EachChild(r, func(k, v []byte) bool {
+		var bit int
+		switch {
+		case jsontext.KeyEquals(k, "content"):
+			content, bit = v, 1
+		case jsontext.KeyEquals(k, "structuredContent"):
+			res.structured, bit = v, 2
+			if v[0] == 'n' {
+				res.structured = nil // null is no structured content
+			}
+		case jsontext.KeyEquals(k, "isError"):
+			res.isError, bit = v, 4
+			ok = v[0] == 't' || v[0] == 'f'
+		case jsontext.KeyEquals(k, "_meta"):
+			res.meta, bit = v, 8
+			ok = v[0] == '{' || v[0] == 'n'
+		}
+		// Other members are ignored, as the SDK's decoding ignores them (it
+		// matches names exactly).
+		ok = ok && seen&bit == 0 // a duplicate: which one wins is the SDK's to say
+		seen |= bit
+		return ok
+	})
+	if !ok {
+		return res, false
+	}
+	if content == nil || content[0] == 'n' {
+		return res, true
+	}
+	if content[0] != '[' {
+		return res, false
+	}
+	jsontext.EachChild(content, func(_, block []byte) bool {
+		text, isText := textBlock(block)
+		if ok = isText; ok {
+			res.texts = append(res.texts, text)
+		}
+		return ok
+	})
+	return res, ok
+}
+
+// textBlock returns the JSON string of the text of a text content block,
+// and false for any other block.
+func textBlock(b []byte) ([]byte, bool) {
+	if b[0] != '{' {
+		return nil, false
+	}
+	var text []byte
+	ok, isText := true, false
+	jsontext.EachChild(b, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "type"):
+			isText = v[0] == '"' && jsontext.KeyEquals(v, "text")
+			ok = isText
+		case jsontext.KeyEquals(k, "text"):
+			ok = v[0] == '"' && text == nil
+			text = v
+		}
+		// annotations, _meta and the rest are not stored, and are dropped
+		// from a preview, on either path.
+		return ok
+	})
+	return text, ok && isText && text != nil
+}
+
+// textLen is the length of the text of the blocks joined by newlines, as
+// joinText makes it, without decoding them.
+func (res *rawResult) textLen() int {
+	n := max(len(res.texts)-1, 0)
+	for _, t := range res.texts {
+		l, _ := jsontext.StringStats(t)
+		n += l
+	}
+	return n
+}
+
+// text decodes the text of the blocks joined by newlines, into a buffer of
+// its own that the store may keep.
+func (res *rawResult) text() []byte {
+	n := 0
+	for _, t := range res.texts {
+		n += len(t) + 1 // the decoding is never longer than the JSON
+	}
+	b := make([]byte, 0, n)
+	for i, t := range res.texts {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = jsontext.AppendUnquoted(b, t)
+	}
+	return b
+}
+
+// presentRaw stores the tools/call result r, valid JSON, from its bytes
+// when the raw path can take it and the agent will get a preview, and
+// returns the stand-in result for the SDK to decode. It reports false when
+// the SDK path must take r: shown whole, or not a result of text blocks.
+func (p *Proxy) presentRaw(r []byte) (json.RawMessage, bool) {
+	res, ok := parseRaw(r)
+	if !ok || p.threshold >= 0 && len(res.structured)+res.textLen() <= p.threshold {
+		return nil, false
+	}
+	h, ch := p.storeRaw(&res)
+	out := make([]byte, 0, 160+len(res.meta))
+	out = append(out, `{"content":[]`...)
+	if res.isError != nil {
+		out = append(out, `,"isError":`...)
+		out = append(out, res.isError...)
+	}
+	// The server's _meta members are forwarded as present forwards them;
+	// the mark comes last, so that it wins over one the server wrote.
+	out = append(out, `,"_meta":{`...)
+	if len(res.meta) > 0 && res.meta[0] == '{' {
+		if inner := bytes.TrimSpace(res.meta[1 : len(res.meta)-1]); len(inner) > 0 {
+			out = append(out, inner...)
+			out = append(out, ',')
+		}
+	}
+	out = append(out, `"`+rawStoredKey+`":{"nonce":"`+rawNonce+`","handle":`...)
+	out = jsontext.AppendQuote(out, []byte(h))
+	if ch != "" {
+		out = append(out, `,"content":`...)
+		out = jsontext.AppendQuote(out, []byte(ch))
+	}
+	return append(out, "}}}"...), true
+}
+
+// storeRaw stores a result of text blocks by the rules of [Proxy.store],
+// decoding the text only when it is stored.
+func (p *Proxy) storeRaw(res *rawResult) (h, contentHandle string) {
+	if res.structured == nil {
+		return p.values.PutOutput(res.text()), ""
+	}
+	if mirrorsRawText(res) {
+		return p.values.PutOutput(res.text()), ""
+	}
+	// The frame holding structured is not kept: the store keeps a copy.
+	structured := bytes.Clone(res.structured)
+	h, err := p.values.Put(json.RawMessage(structured))
+	if err != nil {
+		h = p.values.PutOutput(structured)
+	}
+	if len(res.texts) > 0 && !sameRawJSON(res) {
+		contentHandle = p.values.PutOutput(res.text())
+	}
+	return h, contentHandle
+}
+
+// mirrorsRawText is mirrorsText for a raw result: its structured content is
+// an object with a single string member whose text is the blocks' text.
+func mirrorsRawText(res *rawResult) bool {
+	if res.structured[0] != '{' {
+		return false
+	}
+	var member []byte
+	n := 0
+	jsontext.EachChild(res.structured, func(_, v []byte) bool {
+		n++
+		member = v
+		return n == 1
+	})
+	if n != 1 || member[0] != '"' {
+		return false
+	}
+	if len(res.texts) == 1 && bytes.Equal(member, res.texts[0]) {
+		return true
+	}
+	return bytes.Equal(jsontext.AppendUnquoted(nil, member), res.text())
+}
+
+// sameRawJSON is sameJSON for a raw result: whether the blocks' text is the
+// structured content's JSON again. One block is compared without decoding
+// it.
+func sameRawJSON(res *rawResult) bool {
+	if len(res.texts) == 1 {
+		return jsontext.SameJSONString(res.structured, res.texts[0])
+	}
+	return jsontext.SameJSON(res.structured, res.text())
+}
+
+// storedRaw returns the handles a stand-in result names, and removes its
+// mark from the result's _meta; ok is false for a result stored through
+// the SDK (a mark without this process's nonce is removed too).
+func storedRaw(res *mcp.CallToolResult) (h, contentHandle string, ok bool) {
+	mark, found := res.Meta[rawStoredKey]
+	if !found {
+		return "", "", false
+	}
+	delete(res.Meta, rawStoredKey)
+	m, _ := mark.(map[string]any)
+	if nonce, _ := m["nonce"].(string); nonce != rawNonce {
+		return "", "", false
+	}
+	h, _ = m["handle"].(string)
+	contentHandle, _ = m["content"].(string)
+	return h, contentHandle, h != ""
+}
