@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -12,9 +13,9 @@ import (
 )
 
 // The in-process benchmarks of a large result: the same result from the
-// same hand-written server, called directly by an SDK client and through
-// the proxy, so that the proxy's cost (time, and allocation per call) is
-// read from one run. cmd/agentvalues has the benchmarks across processes.
+// same hand-written server, called directly by an SDK client, through the
+// proxy, and through the proxy with its raw path off, so that the proxy's
+// cost (time, and allocation per call) is read from one run. cmd/agentvalues has the benchmarks across processes.
 //
 //	go test -run='^$' -bench=LargeResult -benchtime=3x ./mcpproxy
 
@@ -47,27 +48,32 @@ func BenchmarkLargeResult(b *testing.B) {
 	for _, size := range []int{20 << 20} {
 		results := largeResults(size)
 		for _, kind := range []string{"json", "text", "structured"} {
-			for _, via := range []string{"direct", "proxy"} {
+			for _, via := range []string{"direct", "proxy", "proxy-sdk-path"} {
 				b.Run(fmt.Sprintf("%s-%dMB/%s", kind, size>>20, via), func(b *testing.B) {
-					benchLargeResult(b, results, kind, via == "proxy")
+					benchLargeResult(b, results, kind, via)
 				})
 			}
 		}
 	}
 }
 
-func benchLargeResult(b *testing.B, results map[string]string, kind string, proxied bool) {
+// benchLargeResult calls the tool via "direct", "proxy", or
+// "proxy-sdk-path" (the proxy with the raw path off, as it was).
+func benchLargeResult(b *testing.B, results map[string]string, kind, via string) {
 	ctx := context.Background()
 	sr, pw := io.Pipe()
 	pr, sw := io.Pipe()
 	go rawServer(sr, sw, results)
 	var down mcp.Transport = &mcp.IOTransport{Reader: pr, Writer: pw, MaxLineLength: -1}
-	if proxied {
+	if via != "direct" {
 		p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer p.Close()
+		if via == "proxy-sdk-path" {
+			p.rawFrom = math.MaxInt
+		}
 		pst, ct := pipeTransports()
 		if _, err := p.Server().Connect(ctx, pst, nil); err != nil {
 			b.Fatal(err)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -303,13 +305,24 @@ func (c *benchConn) call(b *testing.B, ctx context.Context, name, args string) *
 }
 
 // BenchmarkProxyBlob calls blob, each kind at 20 and 100 MiB, on the
-// server directly and through the proxy. Run it with -benchtime=1x: the
-// proxy keeps every result, so its peak memory grows with the number of
-// calls. Beside the time per call it reports the CPU seconds per call and
-// the peak resident memory (VmHWM) of the proxy process alone (its child,
-// the server, not counted), and the same of the server in both variants.
-// A direct call must return the whole payload, a proxied one a preview
-// with its handle; anything else fails the benchmark.
+// server in three ways:
+//
+//   - direct-bytes: a client of this file's own reads the response line
+//     and only counts its bytes; the cost of the server and the pipe alone.
+//   - direct: the go-sdk client, which decodes the whole result (and the
+//     structured content into maps).
+//   - proxy: the go-sdk client through the proxy command, which answers
+//     with a preview.
+//
+// What the proxy adds to a call is proxy less direct-bytes: the go-sdk
+// client's decoding, in direct, is work a client of the proxy is spared.
+// Run it with -benchtime=1x: the proxy keeps every result, so its peak
+// memory grows with the number of calls. Beside the time per call it
+// reports the CPU seconds per call and the peak resident memory (VmHWM) of
+// the proxy process alone (its child, the server, not counted), and the
+// same of the server in every variant. A direct call must return the whole
+// payload, a proxied one a preview with its handle; anything else fails
+// the benchmark.
 func BenchmarkProxyBlob(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("measures the proxy's CPU time and peak memory in /proc/PID/stat and status, which only Linux has")
@@ -317,6 +330,7 @@ func BenchmarkProxyBlob(b *testing.B) {
 	for _, size := range []int{20 << 20, 100 << 20} {
 		for _, kind := range []string{blobJSON, blobText, blobStructured} {
 			b.Run(fmt.Sprintf("%s-%dMiB", kind, size>>20), func(b *testing.B) {
+				b.Run("direct-bytes", func(b *testing.B) { benchBlobBytes(b, kind, size) })
 				b.Run("direct", func(b *testing.B) { benchBlob(b, kind, size, false) })
 				b.Run("proxy", func(b *testing.B) { benchBlob(b, kind, size, true) })
 			})
@@ -345,6 +359,76 @@ func benchBlob(b *testing.B, kind string, size int, proxied bool) {
 	}
 	b.ReportMetric(perCall(procCPU(b, c.server)-serverCPU0), "server-cpu-s/op")
 	b.ReportMetric(float64(procPeak(b, c.server))/(1<<20), "server-peak-MiB")
+}
+
+// benchBlobBytes is the direct-bytes variant of BenchmarkProxyBlob: it
+// starts the blob server and speaks JSON-RPC lines to it itself, counting
+// the bytes of each response rather than decoding them.
+func benchBlobBytes(b *testing.B, kind string, size int) {
+	cmd := exec.Command(os.Args[0], blobServerArg, kind+":"+strconv.Itoa(size))
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	stderr := &syncWriter{}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		in.Close() // the server exits at the end of its input
+		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+		cmd.Wait()
+		kill.Stop()
+	})
+	out := bufio.NewReaderSize(stdout, 1<<20)
+	// roundTrip sends a request and returns the start of the response line
+	// and its length.
+	roundTrip := func(request string) (head string, n int) {
+		if _, err := io.WriteString(in, request+"\n"); err != nil {
+			b.Fatalf("writing to the server: %v\nstderr:\n%s", err, stderr.String())
+		}
+		for {
+			chunk, err := out.ReadSlice('\n')
+			if len(head) < 200 {
+				head += string(chunk[:min(len(chunk), 200-len(head))])
+			}
+			n += len(chunk)
+			if err == nil {
+				return head, n
+			}
+			if err != bufio.ErrBufferFull {
+				b.Fatalf("reading from the server: %v\nstderr:\n%s", err, stderr.String())
+			}
+		}
+	}
+	if head, _ := roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`); !strings.Contains(head, `"result"`) {
+		b.Fatalf("initialize: %q\nstderr:\n%s", head, stderr.String())
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		b.Fatal(err)
+	}
+
+	pid := cmd.Process.Pid
+	cpu0 := procCPU(b, pid)
+	b.ReportAllocs()
+	id := 0
+	for b.Loop() {
+		id++
+		head, n := roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"blob","arguments":{"kind":%q,"size":%d}}}`, id, kind, size))
+		// The text of the payload, escaped, is in the line once, or twice
+		// for structured.
+		if !strings.Contains(head, fmt.Sprintf(`"id":%d,`, id)) || !strings.Contains(head, `"result":{"content":[{"type":"text"`) || n < size {
+			b.Fatalf("blob %s %d: a response of %d bytes starting %q", kind, size, n, head)
+		}
+	}
+	b.ReportMetric((procCPU(b, pid)-cpu0).Seconds()/float64(b.N), "server-cpu-s/op")
+	b.ReportMetric(float64(procPeak(b, pid))/(1<<20), "server-peak-MiB")
 }
 
 // checkBlob says what is wrong with the result of a blob call, if anything:
