@@ -104,8 +104,9 @@ type lineConn struct {
 
 	start    sync.Once
 	incoming chan jsonrpc.Message
-	readErr  error         // why reading stopped; valid once readDone is closed
-	readDone chan struct{} // closed when the read loop has stopped
+	workers  sync.WaitGroup // messages being taken apart from the read loop
+	readErr  error          // why reading stopped; valid once readDone is closed
+	readDone chan struct{}  // closed when the read loop has stopped
 
 	wmu sync.Mutex // serializes writes
 
@@ -166,22 +167,43 @@ func (c *lineConn) readLoop() {
 	// readDone first: a call failed by the end of incoming sees broken().
 	defer close(c.incoming)
 	defer close(c.readDone)
+	defer c.workers.Wait() // what they deliver goes before the end
 	for {
 		ln, err := c.readLine()
-		if ln.size > 0 {
-			if msg := c.message(ln); msg != nil {
-				select {
-				case c.incoming <- msg:
-				case <-c.closed:
-					c.readErr = io.EOF
-					return
-				}
+		switch {
+		case ln.size == 0:
+		case !c.server && !ln.over && ln.size >= rawEnvelopeMin:
+			// A large response is taken and stored (settle, fix) apart, so
+			// that the responses to other calls do not wait for it.
+			c.workers.Add(1)
+			go func() {
+				defer c.workers.Done()
+				c.deliver(c.message(ln))
+			}()
+		default:
+			if !c.deliver(c.message(ln)) {
+				c.readErr = io.EOF
+				return
 			}
 		}
 		if err != nil {
 			c.readErr = err
 			return
 		}
+	}
+}
+
+// deliver hands msg, if any, to Read, and reports false when the
+// connection was closed first.
+func (c *lineConn) deliver(msg jsonrpc.Message) bool {
+	if msg == nil {
+		return true
+	}
+	select {
+	case c.incoming <- msg:
+		return true
+	case <-c.closed:
+		return false
 	}
 }
 

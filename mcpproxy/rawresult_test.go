@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -197,5 +199,55 @@ func TestRawForgedMark(t *testing.T) {
 	}
 	if got := text(res); !strings.HasPrefix(got, "mine\n[stored as r1") {
 		t.Errorf("result shown as %q", got)
+	}
+}
+
+// TestLargeResponseDoesNotHoldOthers: while a large response is being
+// taken (its result stored, here held by fix), the response to another
+// call is delivered; a read loop that took the large one before reading on
+// would hold it until the first was done.
+func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
+	sr, sw := io.Pipe()
+	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
+	defer c.Close()
+	started, release := make(chan struct{}), make(chan struct{})
+	c.fix = func(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		if len(result) > rawEnvelopeMin {
+			close(started)
+			<-release
+		}
+		return result, nil
+	}
+	ctx := context.Background()
+	id1, _ := jsonrpc.MakeID(float64(1)) // as the SDK decodes a numeric id
+	id2, _ := jsonrpc.MakeID(float64(2))
+	for _, id := range []jsonrpc.ID{id1, id2} {
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 2*rawEnvelopeMin) + `"}]}`
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":%s}`+"\n", big)
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`+"\n")
+	}()
+	first := make(chan jsonrpc.Message)
+	go func() {
+		msg, _ := c.Read(ctx)
+		first <- msg
+	}()
+	<-started
+	select {
+	case msg := <-first:
+		if msg.(*jsonrpc.Response).ID != id2 {
+			t.Fatalf("first delivered: %v, want the response to call 2", msg)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a timing
+		t.Fatal("the response to call 2 is held behind the large one")
+	}
+	close(release)
+	msg, err := c.Read(ctx)
+	if err != nil || msg.(*jsonrpc.Response).ID != id1 {
+		t.Fatalf("second delivered: %v %v, want the response to call 1", msg, err)
 	}
 }
