@@ -51,6 +51,11 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		Name:      m.name,
 		Arguments: json.RawMessage(prepared),
 	}
+	if len(prepared) >= spliceMin {
+		var release func()
+		params.Arguments, release = holdSplice(prepared) // see splice.go
+		defer release()
+	}
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		down, release := p.progressToken(req.Session, tok)
 		defer release()

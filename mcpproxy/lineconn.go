@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"sync"
 
@@ -491,12 +492,23 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("mcpproxy: encoding a message: %w", err)
 	}
 	data = append(data, '\n')
-	if req, ok := msg.(*jsonrpc.Request); ok && !c.server && req.IsCall() {
-		c.calls.add(req.ID, req.Method)
+	var args, after []byte
+	if req, ok := msg.(*jsonrpc.Request); ok && !c.server {
+		if req.IsCall() {
+			c.calls.add(req.ID, req.Method)
+		}
+		if before, a, rest, ok := spliced(data); ok && req.Method == "tools/call" {
+			data, args, after = before, a, rest
+		}
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err = c.w.Write(data)
+	if args == nil {
+		_, err = c.w.Write(data)
+		return err
+	}
+	bufs := net.Buffers{data, args, after}
+	_, err = bufs.WriteTo(c.w)
 	return err
 }
 

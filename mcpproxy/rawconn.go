@@ -60,8 +60,15 @@ type rawConn struct {
 }
 
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		c.calls.add(req.ID, req.Method)
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if req.IsCall() {
+			c.calls.add(req.ID, req.Method)
+		}
+		if req.Method == "tools/call" {
+			r := *req
+			r.Params = expandParams(req.Params)
+			msg = &r
+		}
 	}
 	return c.Connection.Write(ctx, msg)
 }

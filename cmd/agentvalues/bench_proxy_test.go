@@ -296,7 +296,8 @@ func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
 }
 
 // call calls a tool, failing the benchmark on a protocol error.
-func (c *benchConn) call(b *testing.B, ctx context.Context, name, args string) *mcp.CallToolResult {
+func (c *benchConn) call(ctx context.Context, b *testing.B, name, args string) *mcp.CallToolResult {
+	b.Helper()
 	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		b.Fatalf("%s %s: %v\nstderr:\n%s", name, args, err, c.stderr.String())
@@ -346,7 +347,7 @@ func benchBlob(b *testing.B, kind string, size int, proxied bool) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), blobCallTimeout)
-		res := c.call(b, ctx, "blob", args)
+		res := c.call(ctx, b, "blob", args)
 		cancel()
 		if err := checkBlob(res, kind, size, proxied); err != nil {
 			b.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
@@ -502,7 +503,7 @@ func benchSmallCall(b *testing.B, proxied bool, inFlight int) time.Duration {
 	c := startBench(b, proxied)
 	ctx := context.Background()
 	for range smallCallWarmup {
-		if err := checkPing(c.call(b, ctx, "ping", `{}`)); err != nil {
+		if err := checkPing(c.call(ctx, b, "ping", `{}`)); err != nil {
 			b.Fatal(err)
 		}
 	}
