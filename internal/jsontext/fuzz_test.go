@@ -377,3 +377,23 @@ func FuzzScanStream(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSkipString checks SkipString against the validating scanner: on a
+// valid string, followed by anything, both end at the same byte.
+func FuzzSkipString(f *testing.F) {
+	for _, seed := range []string{`"plain"`, `"a\"b"x"`, `"\\\\"`, `"{\"a\":\"b\\\\\"}\"c" tail`, `"` + strings.Repeat(`\"x`, 40) + `",1`, `"` + strings.Repeat(`\\`, 30) + `"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, d []byte) {
+		if len(d) == 0 || d[0] != '"' {
+			return
+		}
+		end, err := scanString(d, 0)
+		if err != nil {
+			return
+		}
+		if got := SkipString(d, 0); got != end {
+			t.Fatalf("SkipString(%q) = %d, want %d", d, got, end)
+		}
+	})
+}
