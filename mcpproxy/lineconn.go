@@ -225,6 +225,10 @@ const idWindow = 4 << 10
 // bound it keeps only the line's head and tail.
 func (c *lineConn) readLine() (line, error) {
 	var ln line
+	// A long line is read into blocks of a fixed size and joined once at
+	// its end: growing one buffer would copy it again at every doubling
+	// and leave it up to twice as large as the line.
+	var blocks [][]byte
 	for {
 		chunk, err := c.r.ReadSlice('\n')
 		ln.size += len(chunk)
@@ -237,17 +241,62 @@ func (c *lineConn) readLine() (line, error) {
 			ln.tail = appendTail(ln.tail, chunk)
 		case c.max >= 0 && ln.size > c.max:
 			ln.over = true
+			// With blocks, data alone holds more than the head.
 			whole := append(ln.data, chunk...)
 			ln.head = bytes.Clone(whole[:min(idWindow, len(whole))])
-			ln.tail = appendTail(nil, whole)
-			ln.data = nil
+			if len(blocks) == 0 {
+				ln.tail = appendTail(nil, whole)
+			} else {
+				for _, b := range blocks {
+					ln.tail = appendTail(ln.tail, b)
+				}
+				ln.tail = appendTail(ln.tail, chunk)
+			}
+			ln.data, blocks = nil, nil
+		case len(blocks) > 0 || len(ln.data)+len(chunk) > lineBlock:
+			blocks = appendBlocks(blocks, chunk)
 		default:
 			ln.data = append(ln.data, chunk...)
 		}
 		if err != bufio.ErrBufferFull {
+			if len(blocks) > 0 && !ln.over {
+				ln.data = joinBlocks(ln.data, blocks)
+			}
 			return ln, err
 		}
 	}
+}
+
+// lineBlock is the size of the blocks a long line is read into.
+const lineBlock = 1 << 20
+
+// appendBlocks appends b to the blocks of a long line.
+func appendBlocks(blocks [][]byte, b []byte) [][]byte {
+	for len(b) > 0 {
+		if len(blocks) == 0 || len(blocks[len(blocks)-1]) == lineBlock {
+			blocks = append(blocks, make([]byte, 0, lineBlock))
+		}
+		last := &blocks[len(blocks)-1]
+		n := min(len(b), lineBlock-len(*last))
+		*last = append(*last, b[:n]...)
+		b = b[n:]
+	}
+	return blocks
+}
+
+// joinBlocks returns head and the blocks after it as one slice of their
+// length.
+func joinBlocks(head []byte, blocks [][]byte) []byte {
+	n := len(head)
+	for _, b := range blocks {
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, head...)
+	for _, b := range blocks {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // appendTail appends b to tail, keeping only the last idWindow bytes.

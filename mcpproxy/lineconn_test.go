@@ -159,3 +159,46 @@ func TestLineConnTooLarge(t *testing.T) {
 		t.Errorf("replies: %v", replies)
 	}
 }
+
+// TestReadLineLong reads lines around the size at which readLine reads
+// into blocks, whole and past a bound: a line within the bound comes back
+// byte for byte, one past it as its head and tail.
+func TestReadLineLong(t *testing.T) {
+	sizes := []int{0, 1, idWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345}
+	var in bytes.Buffer
+	var lines [][]byte
+	for i, n := range sizes {
+		l := make([]byte, n)
+		for j := range l {
+			l[j] = byte('a' + (i*7+j*13)%26)
+		}
+		lines = append(lines, l)
+		in.Write(l)
+		in.WriteByte('\n')
+	}
+	stream := in.Bytes()
+	for _, bound := range []int{-1, lineBlock + 1, 2 * lineBlock} {
+		c := newLineConn(bytes.NewReader(stream), io.Discard, nil, bound, true, nil)
+		for _, want := range lines {
+			ln, err := c.readLine()
+			if err != nil {
+				t.Fatalf("bound %d: line of %d: %v", bound, len(want), err)
+			}
+			if ln.size != len(want) {
+				t.Errorf("bound %d: size %d, want %d", bound, ln.size, len(want))
+			}
+			if bound < 0 || len(want) <= bound {
+				if ln.over || !bytes.Equal(ln.data, want) {
+					t.Errorf("bound %d: line of %d read as %d bytes (over %v)", bound, len(want), len(ln.data), ln.over)
+				}
+				continue
+			}
+			if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
+				t.Errorf("bound %d: line of %d past it: over %v, head and tail not the line's", bound, len(want), ln.over)
+			}
+		}
+		if _, err := c.readLine(); err != io.EOF {
+			t.Errorf("bound %d: after the last line: %v", bound, err)
+		}
+	}
+}

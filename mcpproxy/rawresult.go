@@ -126,15 +126,25 @@ func textBlock(b []byte) ([]byte, bool) {
 	return text, ok && isText && text != nil
 }
 
-// textLen is the length of the text of the blocks joined by newlines, as
-// joinText makes it, without decoding them.
-func (res *rawResult) textLen() int {
-	n := max(len(res.texts)-1, 0)
+// textOver reports whether the text of the blocks joined by newlines, as
+// joinText makes it, is longer than n bytes, decoding none of it when the
+// JSON lengths decide: a string's text is at most its JSON less the quotes,
+// and at least a sixth of that (every byte escaped as \u00XX).
+func (res *rawResult) textOver(n int) bool {
+	most, least := max(len(res.texts)-1, 0), max(len(res.texts)-1, 0)
 	for _, t := range res.texts {
-		l, _ := jsontext.StringStats(t)
-		n += l
+		most += len(t) - 2
+		least += (len(t) - 2) / 6
 	}
-	return n
+	if most <= n || least > n {
+		return least > n
+	}
+	l := max(len(res.texts)-1, 0)
+	for _, t := range res.texts {
+		tl, _ := jsontext.StringStats(t)
+		l += tl
+	}
+	return l > n
 }
 
 // text decodes the text of the blocks joined by newlines, into a buffer of
@@ -160,7 +170,7 @@ func (res *rawResult) text() []byte {
 // the SDK path must take r: shown whole, or not a result of text blocks.
 func (p *Proxy) presentRaw(r []byte) (json.RawMessage, bool) {
 	res, ok := parseRaw(r)
-	if !ok || p.threshold >= 0 && len(res.structured)+res.textLen() <= p.threshold {
+	if !ok || p.threshold >= 0 && !res.textOver(p.threshold-len(res.structured)) {
 		return nil, false
 	}
 	h, ch := p.storeRaw(&res)

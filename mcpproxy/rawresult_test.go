@@ -251,3 +251,32 @@ func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
 		t.Fatalf("second delivered: %v %v, want the response to call 1", msg, err)
 	}
 }
+
+// TestTextOver checks the bound textOver takes from the JSON lengths
+// against the decoded length, at and around it, for texts with and without
+// escapes.
+func TestTextOver(t *testing.T) {
+	for _, texts := range [][]string{
+		{""},
+		{"plain"},
+		{"a\"b\\c\n", "\x01\x02"},
+		{strings.Repeat("\x00", 50)},
+		{strings.Repeat("é", 30), "x", ""},
+		{strings.Repeat(`{"a":"b"},`, 40)},
+	} {
+		var res rawResult
+		for _, s := range texts {
+			q, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.texts = append(res.texts, q)
+		}
+		l := len(strings.Join(texts, "\n"))
+		for n := -1; n <= 3*l+2; n++ {
+			if got := res.textOver(n); got != (l > n) {
+				t.Errorf("textOver(%d) of %q (length %d) = %v", n, texts, l, got)
+			}
+		}
+	}
+}
