@@ -1,13 +1,11 @@
 package values_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/childtest"
+	"github.com/agentvalues/values/internal/pagetest"
 	"github.com/agentvalues/values/store"
 	"github.com/agentvalues/values/store/storetest"
 )
@@ -172,18 +172,14 @@ func readAll(t *testing.T, s *values.SessionValues, ref string) string {
 
 // pageAll pages ref with a small limit and reassembles it.
 func pageAll(s *values.SessionValues, ref string) (string, error) {
-	var b strings.Builder
-	for off := 0; ; {
+	got, _, err := pagetest.All(0, func(off int) (pagetest.Page, error) {
 		p, err := s.Read(ref, off, 16<<10)
-		if err != nil {
-			return "", fmt.Errorf("Read(%s, %d): %w", ref, off, err)
-		}
-		b.WriteString(p.Content)
-		if !p.More {
-			return b.String(), nil
-		}
-		off = p.Next
+		return pagetest.Page{Content: p.Content, Offset: p.Offset, Next: p.Next, More: p.More}, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("Read(%s): %w", ref, err)
 	}
+	return got, nil
 }
 
 // stores runs f against a Memory store and a Dir store; reopen gives the
@@ -682,40 +678,8 @@ func TestDurableKill(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDurableKill$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	reported := make(chan string)
-	go func() {
-		defer close(reported)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if h, ok := strings.CutPrefix(sc.Text(), "stored "); ok {
-				reported <- h
-			}
-		}
-	}()
-	var got []string
-	timeout := time.After(60 * time.Second)
-	for len(got) < 12 {
-		select {
-		case h, ok := <-reported:
-			if !ok {
-				t.Fatalf("child exited early: %v", cmd.Wait())
-			}
-			got = append(got, h)
-		case <-timeout:
-			cmd.Process.Kill()
-			t.Fatal("child stored too little in 60s")
-		}
-	}
+	child := childtest.Start(t, childtest.Command("TestDurableKill", killEnv+"="+dir), "stored ")
+	got := child.Reports(t, 12, 60*time.Second)
 	// Kill it while a body is being written, if that is seen within a
 	// second, else whatever it is doing.
 	midWrite := false
@@ -723,13 +687,7 @@ func TestDurableKill(t *testing.T) {
 		midWrite = writing(filepath.Join(dir, "bodies"))
 		time.Sleep(50 * time.Microsecond)
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for h := range reported {
-		got = append(got, h)
-	}
-	cmd.Wait()
+	got = append(got, child.Kill(t)...)
 
 	st, err := store.OpenDir(dir)
 	if err != nil {

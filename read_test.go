@@ -50,36 +50,6 @@ func readEffectiveLimit(limit int) int {
 	return min(limit, MaxReadLimit)
 }
 
-// readAllPages reads ref forward from offset 0 with limit, checking every page
-// against want, and returns the reassembled text. It returns the error of
-// the first Read, if any; a later error fails the test.
-func readAllPages(t testing.TB, s *SessionValues, ref string, limit int, want []byte) ([]byte, error) {
-	t.Helper()
-	var got []byte
-	off := 0
-	for n := 0; ; n++ {
-		if n > len(want)+2 {
-			t.Fatalf("%q limit %d: no end after %d pages", ref, limit, n)
-		}
-		p, err := s.Read(ref, off, limit)
-		if err != nil {
-			if n == 0 {
-				return nil, err
-			}
-			t.Fatalf("%q limit %d offset %d: %v (after a first page succeeded)", ref, limit, off, err)
-		}
-		checkReadPage(t, p, limit, want)
-		if p.Offset != off {
-			t.Fatalf("%q limit %d: page at %d starts at %d", ref, limit, off, p.Offset)
-		}
-		got = append(got, p.Content...)
-		if !p.More {
-			return got, nil
-		}
-		off = p.Next
-	}
-}
-
 // checkReadPage checks the properties every page of want has.
 func checkReadPage(t testing.TB, p Page, limit int, want []byte) {
 	t.Helper()

@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentvalues/values/internal/pagetest"
 )
 
 // pipeTransports returns two connected transports with no cap on message
@@ -152,16 +152,11 @@ func handle(t *testing.T, res *mcp.CallToolResult) string {
 	return h
 }
 
-// nextPage matches read_value's continuation line.
-var nextPage = regexp.MustCompile(`\[shown: bytes (\d+)-(\d+) of (\d+)[^\]]*"offset":(\d+)\}\]$`)
-
 // readAll pages through ref with read_value and returns the reassembled
 // bytes and the number of pages.
 func (f *fixture) readAll(t *testing.T, ref string, limit int) (string, int) {
 	t.Helper()
-	var all strings.Builder
-	offset, pages := 0, 0
-	for {
+	all, pages, err := pagetest.All(0, func(offset int) (pagetest.Page, error) {
 		res := f.call(t, "read_value", fmt.Sprintf(`{"ref":%q,"offset":%d,"limit":%d}`, ref, offset, limit))
 		if res.IsError {
 			t.Fatalf("read_value %s at %d: %s", ref, offset, text(res))
@@ -170,21 +165,12 @@ func (f *fixture) readAll(t *testing.T, ref string, limit int) (string, int) {
 		if len(page) > limit {
 			t.Fatalf("read_value page of %d bytes exceeds limit %d", len(page), limit)
 		}
-		pages++
-		m := nextPage.FindStringSubmatch(page)
-		if m == nil {
-			all.WriteString(page)
-			return all.String(), pages
-		}
-		from, _ := strconv.Atoi(m[1])
-		to, _ := strconv.Atoi(m[2])
-		next, _ := strconv.Atoi(m[4])
-		if from != offset || next != to+1 {
-			t.Fatalf("page at %d says bytes %d-%d, next %d", offset, from, to, next)
-		}
-		all.WriteString(page[:to-from+1])
-		offset = next
+		return pagetest.ParseText(offset, page), nil
+	})
+	if err != nil {
+		t.Fatalf("read_value %s: %v", ref, err)
 	}
+	return all, pages
 }
 
 func TestToolsMirrored(t *testing.T) {

@@ -3,17 +3,16 @@
 package store
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/childtest"
 )
 
 // crashEnv names the store directory when the test binary runs as the
@@ -91,57 +90,18 @@ func TestCrash(t *testing.T) {
 // returns the keys it reported as stored.
 func crashRound(t *testing.T, dir string, round int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir, fmt.Sprintf("STORE_TEST_CRASH_ROUND=%d", round))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	keys := make(chan string)
-	go func() {
-		defer close(keys)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if key, ok := strings.CutPrefix(sc.Text(), "stored "); ok {
-				keys <- key
-			}
-		}
-	}()
-	var got []string
+	child := childtest.Start(t, childtest.Command("TestCrash", crashEnv+"="+dir, fmt.Sprintf("STORE_TEST_CRASH_ROUND=%d", round)), "stored ")
 	// Let the child store a few bodies, then wait until one is half
 	// written and kill it.
-	for len(got) < 3 {
-		select {
-		case key, ok := <-keys:
-			if !ok {
-				t.Fatalf("child exited early: %v", cmd.Wait())
-			}
-			got = append(got, key)
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("child stored nothing for 30s")
-		}
-	}
+	got := child.Reports(t, 3, 90*time.Second)
 	deadline := time.Now().Add(30 * time.Second)
 	for !halfWritten(filepath.Join(dir, bodiesName)) {
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
 			t.Fatal("never saw a body being written")
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for key := range keys {
-		got = append(got, key)
-	}
-	cmd.Wait()
-	return got
+	return append(got, child.Kill(t)...)
 }
 
 // halfWritten reports whether bodies holds a temporary file that is

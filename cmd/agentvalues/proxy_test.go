@@ -7,12 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentvalues/values/internal/pagetest"
 	"github.com/agentvalues/values/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -201,25 +200,16 @@ func TestProxyFilesystemServer(t *testing.T) {
 // readValueAll pages through ref with read_value and returns its bytes.
 func readValueAll(t *testing.T, call func(string, string) *mcp.CallToolResult, textOf func(*mcp.CallToolResult) string, ref string) string {
 	t.Helper()
-	next := regexp.MustCompile(`\[shown: bytes (\d+)-(\d+) of \d+[^\]]*"offset":(\d+)\}\]$`)
-	var all strings.Builder
-	offset := 0
-	for range 1000 {
+	all, _, err := pagetest.All(1000, func(offset int) (pagetest.Page, error) {
 		res := call("read_value", fmt.Sprintf(`{"ref":%q,"offset":%d}`, ref, offset))
 		page := textOf(res)
 		if res.IsError {
 			t.Fatalf("read_value: %s", page)
 		}
-		m := next.FindStringSubmatch(page)
-		if m == nil {
-			all.WriteString(page)
-			return all.String()
-		}
-		from, _ := strconv.Atoi(m[1])
-		to, _ := strconv.Atoi(m[2])
-		all.WriteString(page[:to-from+1])
-		offset, _ = strconv.Atoi(m[3])
+		return pagetest.ParseText(offset, page), nil
+	})
+	if err != nil {
+		t.Fatalf("read_value %s: %v", ref, err)
 	}
-	t.Fatal("read_value never reached the end")
-	return ""
+	return all
 }
