@@ -10,13 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentvalues/values/internal/childtest"
 )
 
 // TestCommandTransportCloseEndsGroup checks that Close ends processes the
 // command left in its process group when the command exits first.
 func TestCommandTransportCloseEndsGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `sleep 300 </dev/null >/dev/null 2>&1 & "$0"`, os.Args[0])
-	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	cmd.Env = childtest.Env(testServerEnv + "=1")
 	ct := &CommandTransport{Command: cmd, TerminateDuration: time.Second}
 	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
 	if err != nil {

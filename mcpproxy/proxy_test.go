@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentvalues/values/internal/childtest"
 	"github.com/agentvalues/values/internal/pagetest"
 )
 
@@ -463,7 +464,7 @@ func waitLog(t *testing.T, log *syncBuffer, want string) {
 // the server's death is reported once on the log and to every later call.
 func TestCommandTransport(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	cmd.Env = childtest.Env(testServerEnv + "=1")
 	cmd.Stderr = os.Stderr
 	ct := &CommandTransport{Command: cmd}
 	f := newFixture(t, ct, nil)
@@ -485,7 +486,7 @@ func TestCommandTransport(t *testing.T) {
 // TestCommandTransportClose checks that closing the proxy ends the child.
 func TestCommandTransportClose(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	cmd.Env = childtest.Env(testServerEnv + "=1")
 	ct := &CommandTransport{Command: cmd}
 	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
 	if err != nil {
@@ -543,7 +544,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 // in a downstream server that ignores cancellation.
 func TestRunCancelWithCallInFlight(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	cmd.Env = childtest.Env(testServerEnv + "=1")
 	ct := &CommandTransport{Command: cmd, TerminateDuration: time.Second}
 	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
 	if err != nil {
@@ -582,7 +583,7 @@ func TestRunCancelWithCallInFlight(t *testing.T) {
 // nor a claim that the tool was not called.
 func TestDownstreamDiesDuringCall(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), testServerEnv+"=1")
+	cmd.Env = childtest.Env(testServerEnv + "=1")
 	f := newFixture(t, &CommandTransport{Command: cmd}, nil)
 	got := make(chan *mcp.CallToolResult, 1)
 	go func() {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentvalues/values/internal/childtest"
 )
 
 // endlessCap is the -max-input of TestPreviewEndlessInput: large beside
@@ -123,7 +125,7 @@ func runChild(t *testing.T, args []string, stdin io.Reader, killAbove int64) (pe
 	t.Helper()
 	peakFile := filepath.Join(t.TempDir(), "peak")
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1", peakFileEnv+"="+peakFile)
+	cmd.Env = childtest.Env(runMainEnv+"=1", peakFileEnv+"="+peakFile)
 	cmd.Stdin = stdin
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentvalues/values/internal/childtest"
 	"github.com/agentvalues/values/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,7 +69,7 @@ func startProxyWithHangingCall(t *testing.T, mode string) (cmd *exec.Cmd, exited
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "server.pid")
 	cmd = exec.Command(os.Args[0], "proxy", "--", os.Args[0], hangServerArg, mode, pidFile)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Env = childtest.Env(runMainEnv + "=1")
 	// A file, not a pipe: the server, which shares it, may outlive the
 	// proxy, and Wait must not wait for it.
 	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentvalues/values/internal/childtest"
 	"github.com/agentvalues/values/internal/pagetest"
 	"github.com/agentvalues/values/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,7 +95,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 
 	// The proxy is this test binary running as the agentvalues command.
 	cmd := exec.Command(os.Args[0], append([]string{"proxy", "--"}, append(server, dir)...)...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Env = childtest.Env(runMainEnv + "=1")
 	var stderr syncWriter
 	cmd.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
