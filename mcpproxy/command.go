@@ -56,6 +56,11 @@ type CommandTransport struct {
 
 	exited  chan struct{} // closed when the command has been waited for
 	waitErr error         // the command's exit status; valid after exited is closed
+
+	// groupWait, set only by the package's tests, bounds the wait for what
+	// the command left in its process group to end after SIGTERM; zero
+	// means the terminate duration.
+	groupWait time.Duration
 }
 
 // Connect starts the command and returns the connection to it.
@@ -105,7 +110,11 @@ func (t *CommandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if td <= 0 {
 		td = DefaultTerminateDuration
 	}
-	pc := &processCloser{stdin: inW, stdout: outR, t: t, wait: td}
+	gw := t.groupWait
+	if gw <= 0 {
+		gw = td
+	}
+	pc := &processCloser{stdin: inW, stdout: outR, t: t, wait: td, groupWait: gw}
 	return newLineConn(outR, pc, pc, t.MaxMessage, false, t.Log), nil
 }
 
@@ -134,7 +143,9 @@ type processCloser struct {
 	stdin  *os.File
 	stdout *os.File
 	t      *CommandTransport
-	wait   time.Duration
+	wait   time.Duration // bounds each wait for the command to exit
+
+	groupWait time.Duration // bounds endGroup's wait
 
 	once sync.Once
 	err  error
@@ -175,7 +186,7 @@ func (p *processCloser) shutdown() error {
 }
 
 // endGroup ends what is left of the command's process group after the
-// command itself has exited: SIGTERM, then, after the wait, SIGKILL.
+// command itself has exited: SIGTERM, then, after groupWait, SIGKILL.
 func (p *processCloser) endGroup() {
 	select {
 	case <-p.t.exited:
@@ -186,7 +197,7 @@ func (p *processCloser) endGroup() {
 		return
 	}
 	signalProcess(p.t.Command, syscall.SIGTERM)
-	for deadline := time.Now().Add(p.wait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(p.groupWait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if !groupAlive(p.t.Command) {
 			return
 		}

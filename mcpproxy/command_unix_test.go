@@ -19,7 +19,10 @@ import (
 func TestCommandTransportCloseEndsGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `sleep 300 </dev/null >/dev/null 2>&1 & "$0"`, os.Args[0])
 	cmd.Env = childtest.Env(testServerEnv + "=1")
-	ct := &CommandTransport{Command: cmd, TerminateDuration: time.Second}
+	// The sleep dies at SIGTERM, but, no child of the test's, it stays in
+	// the group as a zombie until init reaps it: Close need not wait the
+	// whole terminate duration for it before it sends SIGKILL.
+	ct := &CommandTransport{Command: cmd, TerminateDuration: time.Second, groupWait: 50 * time.Millisecond}
 	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,15 @@ type Options struct {
 	// Name is the implementation name the proxy gives upstream. Empty means
 	// "agentvalues(<downstream name>)".
 	Name string
+
+	seams *seams // set only by the package's tests; nil means the real clock and waits
+}
+
+// seams are what the package's tests put in place of the clock and the
+// fixed waits, so that they need not sleep. The zero value is the real ones.
+type seams struct {
+	afterFunc   func(time.Duration, func()) // schedules a progress token's release; nil: time.AfterFunc
+	listBackoff time.Duration               // the first wait before listing the tools again; 0: listBackoff
 }
 
 // A Proxy stands between one downstream MCP server and the agent. Create it
@@ -58,6 +67,7 @@ type Proxy struct {
 	rawFrom   int // the size from which a result may take the raw path; tests set it
 	values    *values.SessionValues
 	log       io.Writer
+	seams     seams // with the defaults filled in
 
 	client     *mcp.Client
 	down       *mcp.ClientSession
@@ -110,6 +120,15 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 	}
 	if p.log == nil {
 		p.log = os.Stderr
+	}
+	if opts.seams != nil {
+		p.seams = *opts.seams
+	}
+	if p.seams.afterFunc == nil {
+		p.seams.afterFunc = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	}
+	if p.seams.listBackoff <= 0 {
+		p.seams.listBackoff = listBackoff
 	}
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "agentvalues", Version: version}, &mcp.ClientOptions{
 		// No roots: the proxy has none of its own to offer, so a server that
@@ -302,7 +321,7 @@ func (p *Proxy) progressToken(ss *mcp.ServerSession, tok any) (down string, rele
 	p.progress.Store(down, progressRoute{ss, tok})
 	// Notifications are handled apart from responses, so one sent just
 	// before the result may be processed just after it.
-	return down, func() { time.AfterFunc(progressGrace, func() { p.progress.Delete(down) }) }
+	return down, func() { p.seams.afterFunc(progressGrace, func() { p.progress.Delete(down) }) }
 }
 
 // relayProgress forwards a downstream progress notification to the upstream

@@ -545,7 +545,10 @@ func TestCloseWithCallInFlight(t *testing.T) {
 func TestRunCancelWithCallInFlight(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = childtest.Env(testServerEnv + "=1")
-	ct := &CommandTransport{Command: cmd, TerminateDuration: time.Second}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	// The server does not exit while hang runs: Close signals it after this.
+	ct := &CommandTransport{Command: cmd, TerminateDuration: 100 * time.Millisecond}
 	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -562,8 +565,7 @@ func TestRunCancelWithCallInFlight(t *testing.T) {
 	}
 	defer cs.Close()
 	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: json.RawMessage(`{}`)})
-	// The call is in flight once the proxy has sent it; give it the time.
-	time.Sleep(300 * time.Millisecond)
+	waitLog(t, stderr, hangStartedLine) // the call is in flight
 	cancel()
 	select {
 	case <-ran:
@@ -584,6 +586,8 @@ func TestRunCancelWithCallInFlight(t *testing.T) {
 func TestDownstreamDiesDuringCall(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = childtest.Env(testServerEnv + "=1")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	f := newFixture(t, &CommandTransport{Command: cmd}, nil)
 	got := make(chan *mcp.CallToolResult, 1)
 	go func() {
@@ -593,7 +597,7 @@ func TestDownstreamDiesDuringCall(t *testing.T) {
 		}
 		got <- res
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitLog(t, stderr, hangStartedLine)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -611,27 +615,60 @@ func TestDownstreamDiesDuringCall(t *testing.T) {
 
 // TestProgressTokenReused checks that a reused progress token still routes
 // progress: a second call with the token of a first, from the same session,
-// gets its progress even after the first call's token has expired.
+// gets its progress even though the first call's token expires while the
+// second call runs. The test expires it, through the proxy's clock seam,
+// instead of waiting out progressGrace.
 func TestProgressTokenReused(t *testing.T) {
-	f := newFixture(t, nil, nil)
-	for _, tool := range []string{"progress", "late_progress"} {
-		params := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(`{}`)}
-		params.SetProgressToken("tok")
-		if _, err := f.client.CallTool(context.Background(), params); err != nil {
-			t.Fatal(err)
+	expire := make(chan func(), 4) // the release of each call's token, in call order
+	f := newFixture(t, nil, &Options{seams: &seams{afterFunc: func(d time.Duration, release func()) {
+		if d != progressGrace {
+			t.Errorf("a token is released after %v, want progressGrace (%v)", d, progressGrace)
+		}
+		expire <- release
+	}}})
+	var got []string
+	receive := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case p := <-f.progress:
+				if p.ProgressToken != "tok" {
+					t.Errorf("progress %+v has another token", p)
+				}
+				got = append(got, p.Message)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("relayed only %q", got)
+			}
 		}
 	}
-	var got []string
-	for len(got) < 3 {
-		select {
-		case p := <-f.progress:
-			if p.ProgressToken != "tok" {
-				t.Errorf("progress %+v has another token", p)
-			}
-			got = append(got, p.Message)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("relayed only %q", got)
-		}
+	call := func(tool string) error {
+		params := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(`{}`)}
+		params.SetProgressToken("tok")
+		_, err := f.client.CallTool(context.Background(), params)
+		return err
+	}
+
+	if err := call("progress"); err != nil {
+		t.Fatal(err)
+	}
+	receive(2)
+	late := make(chan error, 1)
+	go func() { late <- call("late_progress") }()
+	select {
+	case <-f.calls.lateStarted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("late_progress never started")
+	}
+	select {
+	case release := <-expire:
+		release() // the first call's token expires
+	default:
+		t.Fatal("the first call's token was never released")
+	}
+	close(f.calls.lateRelease)
+	receive(1)
+	if err := <-late; err != nil {
+		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"step 1", "step 2", "late"}, got); diff != "" {
 		t.Errorf("progress relayed (-want +got):\n%s", diff)
@@ -752,7 +789,7 @@ func TestLargeArgument(t *testing.T) {
 // TestToolListRetried checks that a change is not lost when the first
 // re-listing after a tools/list_changed fails: the proxy retries.
 func TestToolListRetried(t *testing.T) {
-	f := newFixture(t, nil, nil)
+	f := newFixture(t, nil, &Options{seams: &seams{listBackoff: time.Millisecond}})
 	var failing atomic.Int64 // tools/list requests left to fail
 	f.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

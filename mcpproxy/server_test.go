@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,9 +21,18 @@ import (
 // the test server on stdio instead of running tests.
 const testServerEnv = "MCPPROXY_TEST_SERVER"
 
+// hangStartedLine is what the test server run as a child writes to its
+// standard error when a call of hang starts.
+const hangStartedLine = "test server: hang started"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(testServerEnv) == "1" {
-		s, _ := newTestServer()
+		s, calls := newTestServer()
+		go func() {
+			for range calls.hangStarted {
+				fmt.Fprintln(os.Stderr, hangStartedLine)
+			}
+		}()
 		if err := s.Run(context.Background(), &mcp.StdioTransport{MaxLineLength: -1}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)
@@ -95,6 +103,9 @@ type serverCalls struct {
 
 	hangStarted chan struct{} // receives when hang starts
 	hangRelease chan struct{} // closing it lets hang return
+
+	lateStarted chan struct{} // receives when late_progress starts
+	lateRelease chan struct{} // closing it lets late_progress send its progress and return
 }
 
 // newTestServer returns the downstream test server:
@@ -104,9 +115,18 @@ type serverCalls struct {
 //   - count {n: integer}: returns n as text;
 //   - big_text {lines}: returns bigLines(lines) as text;
 //   - raw_structured {}: returns rawStructured as structured content;
-//   - progress {}: sends two progress notifications, then returns "done".
+//   - progress {}: sends two progress notifications, then returns "done";
+//   - late_progress {}: once the test closes lateRelease, sends one
+//     progress notification, then returns "done";
+//   - hang {}: returns once the test closes hangRelease;
+//   - mixed {text, repeat, structured}: returns text repeated, with
+//     structured as its structured content;
+//   - image {}: returns a text and an image block.
 func newTestServer() (*mcp.Server, *serverCalls) {
-	calls := &serverCalls{hangStarted: make(chan struct{}, 16), hangRelease: make(chan struct{})}
+	calls := &serverCalls{
+		hangStarted: make(chan struct{}, 16), hangRelease: make(chan struct{}),
+		lateStarted: make(chan struct{}, 16), lateRelease: make(chan struct{}),
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1"}, nil)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -171,8 +191,13 @@ func newTestServer() (*mcp.Server, *serverCalls) {
 		Name:        "late_progress",
 		InputSchema: json.RawMessage(`{"type":"object"}`),
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// Past the time an earlier call's token is still relayed.
-		time.Sleep(progressGrace + 500*time.Millisecond)
+		// The test lets it go on once an earlier call's token has expired.
+		calls.lateStarted <- struct{}{}
+		select {
+		case <-calls.lateRelease:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1, Message: "late"})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})

@@ -55,7 +55,7 @@ const (
 // backoff until it succeeds, the attempts run out, the downstream server is
 // gone or the proxy is closed. Only the last failure is logged.
 func (p *Proxy) resync() {
-	wait := listBackoff
+	wait := p.seams.listBackoff
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(p.ctx, listTimeout)
 		err := p.syncTools(ctx)
