@@ -463,6 +463,7 @@ func waitLog(t *testing.T, log *syncBuffer, want string) {
 // of over 20 MiB crosses real pipes (past the SDK's 16 MiB line cap), and
 // the server's death is reported once on the log and to every later call.
 func TestCommandTransport(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = childtest.Env(testServerEnv + "=1")
 	cmd.Stderr = os.Stderr
@@ -694,6 +695,7 @@ func TestStructuredWithContent(t *testing.T) {
 		{"text mirrors structured", `{"text":"{\"ok\": true}","structured":{"ok":true}}`, false, `{"ok":true}`, "", 1 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t, nil, nil)
 			res := f.call(t, "mixed", tc.args)
 			if res.IsError {
@@ -772,17 +774,34 @@ func TestImagePassedOn(t *testing.T) {
 }
 
 // TestLargeArgument checks that an upstream message over the SDK's 16 MiB
-// line cap reaches the proxy: a 17 MiB argument.
+// line cap reaches the proxy and is passed on whole: a 17 MiB argument. It
+// crosses once: the tool, which takes the same arguments as echo, answers
+// with their length rather than with them (TestCommandTransport stores a
+// result of over 20 MiB).
 func TestLargeArgument(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil, nil)
-	big := strings.Repeat("z", 17<<20)
-	res := f.call(t, "echo", fmt.Sprintf(`{"path":%q}`, big))
+	received := make(chan json.RawMessage, 1)
+	f.server.AddTool(&mcp.Tool{
+		Name:        "measure",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"value":{}},"additionalProperties":false}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		received <- req.Params.Arguments
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(`{"bytes":%d}`, len(req.Params.Arguments))}}}, nil
+	})
+	f.waitTools(t, func(names []string) bool { return slices.Contains(names, "measure") })
+
+	args := `{"path":"` + strings.Repeat("z", 17<<20) + `"}`
+	res := f.call(t, "measure", args)
 	if res.IsError {
-		t.Fatalf("echo: %.300s", text(res))
+		t.Fatalf("measure: %.300s", text(res))
+	}
+	if got := <-received; string(got) != args {
+		t.Errorf("the server received %d bytes of arguments, want the %d sent", len(got), len(args))
 	}
 	v, _ := f.proxy.Values().Get(handle(t, res))
-	if want := fmt.Sprintf(`{"path":%q}`, big); string(v.JSON()) != want {
-		t.Errorf("stored %d bytes, want the %d echoed", len(v.JSON()), len(want))
+	if want := fmt.Sprintf(`{"bytes":%d}`, len(args)); string(v.JSON()) != want {
+		t.Errorf("stored %.100s, want the server's answer %s", v.JSON(), want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,12 +75,16 @@ func bigLines(n int) string {
 	pad := strings.Repeat("x", 85)
 	b := make([]byte, 0, n*101+2)
 	b = append(b, '[')
+	var num [20]byte
 	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `"line `...)
-		b = fmt.Appendf(b, "%07d", i)
+		// "%07d", without fmt: this runs 220,000 times for a 20 MiB result.
+		d := strconv.AppendInt(num[:0], int64(i), 10)
+		b = append(b, "0000000"[min(len(d), 7):]...)
+		b = append(b, d...)
 		b = append(b, ' ')
 		b = append(b, pad...)
 		b = append(b, '"')
