@@ -60,6 +60,7 @@ func demoTree(t *testing.T) (dir string, files []demoFile, firstTODO string) {
 // TestDemo runs the demo and checks that every number it prints adds up
 // against the bytes it actually handled.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	dir, files, firstTODO := demoTree(t)
 	var out bytes.Buffer
 	records, err := runDemo(&out, dir)
@@ -225,6 +226,7 @@ func parseTable(t *testing.T, out string) [][4]int {
 // TestDemoDefaultDir runs the demo as a person would, with no argument,
 // on the Go installation's sources.
 func TestDemoDefaultDir(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("reads the whole Go source tree")
 	}

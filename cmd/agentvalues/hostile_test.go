@@ -334,6 +334,7 @@ func (r *rawProxy) peakRSS(t *testing.T) int64 {
 // line a client may write: each gets the JSON-RPC error the specification
 // names (or, for a byte order mark, is accepted), and the proxy carries on.
 func TestProxyMalformedClientLines(t *testing.T) {
+	t.Parallel()
 	r := startRawProxy(t, "serve", "-max-message", "1048576")
 	deepArgs := `{"a":` + nested(998, "1") + `}`
 	for _, tc := range []struct {
@@ -454,6 +455,7 @@ func TestProxyHostileServer(t *testing.T) {
 // TestProxyServerExitsAtStart checks that a server that exits before the
 // handshake is reported with its exit status.
 func TestProxyServerExitsAtStart(t *testing.T) {
+	t.Parallel()
 	r := startRawProxy(t, "exit3")
 	select {
 	case <-r.exited:
@@ -471,6 +473,7 @@ func TestProxyServerExitsAtStart(t *testing.T) {
 // the next call, and that closing its input while such a validation runs
 // ends the proxy at once.
 func TestProxyExponentialSchema(t *testing.T) {
+	t.Parallel()
 	r := startRawProxy(t, "serve")
 	if resp := r.call(t, 1, "filter", filterTree(3)); resp.Result == nil || resp.Result.IsError || !strings.Contains(resp.text(), "filtered") {
 		t.Fatalf("a shallow filter: %s", resp.line)

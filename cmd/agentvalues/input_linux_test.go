@@ -199,6 +199,7 @@ func vmHWM(pid int) int64 {
 // a goroutine writes to forever: Stat cannot tell its size, so only the
 // bounded read stops it. The tool must fail with an error giving the cap.
 func TestReadFileEndless(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
 		t.Fatal(err)

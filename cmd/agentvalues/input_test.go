@@ -18,6 +18,7 @@ import (
 // standard error gives the cap and the flag, and no more than the cap and
 // one byte is read, whatever the input says its size is.
 func TestPreviewMaxInput(t *testing.T) {
+	t.Parallel()
 	bigFile := filepath.Join(t.TempDir(), "big.json")
 	if err := os.WriteFile(bigFile, []byte("["+strings.Repeat("1,", 1<<19)+"1]"), 0o600); err != nil {
 		t.Fatal(err)
@@ -117,6 +118,7 @@ func (i lyingInfo) Sys() any           { return nil }
 // past it the tool fails before reading, with an error giving the path,
 // the size and the cap.
 func TestReadFileTooLarge(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
 	if err != nil {

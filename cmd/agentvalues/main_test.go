@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // runMainEnv, set in the environment of the test binary, makes it run as
@@ -20,8 +21,15 @@ var testHelpers = map[string]func(args []string) int{}
 // helper) after it returns and before the process exits.
 var beforeChildExit func()
 
+// terminateEnv, set in the environment of the test binary run as the
+// command, is the proxy's terminateDuration, as time.ParseDuration reads it.
+const terminateEnv = "AGENTVALUES_TEST_TERMINATE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
+		if d, err := time.ParseDuration(os.Getenv(terminateEnv)); err == nil {
+			terminateDuration = d
+		}
 		var code int
 		if len(os.Args) > 1 && testHelpers[os.Args[1]] != nil {
 			code = testHelpers[os.Args[1]](os.Args[2:])
@@ -37,6 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestPreview(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, in, want string
 	}{
@@ -57,6 +66,7 @@ func TestPreview(t *testing.T) {
 }
 
 func TestPreviewFile(t *testing.T) {
+	t.Parallel()
 	name := t.TempDir() + "/big.txt"
 	if err := os.WriteFile(name, []byte("FIRST LINE\n"+strings.Repeat("x", 5000)+"\nLAST LINE"), 0o600); err != nil {
 		t.Fatal(err)
@@ -71,6 +81,7 @@ func TestPreviewFile(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"frobnicate"}, {"proxy"}, {"proxy", "-threshold", "x", "--", "true"}, {"preview", "a", "b"}} {
 		var out, errs bytes.Buffer
 		if code := run(args, strings.NewReader(""), &out, &errs); code != 2 || !strings.Contains(errs.String(), "usage:") {

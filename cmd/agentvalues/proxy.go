@@ -19,6 +19,11 @@ import (
 // generous, since `npx -y` may download the server first.
 const connectTimeout = 2 * time.Minute
 
+// terminateDuration is the downstream server's CommandTransport
+// TerminateDuration; zero means mcpproxy.DefaultTerminateDuration. Only the
+// tests of this command change it, in the test binary run as the command.
+var terminateDuration time.Duration
+
 // proxyCommand runs the MCP proxy: MCP on stdin/stdout upstream, COMMAND
 // downstream. It returns when the client disconnects or on SIGINT/SIGTERM.
 func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -50,7 +55,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr // the server's own diagnostics stay visible
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage}, &mcpproxy.Options{
+	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage, TerminateDuration: terminateDuration}, &mcpproxy.Options{
 		Threshold: *threshold,
 		Values:    values.New(values.WithMaxPreview(*maxPreview)),
 		Log:       stderr,

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/agentvalues/values/internal/childtest"
-	"github.com/agentvalues/values/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,13 +62,14 @@ func hangServer(args []string) int {
 }
 
 // startProxyWithHangingCall starts `agentvalues proxy` in front of the hang
-// server in mode, calls hang through it and returns once the call has
-// reached the server, with a channel closed when the proxy exits.
-func startProxyWithHangingCall(t *testing.T, mode string) (cmd *exec.Cmd, exited <-chan struct{}, stderr func() string) {
+// server in mode, with env added to its environment, calls hang through it
+// and returns once the call has reached the server, with a channel closed
+// when the proxy exits.
+func startProxyWithHangingCall(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, exited <-chan struct{}, stderr func() string) {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "server.pid")
 	cmd = exec.Command(os.Args[0], "proxy", "--", os.Args[0], hangServerArg, mode, pidFile)
-	cmd.Env = childtest.Env(runMainEnv + "=1")
+	cmd.Env = childtest.Env(append([]string{runMainEnv + "=1"}, env...)...)
 	// A file, not a pipe: the server, which shares it, may outlive the
 	// proxy, and Wait must not wait for it.
 	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
@@ -135,10 +135,14 @@ func startProxyWithHangingCall(t *testing.T, mode string) (cmd *exec.Cmd, exited
 // status 0, soon after a SIGTERM even though a call is stuck in a downstream
 // server that ignores cancellation.
 func TestProxySIGTERMWithCallInFlight(t *testing.T) {
-	cmd, exited, stderr := startProxyWithHangingCall(t, "plain")
+	t.Parallel()
 	// The stuck server does not exit when its input closes: the proxy
-	// waits DefaultTerminateDuration before it signals it.
-	limit := mcpproxy.DefaultTerminateDuration + 4*time.Second
+	// waits its terminate duration before it signals it. The test shortens
+	// it from mcpproxy.DefaultTerminateDuration: the wait is not what it
+	// checks.
+	const terminate = 100 * time.Millisecond
+	cmd, exited, stderr := startProxyWithHangingCall(t, "plain", terminateEnv+"="+terminate.String())
+	limit := terminate + 4*time.Second
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -159,6 +163,7 @@ func TestProxySIGTERMWithCallInFlight(t *testing.T) {
 // waiting out a downstream server that ignores both its input closing and
 // SIGTERM, which alone takes the proxy about 10s.
 func TestProxySecondSIGTERMKills(t *testing.T) {
+	t.Parallel()
 	cmd, exited, stderr := startProxyWithHangingCall(t, "stubborn")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func fsServerCommand(t *testing.T) []string {
 // filesystem in the real agentvalues proxy command, lists a large tree,
 // and passes a path out of that listing by reference to read_text_file.
 func TestProxyFilesystemServer(t *testing.T) {
+	t.Parallel()
 	server := fsServerCommand(t)
 
 	// A tree with 1,200 files, and one file at the top whose content the
