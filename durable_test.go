@@ -17,8 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentvalues/values"
-	"github.com/agentvalues/values/internal/childtest"
-	"github.com/agentvalues/values/internal/pagetest"
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/agentvalues/values/store"
 	"github.com/agentvalues/values/store/storetest"
 )
@@ -172,9 +171,9 @@ func readAll(t *testing.T, s *values.SessionValues, ref string) string {
 
 // pageAll pages ref with a small limit and reassembles it.
 func pageAll(s *values.SessionValues, ref string) (string, error) {
-	got, _, err := pagetest.All(0, func(off int) (pagetest.Page, error) {
+	got, _, err := testkit.ReadPages(0, func(off int) (testkit.Page, error) {
 		p, err := s.Read(ref, off, 16<<10)
-		return pagetest.Page{Content: p.Content, Offset: p.Offset, Next: p.Next, More: p.More}, err
+		return testkit.Page{Content: p.Content, Offset: p.Offset, Next: p.Next, More: p.More}, err
 	})
 	if err != nil {
 		return "", fmt.Errorf("Read(%s): %w", ref, err)
@@ -678,7 +677,7 @@ func TestDurableKill(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	child := childtest.Start(t, childtest.Command("TestDurableKill", killEnv+"="+dir), "stored ")
+	child := testkit.StartChild(t, testkit.ChildCommand("TestDurableKill", killEnv+"="+dir), "stored ")
 	got := child.Reports(t, 12, 60*time.Second)
 	// Kill it while a body is being written, if that is seen within a
 	// second, else whatever it is doing.

@@ -3,7 +3,7 @@ package values
 import (
 	"testing"
 
-	"github.com/agentvalues/values/internal/pagetest"
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // readAllPages reads ref forward from offset 0 with limit, checking every page
@@ -11,13 +11,13 @@ import (
 // the first Read, if any; a later error fails the test.
 func readAllPages(t testing.TB, s *SessionValues, ref string, limit int, want []byte) ([]byte, error) {
 	t.Helper()
-	got, pages, err := pagetest.All(len(want)+3, func(off int) (pagetest.Page, error) {
+	got, pages, err := testkit.ReadPages(len(want)+3, func(off int) (testkit.Page, error) {
 		p, err := s.Read(ref, off, limit)
 		if err != nil {
-			return pagetest.Page{}, err
+			return testkit.Page{}, err
 		}
 		checkReadPage(t, p, limit, want)
-		return pagetest.Page{Content: p.Content, Offset: p.Offset, Next: p.Next, More: p.More}, nil
+		return testkit.Page{Content: p.Content, Offset: p.Offset, Next: p.Next, More: p.More}, nil
 	})
 	if err != nil && pages == 0 {
 		return nil, err

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentvalues/values/internal/childtest"
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // TestCommandTransportCloseEndsGroup checks that Close ends processes the
 // command left in its process group when the command exits first.
 func TestCommandTransportCloseEndsGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `sleep 300 </dev/null >/dev/null 2>&1 & "$0"`, os.Args[0])
-	cmd.Env = childtest.Env(testServerEnv + "=1")
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
 	// The sleep dies at SIGTERM, but, no child of the test's, it stays in
 	// the group as a zombie until init reaps it: Close need not wait the
 	// whole terminate duration for it before it sends SIGKILL.

@@ -19,8 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentvalues/values/internal/childtest"
-	"github.com/agentvalues/values/internal/pagetest"
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // pipeTransports returns two connected transports with no cap on message
@@ -157,7 +156,7 @@ func handle(t *testing.T, res *mcp.CallToolResult) string {
 // bytes and the number of pages.
 func (f *fixture) readAll(t *testing.T, ref string, limit int) (string, int) {
 	t.Helper()
-	all, pages, err := pagetest.All(0, func(offset int) (pagetest.Page, error) {
+	all, pages, err := testkit.ReadPages(0, func(offset int) (testkit.Page, error) {
 		res := f.call(t, "read_value", fmt.Sprintf(`{"ref":%q,"offset":%d,"limit":%d}`, ref, offset, limit))
 		if res.IsError {
 			t.Fatalf("read_value %s at %d: %s", ref, offset, text(res))
@@ -166,7 +165,7 @@ func (f *fixture) readAll(t *testing.T, ref string, limit int) (string, int) {
 		if len(page) > limit {
 			t.Fatalf("read_value page of %d bytes exceeds limit %d", len(page), limit)
 		}
-		return pagetest.ParseText(offset, page), nil
+		return testkit.ParsePage(offset, page), nil
 	})
 	if err != nil {
 		t.Fatalf("read_value %s: %v", ref, err)
@@ -465,7 +464,7 @@ func waitLog(t *testing.T, log *syncBuffer, want string) {
 func TestCommandTransport(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = childtest.Env(testServerEnv + "=1")
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
 	cmd.Stderr = os.Stderr
 	ct := &CommandTransport{Command: cmd}
 	f := newFixture(t, ct, nil)
@@ -487,7 +486,7 @@ func TestCommandTransport(t *testing.T) {
 // TestCommandTransportClose checks that closing the proxy ends the child.
 func TestCommandTransportClose(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = childtest.Env(testServerEnv + "=1")
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
 	ct := &CommandTransport{Command: cmd}
 	p, err := Connect(context.Background(), ct, &Options{Log: io.Discard})
 	if err != nil {
@@ -545,7 +544,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 // in a downstream server that ignores cancellation.
 func TestRunCancelWithCallInFlight(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = childtest.Env(testServerEnv + "=1")
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	// The server does not exit while hang runs: Close signals it after this.
@@ -586,7 +585,7 @@ func TestRunCancelWithCallInFlight(t *testing.T) {
 // nor a claim that the tool was not called.
 func TestDownstreamDiesDuringCall(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = childtest.Env(testServerEnv + "=1")
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	f := newFixture(t, &CommandTransport{Command: cmd}, nil)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
-	"github.com/agentvalues/values/internal/childtest"
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // crashEnv names the store directory when the test binary runs as the
@@ -90,7 +90,7 @@ func TestCrash(t *testing.T) {
 // returns the keys it reported as stored.
 func crashRound(t *testing.T, dir string, round int) []string {
 	t.Helper()
-	child := childtest.Start(t, childtest.Command("TestCrash", crashEnv+"="+dir, fmt.Sprintf("STORE_TEST_CRASH_ROUND=%d", round)), "stored ")
+	child := testkit.StartChild(t, testkit.ChildCommand("TestCrash", crashEnv+"="+dir, fmt.Sprintf("STORE_TEST_CRASH_ROUND=%d", round)), "stored ")
 	// Let the child store a few bodies, then wait until one is half
 	// written and kill it.
 	got := child.Reports(t, 3, 90*time.Second)

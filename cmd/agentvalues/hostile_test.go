@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentvalues/values/internal/childtest"
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // This file drives the built proxy command over stdio with raw JSON-RPC
@@ -171,7 +171,7 @@ func startRawProxy(t *testing.T, mode string, flags ...string) *rawProxy {
 	args := append([]string{"proxy"}, flags...)
 	args = append(args, "--", os.Args[0], hostileServerArg, mode)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = childtest.Env(runMainEnv + "=1")
+	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
 	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentvalues/values/internal/childtest"
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // endlessCap is the -max-input of TestPreviewEndlessInput: large beside
@@ -125,7 +125,7 @@ func runChild(t *testing.T, args []string, stdin io.Reader, killAbove int64) (pe
 	t.Helper()
 	peakFile := filepath.Join(t.TempDir(), "peak")
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = childtest.Env(runMainEnv+"=1", peakFileEnv+"="+peakFile)
+	cmd.Env = testkit.ChildEnv(runMainEnv+"=1", peakFileEnv+"="+peakFile)
 	cmd.Stdin = stdin
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs

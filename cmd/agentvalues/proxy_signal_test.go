@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentvalues/values/internal/childtest"
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,7 +69,7 @@ func startProxyWithHangingCall(t *testing.T, mode string, env ...string) (cmd *e
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "server.pid")
 	cmd = exec.Command(os.Args[0], "proxy", "--", os.Args[0], hangServerArg, mode, pidFile)
-	cmd.Env = childtest.Env(append([]string{runMainEnv + "=1"}, env...)...)
+	cmd.Env = testkit.ChildEnv(append([]string{runMainEnv + "=1"}, env...)...)
 	// A file, not a pipe: the server, which shares it, may outlive the
 	// proxy, and Wait must not wait for it.
 	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))

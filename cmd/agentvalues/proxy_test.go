@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentvalues/values/internal/childtest"
-	"github.com/agentvalues/values/internal/pagetest"
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/agentvalues/values/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -96,7 +95,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 
 	// The proxy is this test binary running as the agentvalues command.
 	cmd := exec.Command(os.Args[0], append([]string{"proxy", "--"}, append(server, dir)...)...)
-	cmd.Env = childtest.Env(runMainEnv + "=1")
+	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
 	var stderr syncWriter
 	cmd.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -202,13 +201,13 @@ func TestProxyFilesystemServer(t *testing.T) {
 // readValueAll pages through ref with read_value and returns its bytes.
 func readValueAll(t *testing.T, call func(string, string) *mcp.CallToolResult, textOf func(*mcp.CallToolResult) string, ref string) string {
 	t.Helper()
-	all, _, err := pagetest.All(1000, func(offset int) (pagetest.Page, error) {
+	all, _, err := testkit.ReadPages(1000, func(offset int) (testkit.Page, error) {
 		res := call("read_value", fmt.Sprintf(`{"ref":%q,"offset":%d}`, ref, offset))
 		page := textOf(res)
 		if res.IsError {
 			t.Fatalf("read_value: %s", page)
 		}
-		return pagetest.ParseText(offset, page), nil
+		return testkit.ParsePage(offset, page), nil
 	})
 	if err != nil {
 		t.Fatalf("read_value %s: %v", ref, err)

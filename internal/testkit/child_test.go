@@ -1,4 +1,4 @@
-package childtest
+package testkit
 
 import (
 	"fmt"
@@ -10,17 +10,17 @@ import (
 	"time"
 )
 
-func TestEnv(t *testing.T) {
+func TestChildEnv(t *testing.T) {
 	t.Setenv("GORACE", "halt_on_error=1")
-	env := Env("CHILDTEST_A=1", "GORACE=history_size=2")
+	env := ChildEnv("TESTKIT_A=1", "GORACE=history_size=2")
 	// exec.Cmd keeps the last of duplicates.
 	last := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		last[k] = v
 	}
-	if last["CHILDTEST_A"] != "1" || last["GORACE"] != "history_size=2" {
-		t.Errorf("kv does not win: CHILDTEST_A=%q GORACE=%q", last["CHILDTEST_A"], last["GORACE"])
+	if last["TESTKIT_A"] != "1" || last["GORACE"] != "history_size=2" {
+		t.Errorf("kv does not win: TESTKIT_A=%q GORACE=%q", last["TESTKIT_A"], last["GORACE"])
 	}
 	if !slices.Contains(env, "GORACE=atexit_sleep_ms=0 halt_on_error=1") {
 		t.Errorf("env lacks the race detector's options, the test's after the child's: %q", env)
@@ -29,7 +29,7 @@ func TestEnv(t *testing.T) {
 
 // childEnv makes the test binary, run by TestChild, report steps: forever,
 // or, set to "early", two and then exit with status 3.
-const childEnv = "CHILDTEST_TEST_CHILD"
+const childEnv = "TESTKIT_TEST_CHILD"
 
 func TestChild(t *testing.T) {
 	switch os.Getenv(childEnv) {
@@ -43,7 +43,7 @@ func TestChild(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	c := Start(t, Command("TestChild", childEnv+"=forever"), "step ")
+	c := StartChild(t, ChildCommand("TestChild", childEnv+"=forever"), "step ")
 	got := c.Reports(t, 3, time.Minute)
 	if !slices.Equal(got, []string{"0", "1", "2"}) {
 		t.Errorf("Reports = %q, want the first three steps", got)
@@ -60,7 +60,7 @@ func TestChild(t *testing.T) {
 
 	// A child that exits before it has reported enough fails the test at
 	// once, saying how it ended.
-	c = Start(t, Command("TestChild", childEnv+"=early"), "step ")
+	c = StartChild(t, ChildCommand("TestChild", childEnv+"=early"), "step ")
 	start := time.Now()
 	msg := fatalOf(func(t testing.TB) { c.Reports(t, 5, time.Minute) }, t)
 	if !strings.Contains(msg, "exited after 2 of 5 reports: exit status 3") || time.Since(start) > 30*time.Second {

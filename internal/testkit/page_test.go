@@ -1,4 +1,4 @@
-package pagetest
+package testkit
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ func pager(text string, n int) func(int) (Page, error) {
 	}
 }
 
-func TestAll(t *testing.T) {
+func TestReadPages(t *testing.T) {
 	errRead := errors.New("read failed")
 	for _, tc := range []struct {
 		name      string
@@ -53,9 +53,9 @@ func TestAll(t *testing.T) {
 		}, "", 1, "is empty and says more follows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, pages, err := All(tc.maxPages, tc.read)
+			got, pages, err := ReadPages(tc.maxPages, tc.read)
 			if got != tc.want || pages != tc.wantPages {
-				t.Errorf("All = %q, %d pages; want %q, %d", got, pages, tc.want, tc.wantPages)
+				t.Errorf("ReadPages = %q, %d pages; want %q, %d", got, pages, tc.want, tc.wantPages)
 			}
 			switch {
 			case tc.wantErr == "" && err != nil:
@@ -65,12 +65,12 @@ func TestAll(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := All(0, func(int) (Page, error) { return Page{}, errRead }); !errors.Is(err, errRead) {
+	if _, _, err := ReadPages(0, func(int) (Page, error) { return Page{}, errRead }); !errors.Is(err, errRead) {
 		t.Errorf("error %v does not wrap the read's", err)
 	}
 }
 
-func TestParseText(t *testing.T) {
+func TestParsePage(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		offset int
@@ -88,8 +88,8 @@ func TestParseText(t *testing.T) {
 			Page{Content: `[end of "r1": 0 bytes in all, none at offset 0]`, Offset: 0, Next: 47}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ParseText(tc.offset, tc.text)); diff != "" {
-				t.Errorf("ParseText (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, ParsePage(tc.offset, tc.text)); diff != "" {
+				t.Errorf("ParsePage (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,10 +1,4 @@
-// Package pagetest pages through a stored value from its first byte to its
-// last, as an agent does with read_value: the one loop behind the tests that
-// check that pages reassemble a value, whether they read through
-// values.SessionValues.Read or through the text of read_value results.
-//
-// It is for tests only; nothing outside a _test.go file imports it.
-package pagetest
+package testkit
 
 import (
 	"fmt"
@@ -21,7 +15,7 @@ type Page struct {
 	More    bool   // whether bytes follow Next
 }
 
-// All reads a value forward from offset 0, calling read once for each page
+// ReadPages reads a value forward from offset 0, calling read once for each page
 // at the offset the previous page gave as Next, until a page without More.
 // It returns the pages' contents joined and the number of pages read
 // (0 when the first read failed).
@@ -30,7 +24,7 @@ type Page struct {
 // asked or has Next other than the end of its Content, when a page with More
 // is empty, or when maxPages pages have been read (0: no bound) and more
 // follow.
-func All(maxPages int, read func(offset int) (Page, error)) (content string, pages int, err error) {
+func ReadPages(maxPages int, read func(offset int) (Page, error)) (content string, pages int, err error) {
 	var all strings.Builder
 	offset := 0
 	for {
@@ -62,11 +56,11 @@ func All(maxPages int, read func(offset int) (Page, error)) (content string, pag
 // "[shown: bytes 0-4095 of 9000; next page: read_value {…,"offset":4096}]".
 var nextLine = regexp.MustCompile(`\[shown: bytes (\d+)-(\d+) of \d+[^\]]*"offset":(\d+)\}\]$`)
 
-// ParseText returns the page that text, a read_value result read at offset,
+// ParsePage returns the page that text, a read_value result read at offset,
 // shows: its content and, when it ends with the line naming the next page,
 // the bytes that line states and its offset. A text without that line is
 // the last page, whole.
-func ParseText(offset int, text string) Page {
+func ParsePage(offset int, text string) Page {
 	m := nextLine.FindStringSubmatch(text)
 	if m == nil {
 		return Page{Content: text, Offset: offset, Next: offset + len(text)}

@@ -1,9 +1,4 @@
-// Package childtest runs the test binary again as a child process of a
-// test: a server or command to talk to, or a writer to kill in the middle of
-// its work and then check what it left behind.
-//
-// It is for tests only; nothing outside a _test.go file imports it.
-package childtest
+package testkit
 
 import (
 	"bufio"
@@ -14,12 +9,12 @@ import (
 	"time"
 )
 
-// Env returns the environment for a child process: the test's, then kv
+// ChildEnv returns the environment for a child process: the test's, then kv
 // ("NAME=value"), which win over it. A child built with the race detector
 // skips the detector's sleep at exit (GORACE atexit_sleep_ms, one second by
 // default), which every child that exits on its own would otherwise add to
 // its test; GORACE options the test was given still apply, after it.
-func Env(kv ...string) []string {
+func ChildEnv(kv ...string) []string {
 	gorace := "atexit_sleep_ms=0"
 	if g := os.Getenv("GORACE"); g != "" {
 		gorace += " " + g
@@ -29,13 +24,13 @@ func Env(kv ...string) []string {
 	return append(env, kv...)
 }
 
-// Command returns a command that runs the test binary again, running only
-// the top-level test named test, once, with the environment Env(kv...) and
-// its standard error going to the test's. The test tells it is the child
-// by a variable of kv.
-func Command(test string, kv ...string) *exec.Cmd {
+// ChildCommand returns a command that runs the test binary again, running
+// only the top-level test named test, once, with the environment
+// ChildEnv(kv...) and its standard error going to the test's. The test
+// tells it is the child by a variable of kv.
+func ChildCommand(test string, kv ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = Env(kv...)
+	cmd.Env = ChildEnv(kv...)
 	cmd.Stderr = os.Stderr
 	return cmd
 }
@@ -50,10 +45,10 @@ type Child struct {
 	waitErr error // how the child ended, once waited
 }
 
-// Start starts cmd, whose Stdout must be unset, and collects the lines of
+// StartChild starts cmd, whose Stdout must be unset, and collects the lines of
 // its standard output that begin with prefix; other lines are dropped. The
 // child is killed when the test ends, if it is still running.
-func Start(t testing.TB, cmd *exec.Cmd, prefix string) *Child {
+func StartChild(t testing.TB, cmd *exec.Cmd, prefix string) *Child {
 	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
