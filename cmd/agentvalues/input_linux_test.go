@@ -71,9 +71,7 @@ func TestPreviewEndlessInput(t *testing.T) {
 type yesReader struct{}
 
 func (yesReader) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = 'y'
-	}
+	fillY(p)
 	return len(p), nil
 }
 
