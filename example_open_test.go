@@ -26,7 +26,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	vals, err := values.Open(store.ForValues(st), "chat-42")
+	vals, err := values.Open(st, "chat-42")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer st.Close()
-	vals, err = values.Open(store.ForValues(st), "chat-42")
+	vals, err = values.Open(st, "chat-42")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,14 +55,14 @@ func ExampleOpen() {
 	fmt.Println(vals.PutOutput([]byte("PASS")))
 
 	// Another session in the same store starts empty.
-	other, err := values.Open(store.ForValues(st), "chat-43")
+	other, err := values.Open(st, "chat-43")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(other.Len())
 	// Output:
 	// [r1 r2]
-	// r1 = json(files: array(len=3), bytes=45)
+	// r1 = json(keys=1, bytes=45 B, files: array(len=3, bytes=35 B, ["go.mod", "main.go", "main_test.go"]))
 	// {"path":"main_test.go"}
 	// r3
 	// 0
