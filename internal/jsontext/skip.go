@@ -1,10 +1,6 @@
 package jsontext
 
-import (
-	"bytes"
-	"encoding/binary"
-	"math/bits"
-)
+import "bytes"
 
 // The functions in this file move over valid JSON (see the package doc);
 // they do not check it again.
@@ -44,12 +40,6 @@ func SkipValue(d []byte, i int) int {
 
 // SkipString returns the index after the valid string starting at the
 // quote d[i].
-//
-// It looks for the closing quote with bytes.IndexByte, fast on text with
-// few quotes, and checks the backslashes before each quote it finds. A
-// string dense with escaped quotes (JSON held in a string) would cost a
-// call per quote that way: after an escaped quote found close by, it goes
-// on eight bytes at a time, stepping over each escape.
 func SkipString(d []byte, i int) int {
 	i++
 	for {
@@ -67,51 +57,7 @@ func SkipString(d []byte, i int) int {
 		if n%2 == 0 {
 			return i
 		}
-		if j < denseQuotes {
-			return skipEscaped(d, i)
-		}
 	}
-}
-
-// denseQuotes is the distance between quotes under which SkipString takes
-// the string for one dense with escapes.
-const denseQuotes = 64
-
-// skipEscaped is SkipString from d[i], inside a string and not in an
-// escape, eight bytes at a time.
-func skipEscaped(d []byte, i int) int {
-	for {
-		for i+8 <= len(d) {
-			if m := quoteOrBackslash(binary.LittleEndian.Uint64(d[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-		for i < len(d) && d[i] != '"' && d[i] != '\\' {
-			i++
-		}
-		if i >= len(d) {
-			return len(d)
-		}
-		if d[i] == '"' {
-			return i + 1
-		}
-		i += 2 // the backslash and the byte it escapes
-	}
-}
-
-// quoteOrBackslash returns a mask whose lowest set bit is the high bit of
-// the first byte of w (in memory order) that is '"' or '\\', and 0 when
-// there is none; as in specialBytes, bits above the lowest may be spurious.
-func quoteOrBackslash(w uint64) uint64 {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	quote := w ^ (ones * '"')
-	slash := w ^ (ones * '\\')
-	return ((quote-ones)&^quote | (slash-ones)&^slash) & highs
 }
 
 // EachChild calls fn for every direct child of the valid array or object
