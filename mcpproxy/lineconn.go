@@ -325,15 +325,15 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	if len(data) == 0 {
 		return nil
 	}
+	if env, ok := plainEnvelope(data); ok {
+		if msg := c.fromEnvelope(env); msg != nil {
+			return msg
+		}
+	}
 	if c.server && !json.Valid(data) {
 		// The SDK decodes the first value of a line and drops the rest.
 		c.reply(nil, jsonrpc.CodeParseError, "Parse error: "+jsonProblem(data))
 		return nil
-	}
-	if !c.server && len(data) >= rawEnvelopeMin {
-		if resp, ok := c.rawResponse(data); ok {
-			return resp
-		}
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
@@ -349,21 +349,30 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	return c.salvage(data, err)
 }
 
-// rawEnvelopeMin is the size from which the client side reads a response
-// from its bytes (rawResponse).
+// rawEnvelopeMin is the size from which the client side takes a response
+// apart from the read loop.
 const rawEnvelopeMin = 64 << 10
 
-// rawResponse reads a response to a pending call of this connection from
-// the bytes of its line, without the SDK's decoding of the envelope, which
-// would scan the whole result again and copy it: the result is a slice of
-// the line, handed to settle. It reports false for anything but a valid,
-// plain response ("jsonrpc":"2.0", an id, a result, nothing else, no
-// member twice), which the SDK decodes as any other message.
-func (c *lineConn) rawResponse(data []byte) (*jsonrpc.Response, bool) {
+// An envelope is the members of a plain JSON-RPC message, read from its
+// bytes: slices of the line, nil when absent.
+type envelope struct {
+	id, method, params, result []byte
+}
+
+// plainEnvelope reads data as a plain JSON-RPC 2.0 message: a valid object
+// whose members are "jsonrpc":"2.0" and any of id, method, params and
+// result, with no member twice, no null and no escape in the method. The
+// SDK's decoding costs a full scan and copy of the message and a 32 KiB
+// buffer per call; anything but a plain message (errors, extra members,
+// keys in another case, which the SDK matches) reports false and is left
+// to the SDK, as is a message nested deeper than sdkMaxDepth, so that it
+// fails as the SDK fails it.
+func plainEnvelope(data []byte) (envelope, bool) {
+	var env envelope
 	if data[0] != '{' || jsontext.Valid(data) != nil {
-		return nil, false
+		return env, false
 	}
-	var version, rawID, result []byte
+	var version []byte
 	ok := true
 	jsontext.EachChild(data, func(k, v []byte) bool {
 		var at *[]byte
@@ -371,26 +380,53 @@ func (c *lineConn) rawResponse(data []byte) (*jsonrpc.Response, bool) {
 		case jsontext.KeyEquals(k, "jsonrpc"):
 			at = &version
 		case jsontext.KeyEquals(k, "id"):
-			at = &rawID
+			at = &env.id
+		case jsontext.KeyEquals(k, "method"):
+			at = &env.method
+		case jsontext.KeyEquals(k, "params"):
+			at = &env.params
 		case jsontext.KeyEquals(k, "result"):
-			at = &result
+			at = &env.result
 		}
-		ok = at != nil && *at == nil
+		ok = at != nil && *at == nil && v[0] != 'n'
 		if ok {
 			*at = v
 		}
 		return ok
 	})
-	if !ok || version == nil || rawID == nil || result == nil || version[0] != '"' || !jsontext.KeyEquals(version, "2.0") {
-		return nil, false
+	ok = ok && version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
+		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
+		(env.method == nil) != (env.result == nil) && (env.params == nil || env.method != nil)
+	return env, ok && jsontext.Depth(data) <= sdkMaxDepth
+}
+
+// fromEnvelope makes the message the SDK would decode from a plain
+// envelope: a request or notification, or, on the client side, a response
+// to a pending call, which it settles. It returns nil for anything else,
+// which the SDK is left to decode.
+func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
+	var id jsonrpc.ID
+	if env.id != nil {
+		var ok bool
+		if id, ok = idOf(env.id); !ok {
+			return nil
+		}
 	}
-	id, idOK := idOf(rawID)
-	if _, pending := c.calls.method(id); !idOK || !pending {
-		return nil, false
+	if env.method != nil {
+		req := &jsonrpc.Request{ID: id, Method: string(env.method[1 : len(env.method)-1])}
+		if env.params != nil {
+			req.Params = json.RawMessage(env.params)
+		}
+		return req
 	}
-	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(result)}
+	if _, pending := c.calls.method(id); c.server || !id.IsValid() || !pending {
+		return nil
+	}
+	// The result is a slice of the line: the SDK would scan it again and
+	// copy it.
+	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(env.result)}
 	c.settle(resp)
-	return resp, true
+	return resp
 }
 
 // settle applies fix to a response to one of this connection's calls.

@@ -202,3 +202,66 @@ func TestReadLineLong(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPlainEnvelope checks the proxy's own reading of plain messages
+// against the SDK's decoding: whatever message fromEnvelope makes, the SDK
+// decodes the same line to the same message (kind, id, method, params or
+// result); and a line the SDK cannot decode is never taken.
+func FuzzPlainEnvelope(f *testing.F) {
+	for _, seed := range []string{
+		ping, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,"$r1"]}}}`,
+		`{"id":-2.5e1,"params":[],"method":"","jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","id":"c","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":"c","result":{},"result":1}`, `{"jsonrpc":"2.0","Method":"ping","id":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":"p\u0069ng"}`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, `{"jsonrpc":"2.0","id":"c","error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"x","params":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		env, ok := plainEnvelope(data)
+		if !ok {
+			return
+		}
+		c := newLineConn(bytes.NewReader(nil), io.Discard, nil, -1, false, io.Discard)
+		if env.id != nil {
+			if id, ok := idOf(env.id); ok {
+				c.calls.add(id, "ping") // no fix: the result stays as sent
+			}
+		}
+		msg := c.fromEnvelope(env)
+		if msg == nil {
+			return
+		}
+		want, err := jsonrpc.DecodeMessage(data)
+		if err != nil {
+			t.Fatalf("took %q, which the SDK does not decode: %v", data, err)
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			w, ok := want.(*jsonrpc.Request)
+			if !ok || w.ID != m.ID || w.Method != m.Method || !sameRaw(w.Params, m.Params) {
+				t.Fatalf("%q: read %#v, the SDK %#v", data, m, want)
+			}
+		case *jsonrpc.Response:
+			w, ok := want.(*jsonrpc.Response)
+			if !ok || w.ID != m.ID || w.Error != nil || !sameRaw(w.Result, m.Result) {
+				t.Fatalf("%q: read %#v, the SDK %#v", data, m, want)
+			}
+		}
+	})
+}
+
+// sameRaw reports whether two raw JSON values are the same JSON text, as
+// compacted (absent counts as empty).
+func sameRaw(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if len(a) > 0 && json.Compact(&ca, a) != nil || len(b) > 0 && json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
