@@ -35,15 +35,11 @@ const goneWait = 3 * time.Second
 // proxy open.
 func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool) (*mcp.CallToolResult, error) {
 	if err := p.downstreamErr(); err != nil {
-		return notCalled(m.name, err), nil
+		return notCalled(m.up, err), nil
 	}
-	args := bytes.TrimSpace(req.Params.Arguments)
-	if len(args) == 0 || string(args) == "null" {
-		args = []byte("{}")
-	}
-	prepared, _, err := p.values.Prepare(m.schema, args)
+	prepared, _, err := p.values.Prepare(m.schema, toolArgs(req))
 	if err != nil {
-		return errorResult(fmt.Sprintf("%s was not called: %v", m.name, err)), nil
+		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
 	}
 
 	params := &mcp.CallToolParams{
@@ -72,16 +68,16 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			if werr.Code == codeProxy {
-				return errorResult(fmt.Sprintf("%s ran, but the proxy could not take its result: %s", m.name, werr.Message)), nil
+				return errorResult(fmt.Sprintf("%s ran, but the proxy could not take its result: %s", m.up, werr.Message)), nil
 			}
-			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.name, p.errorText(werr.Message))), nil
+			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.up, p.errorText(werr.Message))), nil
 		}
 		if callCtx.Err() != nil {
-			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.name)), nil
+			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.up)), nil
 		}
 		if p.downConn != nil && !p.downConn.broken() {
 			// The connection is up: the SDK could not decode the result.
-			return errorResult(fmt.Sprintf("%s ran, but its result is not a valid MCP tool result: %s", m.name, clipText(err.Error()))), nil
+			return errorResult(fmt.Sprintf("%s ran, but its result is not a valid MCP tool result: %s", m.up, clipText(err.Error()))), nil
 		}
 		// The call was sent: the connection broke under it, most likely
 		// because the server died. Wait for the watcher to say why.
@@ -90,9 +86,9 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		case <-time.After(goneWait):
 		}
 		if gone := p.downstreamErr(); gone != nil {
-			return errorResult(fmt.Sprintf("%v during the call of %s; it may have partly run. Restart the MCP server (or the client) to reconnect; stored values can still be read with read_value.", gone, m.name)), nil
+			return errorResult(fmt.Sprintf("%v during the call of %s; it may have partly run. Restart the MCP server (or the client) to reconnect; stored values can still be read with read_value.", gone, m.up)), nil
 		}
-		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.name, err)), nil
+		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.up, err)), nil
 	}
 	return p.present(res), nil
 }
@@ -334,33 +330,34 @@ func forwardMeta(m mcp.Meta) mcp.Meta {
 
 func slicesClip(c []mcp.Content) []mcp.Content { return c[:len(c):len(c)] }
 
-// handleReadValue serves the proxy's read_value tool. Its arguments are not
-// resolved: its ref argument is itself reference-shaped.
-func (p *Proxy) handleReadValue(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	args := bytes.TrimSpace(req.Params.Arguments)
-	if len(args) == 0 || string(args) == "null" {
-		args = []byte("{}")
-	}
-	page, err := p.values.HandleReadValue(args)
+// handleReadValue serves the read_value tool over vals. Its arguments are
+// not resolved: its ref argument is itself reference-shaped.
+func handleReadValue(vals *values.SessionValues, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	page, err := vals.HandleReadValue(toolArgs(req))
 	if err != nil {
-		return errorResult(err.Error()), nil
+		return errorResult(err.Error())
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: page}}}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: page}}}
 }
 
-// handleQueryValue serves the proxy's query_value tool. Its arguments are
+// handleQueryValue serves the query_value tool over vals. Its arguments are
 // not resolved (its ref is a reference); its result is stored under a new
 // handle, named in _meta as a tool result's is.
-func (p *Proxy) handleQueryValue(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func handleQueryValue(ctx context.Context, vals *values.SessionValues, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	obs, err := vals.HandleQueryValue(ctx, toolArgs(req))
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	return &mcp.CallToolResult{Meta: mcp.Meta{MetaHandle: obs.Handle}, Content: []mcp.Content{&mcp.TextContent{Text: obs.Text}}}
+}
+
+// toolArgs returns the arguments of a call, {} when there are none.
+func toolArgs(req *mcp.CallToolRequest) []byte {
 	args := bytes.TrimSpace(req.Params.Arguments)
 	if len(args) == 0 || string(args) == "null" {
-		args = []byte("{}")
+		return []byte("{}")
 	}
-	obs, err := p.values.HandleQueryValue(ctx, args)
-	if err != nil {
-		return errorResult(err.Error()), nil
-	}
-	return &mcp.CallToolResult{Meta: mcp.Meta{MetaHandle: obs.Handle}, Content: []mcp.Content{&mcp.TextContent{Text: obs.Text}}}, nil
+	return args
 }
 
 // queryValueTool is the library's query_value tool in the SDK's terms.

@@ -69,13 +69,12 @@ type Proxy struct {
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
-	client     *mcp.Client
-	down       *mcp.ClientSession
-	downConn   *lineConn     // the downstream connection, when it is the proxy's own
-	transport  mcp.Transport // as given to Connect, to describe a dead server
-	server     *mcp.Server
-	readValue  *mcp.Tool
-	queryValue *mcp.Tool
+	client    *mcp.Client
+	down      *mcp.ClientSession
+	downConn  *lineConn     // the downstream connection, when it is the proxy's own
+	transport mcp.Transport // as given to Connect, to describe a dead server
+	server    *mcp.Server
+	prefix    string // before the name of every tool offered upstream
 
 	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
 
@@ -103,10 +102,56 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 	if opts == nil {
 		opts = &Options{}
 	}
+	p, err := connectDownstream(ctx, downstream, opts, "")
+	if err != nil {
+		return nil, err
+	}
+	name, instructions := opts.Name, ""
+	if init := p.down.InitializeResult(); init != nil {
+		if name == "" && init.ServerInfo != nil {
+			name = "agentvalues(" + init.ServerInfo.Name + ")"
+		}
+		instructions = init.Instructions
+	}
+	if name == "" {
+		name = "agentvalues"
+	}
+	if instructions != "" {
+		instructions += "\n\n"
+	}
+	instructions += serverInstructions
+	server := newServer(name, instructions, p.values)
+	if err := p.serveOn(ctx, server); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newServer makes the MCP server that faces the agent, with the read_value
+// and query_value tools over vals.
+func newServer(name, instructions string, vals *values.SessionValues) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return handleReadValue(vals, req), nil
+	})
+	server.AddTool(queryValueTool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return handleQueryValue(ctx, vals, req), nil
+	})
+	return server
+}
+
+// connectDownstream connects to the downstream server and makes the Proxy
+// for it, not yet serving: see serveOn. Its tools are offered upstream under
+// prefix followed by their own names. On failure nothing is left running.
+func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Options, prefix string) (*Proxy, error) {
 	p := &Proxy{
 		threshold: opts.Threshold,
 		values:    opts.Values,
 		log:       opts.Log,
+		prefix:    prefix,
 		transport: downstream,
 		tools:     make(map[string]*mirroredTool),
 		refresh:   make(chan struct{}, 1),
@@ -152,40 +197,24 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
 	}
 	p.down = down
+	return p, nil
+}
 
-	name, instructions := opts.Name, ""
-	if init := down.InitializeResult(); init != nil {
-		if name == "" && init.ServerInfo != nil {
-			name = "agentvalues(" + init.ServerInfo.Name + ")"
-		}
-		instructions = init.Instructions
-	}
-	if name == "" {
-		name = "agentvalues"
-	}
-	if instructions != "" {
-		instructions += "\n\n"
-	}
-	instructions += serverInstructions
-	p.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
-		Instructions: instructions,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
-	p.readValue = readValueTool()
-	p.server.AddTool(p.readValue, p.handleReadValue)
-	p.queryValue = queryValueTool()
-	p.server.AddTool(p.queryValue, p.handleQueryValue)
-
+// serveOn offers the downstream tools on server and starts following the
+// downstream tool list. ctx bounds the first listing. On failure the
+// downstream connection is closed.
+func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
+	p.server = server
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.syncTools(ctx); err != nil {
 		p.cancel()
-		down.Close()
-		return nil, err
+		p.down.Close()
+		return err
 	}
 	p.wg.Add(2)
 	go p.followToolList()
 	go p.watchDownstream()
-	return p, nil
+	return nil
 }
 
 // version is what the proxy reports as its implementation version.

@@ -21,7 +21,8 @@ const listTimeout = 30 * time.Second
 
 // A mirroredTool is a downstream tool as the proxy offers it upstream.
 type mirroredTool struct {
-	name   string
+	name   string         // downstream
+	up     string         // upstream: the proxy's prefix and name
 	def    *mcp.Tool      // what the agent sees; nil if the tool is not offered
 	schema *values.Schema // the compiled input schema arguments are prepared against, or nil
 	key    string         // the downstream definition's JSON, to notice changes
@@ -109,10 +110,10 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 		if old := current[t.Name]; old != nil && old.key == string(key) {
 			continue
 		}
-		m := &mirroredTool{name: t.Name, key: string(key)}
-		if t.Name == p.readValue.Name || t.Name == p.queryValue.Name {
+		m := &mirroredTool{name: t.Name, up: p.prefix + t.Name, key: string(key)}
+		if m.up == readValueTool().Name || m.up == queryValueTool().Name {
 			fmt.Fprintf(p.log, "agentvalues: the downstream tool %q is hidden by the proxy's own\n", t.Name)
-		} else if def, schema, err := mirror(t); def == nil {
+		} else if def, schema, err := mirror(t, m.up); def == nil {
 			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", t.Name, err)
 		} else {
 			if err != nil {
@@ -126,7 +127,7 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 	for name, m := range current {
 		if !seen[name] {
 			if m.def != nil {
-				removed = append(removed, name)
+				removed = append(removed, m.up)
 			}
 			delete(current, name)
 		}
@@ -143,7 +144,7 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 			}
 		}
 		if old := current[m.name]; m.def == nil && old != nil && old.def != nil {
-			p.server.RemoveTools(m.name)
+			p.server.RemoveTools(m.up)
 		}
 		current[m.name] = m
 	}
@@ -164,15 +165,16 @@ func (p *Proxy) addTool(m *mirroredTool) (err error) {
 	return nil
 }
 
-// mirror builds the upstream form of a downstream tool: same name, title,
-// annotations and input schema; the description gains referenceNote; the
-// output schema is dropped, since a previewed result cannot conform to it.
+// mirror builds the upstream form of a downstream tool, offered as name:
+// same title, annotations and input schema; the description gains
+// referenceNote; the output schema is dropped, since a previewed result
+// cannot conform to it.
 //
 // A tool whose input schema the proxy cannot compile (one that loads a
 // remote $ref, say) is still offered, with a nil schema and a non-nil error
 // saying why: its arguments are resolved, and checked for unresolved
 // references, but validating them is left to the downstream server.
-func mirror(t *mcp.Tool) (*mcp.Tool, *values.Schema, error) {
+func mirror(t *mcp.Tool, name string) (*mcp.Tool, *values.Schema, error) {
 	schema, ok := t.InputSchema.(map[string]any)
 	if !ok {
 		return nil, nil, fmt.Errorf("input schema is %T, not a JSON object", t.InputSchema)
@@ -204,7 +206,7 @@ func mirror(t *mcp.Tool) (*mcp.Tool, *values.Schema, error) {
 		Annotations: t.Annotations,
 		Description: desc,
 		InputSchema: json.RawMessage(raw),
-		Name:        t.Name,
+		Name:        name,
 		Title:       t.Title,
 		Icons:       t.Icons,
 	}, compiled, cerr

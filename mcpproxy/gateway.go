@@ -1,0 +1,184 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	values "github.com/agentvalues/values"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Gateway serves the tools of several downstream MCP servers as one MCP
+// server, with one store for all of them: a handle minted by one server's
+// tool is an argument any other server's tool accepts ("$r1.path"), and
+// read_value and query_value work on every handle. Each server is a
+// [Proxy] of its own (tool list, progress, its going away); they share the
+// store and the upstream server.
+//
+// Tool names: every downstream tool is offered as NAME__TOOL, where NAME
+// is the name the server was added under, so that two servers' tools
+// never collide and the rule does not depend on which tools a server
+// lists when. [ConnectGateway] refuses a name that could make two tools'
+// names equal (see [ValidServerName]).
+type Gateway struct {
+	server  *mcp.Server
+	values  *values.SessionValues
+	proxies []*Proxy
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// A Downstream is one server of a gateway: the name its tools are offered
+// under and how to reach it (for a local command, a [CommandTransport]).
+type Downstream struct {
+	Name      string
+	Transport mcp.Transport
+}
+
+// ToolSeparator stands between a server's name and its tool's name in the
+// names a gateway offers.
+const ToolSeparator = "__"
+
+// serverName is what ValidServerName accepts.
+var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// ValidServerName says why name cannot name a gateway's server, or returns
+// nil. A name is ASCII letters, digits, '_', '.' and '-' (the characters
+// MCP allows in a tool name), starts with a letter or digit and holds no
+// ToolSeparator, so that NAME__TOOL splits one way only.
+func ValidServerName(name string) error {
+	switch {
+	case !serverName.MatchString(name):
+		return fmt.Errorf("server name %q: use ASCII letters, digits, '_', '.' and '-', starting with a letter or digit", name)
+	case strings.Contains(name, ToolSeparator):
+		return fmt.Errorf("server name %q: %q would make tool names ambiguous", name, ToolSeparator)
+	}
+	return nil
+}
+
+// ConnectGateway connects to every downstream server at once and serves
+// their tools on one MCP server. A server that cannot be reached (a
+// command that does not start, a handshake or first tool listing that
+// fails within ctx) is left out with a line on opts.Log, and the others
+// are served; an error is returned only for an invalid or repeated name,
+// or when no server could be reached. opts is as for [Connect]; Name, when
+// empty, is "agentvalues-gateway".
+func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*Gateway, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	seen := make(map[string]bool, len(servers))
+	for _, s := range servers {
+		if err := ValidServerName(s.Name); err != nil {
+			return nil, fmt.Errorf("mcpproxy: %w", err)
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("mcpproxy: two servers are named %q", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	o := *opts
+	if o.Values == nil {
+		o.Values = values.New()
+	}
+	g := &Gateway{values: o.Values}
+
+	proxies := make([]*Proxy, len(servers))
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			proxies[i], errs[i] = connectDownstream(ctx, s.Transport, &o, s.Name+ToolSeparator)
+		})
+	}
+	wg.Wait()
+
+	var reached []string
+	var instructions strings.Builder
+	for i, s := range servers {
+		p := proxies[i]
+		if errs[i] != nil {
+			fmt.Fprintf(logOf(&o), "agentvalues: leaving out the server %q: %v\n", s.Name, errs[i])
+			continue
+		}
+		g.proxies = append(g.proxies, p)
+		reached = append(reached, s.Name)
+		if init := p.down.InitializeResult(); init != nil && init.Instructions != "" {
+			fmt.Fprintf(&instructions, "Tools named %s%s…, from the server %q: %s\n\n", s.Name, ToolSeparator, s.Name, init.Instructions)
+		}
+	}
+	if len(g.proxies) == 0 {
+		return nil, errors.New("mcpproxy: no server of the gateway could be reached")
+	}
+	instructions.WriteString(serverInstructions)
+	name := o.Name
+	if name == "" {
+		name = "agentvalues-gateway"
+	}
+	g.server = newServer(name, instructions.String(), g.values)
+	var served []*Proxy
+	for i, p := range g.proxies {
+		if err := p.serveOn(ctx, g.server); err != nil {
+			fmt.Fprintf(logOf(&o), "agentvalues: leaving out the server %q: %v\n", reached[i], err)
+			continue
+		}
+		served = append(served, p)
+	}
+	g.proxies = served
+	if len(served) == 0 {
+		return nil, errors.New("mcpproxy: no server of the gateway could list its tools")
+	}
+	return g, nil
+}
+
+// logOf is where a gateway's events go.
+func logOf(o *Options) io.Writer {
+	if o.Log == nil {
+		return os.Stderr
+	}
+	return o.Log
+}
+
+// Server returns the MCP server that faces the agent.
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+// Values returns the store every server's results go to.
+func (g *Gateway) Values() *values.SessionValues { return g.values }
+
+// Run serves the agent over upstream until the agent disconnects or ctx is
+// done, then closes the gateway, as [Proxy.Run] does for one server.
+func (g *Gateway) Run(ctx context.Context, upstream mcp.Transport) error {
+	stop := context.AfterFunc(ctx, func() {
+		for _, p := range g.proxies {
+			p.cancel()
+		}
+	})
+	defer stop()
+	err := g.server.Run(ctx, upstream)
+	if cerr := g.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close closes every downstream connection at once, as [Proxy.Close] does,
+// and returns the first error. Close is idempotent.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		errs := make([]error, len(g.proxies))
+		var wg sync.WaitGroup
+		for i, p := range g.proxies {
+			wg.Go(func() { errs[i] = p.Close() })
+		}
+		wg.Wait()
+		g.closeErr = errors.Join(errs...)
+	})
+	return g.closeErr
+}

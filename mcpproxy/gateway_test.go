@@ -1,0 +1,177 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// gatewayFixture is a gateway over two test servers, "files" on a pipe and
+// "web" over Streamable HTTP, and a "dead" one whose command does not
+// exist, with a client connected to it.
+type gatewayFixture struct {
+	g      *Gateway
+	log    *syncBuffer
+	client *mcp.ClientSession
+}
+
+func newGatewayFixture(t *testing.T) *gatewayFixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	files, _ := newTestServer()
+	st, pt := pipeTransports()
+	ss, err := files.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+
+	web, _ := newTestServer()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return web }, nil))
+	t.Cleanup(srv.Close)
+
+	f := &gatewayFixture{log: &syncBuffer{}}
+	f.g, err = ConnectGateway(ctx, []Downstream{
+		{"files", pt},
+		{"web", &mcp.StreamableClientTransport{Endpoint: srv.URL}},
+		{"dead", &CommandTransport{Command: exec.Command("/nonexistent/agentvalues-test-server")}},
+	}, &Options{Log: f.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.g.Close() })
+	gst, ct := pipeTransports()
+	if _, err := f.g.Server().Connect(ctx, gst, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	f.client, err = c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.client.Close() })
+	return f
+}
+
+func (f *gatewayFixture) call(t *testing.T, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := f.client.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("%s %s: protocol error: %v", name, args, err)
+	}
+	return res
+}
+
+// TestGatewayCrossServerReference passes a value that one server's tool
+// returned, by reference, to another server's tool: the second server gets
+// the whole value, and the agent's transcript only the preview.
+func TestGatewayCrossServerReference(t *testing.T) {
+	f := newGatewayFixture(t)
+	list := f.call(t, "files__list_items", `{"n":400}`)
+	if list.IsError {
+		t.Fatalf("files__list_items: %s", text(list))
+	}
+	h := handle(t, list)
+	if !strings.Contains(text(list), h+" holds the full value") {
+		t.Fatalf("a 400-item result came back whole or without its hint: %.300s", text(list))
+	}
+	echo := f.call(t, "web__echo", `{"path":"$`+h+`.items.-1.path","value":"$`+h+`.items"}`)
+	if echo.IsError {
+		t.Fatalf("web__echo: %s", text(echo))
+	}
+	got, _ := f.g.Values().Get(handle(t, echo))
+	var args struct {
+		Path  string
+		Value []item
+	}
+	if err := json.Unmarshal(got.JSON(), &args); err != nil {
+		t.Fatalf("the web server's echo %.200s: %v", got.JSON(), err)
+	}
+	if args.Path != "/files/f0399.txt" || len(args.Value) != 400 || args.Value[399] != listItems(400).Items[399] {
+		t.Errorf("the web server got path %q and %d items, want the files server's result", args.Path, len(args.Value))
+	}
+	page := f.call(t, "read_value", `{"ref":"$`+h+`.items.7"}`)
+	if page.IsError || !strings.Contains(text(page), `"/files/f0007.txt"`) {
+		t.Errorf("read_value through the gateway: %s", text(page))
+	}
+}
+
+// TestGatewayTools lists the gateway's tools: every reachable server's
+// under its prefix, the value tools once, nothing of the dead server,
+// which the log names.
+func TestGatewayTools(t *testing.T) {
+	f := newGatewayFixture(t)
+	ctx := context.Background()
+	var names []string
+	for tool, err := range f.client.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	var want []string
+	for _, server := range []string{"files", "web"} {
+		for _, tool := range []string{"big_text", "count", "echo", "list_items", "raw_structured"} {
+			want = append(want, server+ToolSeparator+tool)
+		}
+	}
+	want = append(want, "query_value", "read_value")
+	slices.Sort(want)
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			t.Errorf("tool %s missing from %v", w, names)
+		}
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "dead") || !slices.Contains(want, n) && !strings.Contains(n, ToolSeparator) {
+			t.Errorf("unexpected tool %s", n)
+		}
+	}
+	if log := f.log.String(); !strings.Contains(log, `leaving out the server "dead"`) {
+		t.Errorf("the log does not name the server left out:\n%s", log)
+	}
+	// Errors name the tool as the agent called it.
+	bad := f.call(t, "files__count", `{"n":"$r9"}`)
+	if !bad.IsError || !strings.HasPrefix(text(bad), "files__count was not called") {
+		t.Errorf("files__count with an unknown handle: %s", text(bad))
+	}
+}
+
+func TestGatewayNames(t *testing.T) {
+	for _, name := range []string{"files", "my-server", "s3.prod", "a_b", "Z9"} {
+		if err := ValidServerName(name); err != nil {
+			t.Errorf("ValidServerName(%q) = %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "a__b", "_x", "-x", "my server", "é", "a/b", "x__"} {
+		if err := ValidServerName(name); err == nil {
+			t.Errorf("ValidServerName(%q) accepted", name)
+		}
+	}
+	ctx := context.Background()
+	_, pt := pipeTransports()
+	for _, servers := range [][]Downstream{
+		{{"a__b", pt}},
+		{{"a", pt}, {"a", pt}},
+	} {
+		if _, err := ConnectGateway(ctx, servers, nil); err == nil {
+			t.Errorf("ConnectGateway(%v) accepted", servers)
+		}
+	}
+	if _, err := ConnectGateway(ctx, []Downstream{{"dead", &CommandTransport{Command: exec.Command("/nonexistent/x")}}}, &Options{Log: &syncBuffer{}}); err == nil || !strings.Contains(err.Error(), "no server") {
+		t.Errorf("a gateway with no reachable server: %v", err)
+	}
+}
