@@ -6,6 +6,7 @@
 //	agentvalues demo [DIR]
 //	agentvalues preview [-max-input N] [FILE|-]
 //	agentvalues proxy [flags] -- COMMAND [ARGS...]
+//	agentvalues gateway [flags] --config FILE
 //
 // demo runs a scripted agent loop over real tools on DIR (default: the Go
 // installation's src directory) and shows, turn by turn, what the model
@@ -25,6 +26,13 @@
 //
 //	-threshold N    results larger than N bytes come back as a preview (default 8192; 0 previews all)
 //	-max-preview N  bound on a preview's length in bytes (default 2048)
+//
+// gateway is the proxy for every server of an mcpServers file (the JSON
+// Claude Desktop, Claude Code and Cursor read: "command", "args", "env"
+// and "cwd" for a stdio server, "url" and "headers" for a Streamable HTTP
+// one). It serves all their tools as one MCP server with one store, so a
+// handle from one server is an argument to any other's tools; a tool is
+// offered as SERVER__TOOL. Flags as for proxy, and --config FILE.
 package main
 
 import (
@@ -42,6 +50,8 @@ const usage = `usage:
                                               and nothing is previewed
   agentvalues proxy [flags] -- COMMAND [ARGS...]
                                               MCP proxy on stdio in front of COMMAND
+  agentvalues gateway [flags] --config FILE   one MCP server on stdio for all the servers
+                                              of an mcpServers file, with one store
 `
 
 // errUsage reports a command line that cannot be run; main prints the usage.
@@ -65,6 +75,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = previewCommand(args[1:], stdin, stdout, stderr)
 	case "proxy":
 		err = proxyCommand(args[1:], stdin, stdout, stderr)
+	case "gateway":
+		err = gatewayCommand(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

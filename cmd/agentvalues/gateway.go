@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// gatewayEnv is set in the environment of every server a gateway starts,
+// so that a gateway started by a gateway (a config file that lists the
+// gateway itself) stops at once instead of starting itself again.
+const gatewayEnv = "AGENTVALUES_GATEWAY"
+
+// maxConfig bounds the config file a gateway reads.
+const maxConfig = 4 << 20
+
+// A gatewayConfig is the mcpServers file that Claude Desktop, Claude Code,
+// Cursor and other clients read. Members the gateway does not know are
+// ignored, as those clients ignore each other's.
+type gatewayConfig struct {
+	MCPServers map[string]serverConfig `json:"mcpServers"`
+}
+
+// A serverConfig is one entry of mcpServers: a command to start (stdio),
+// or the URL of a Streamable HTTP server.
+type serverConfig struct {
+	Type     string            `json:"type"` // "stdio", "http" or "streamable-http"; empty: by command or url
+	Command  string            `json:"command"`
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Cwd      string            `json:"cwd"`
+	URL      string            `json:"url"`
+	Headers  map[string]string `json:"headers"`
+	Disabled bool              `json:"disabled"`
+}
+
+// gatewayCommand runs the MCP gateway: MCP on stdin/stdout upstream, every
+// server of the config file downstream, one store for all of them.
+func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if os.Getenv(gatewayEnv) != "" {
+		return errors.New("gateway: started by a gateway: the config file lists the gateway itself; remove that entry")
+	}
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "the mcpServers JSON `file` naming the servers")
+	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
+	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
+	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a stdio server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *configPath == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%w: gateway takes --config FILE and nothing else", errUsage)
+	}
+	if *maxMessage == 0 {
+		*maxMessage = -1
+	}
+	if *threshold == 0 {
+		*threshold = -1
+	}
+	cfg, err := readGatewayConfig(*configPath)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
+
+	servers := downstreams(cfg, *maxMessage, stderr)
+	if len(servers) == 0 {
+		return fmt.Errorf("gateway: %s names no server to start", *configPath)
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	g, err := mcpproxy.ConnectGateway(connectCtx, servers, &mcpproxy.Options{
+		Threshold: *threshold,
+		Values:    values.New(values.WithMaxPreview(*maxPreview)),
+		Log:       stderr,
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
+	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// readGatewayConfig reads and checks the config file: every enabled server
+// has a valid name and exactly one of command and url.
+func readGatewayConfig(path string) (*gatewayConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: reading %s: %w", path, err)
+	}
+	if len(data) > maxConfig {
+		return nil, fmt.Errorf("gateway: %s is over %d bytes; is it the config file?", path, maxConfig)
+	}
+	var cfg gatewayConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("gateway: %s is not an mcpServers config: %w", path, err)
+	}
+	if cfg.MCPServers == nil {
+		return nil, fmt.Errorf(`gateway: %s has no "mcpServers" object`, path)
+	}
+	for name, s := range cfg.MCPServers {
+		if s.Disabled {
+			continue
+		}
+		if err := mcpproxy.ValidServerName(name); err != nil {
+			return nil, fmt.Errorf("gateway: %s: %w", path, err)
+		}
+		switch kind := s.kind(); kind {
+		case "stdio":
+			if s.Command == "" {
+				return nil, fmt.Errorf(`gateway: %s: server %q: a stdio server needs "command"`, path, name)
+			}
+		case "http":
+			if s.URL == "" {
+				return nil, fmt.Errorf(`gateway: %s: server %q: a Streamable HTTP server needs "url"`, path, name)
+			}
+		default:
+			return nil, fmt.Errorf(`gateway: %s: server %q: %s`, path, name, kind)
+		}
+	}
+	return &cfg, nil
+}
+
+// kind is "stdio", "http", or why the entry names neither.
+func (s serverConfig) kind() string {
+	switch strings.ToLower(s.Type) {
+	case "stdio":
+		return "stdio"
+	case "http", "streamable-http", "streamablehttp", "streamable_http":
+		return "http"
+	case "sse":
+		return `the SSE transport (replaced by Streamable HTTP in MCP 2025-03-26) is not supported; give the server's Streamable HTTP URL with "type": "http"`
+	case "":
+		switch {
+		case s.Command != "" && s.URL != "":
+			return `it has both "command" and "url"; say which with "type"`
+		case s.Command != "":
+			return "stdio"
+		case s.URL != "":
+			return "http"
+		}
+		return `it has neither "command" nor "url"`
+	}
+	return fmt.Sprintf("unknown type %q", s.Type)
+}
+
+// downstreams makes the transports of the enabled servers, in the order of
+// their names.
+func downstreams(cfg *gatewayConfig, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
+	var out []mcpproxy.Downstream
+	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
+		s := cfg.MCPServers[name]
+		if s.Disabled {
+			continue
+		}
+		var t mcp.Transport
+		if s.kind() == "stdio" {
+			cmd := exec.Command(s.Command, s.Args...)
+			cmd.Dir = s.Cwd
+			cmd.Env = append(os.Environ(), gatewayEnv+"=1")
+			for k, v := range s.Env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			cmd.Stderr = stderr // the servers' own diagnostics stay visible
+			t = &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
+		} else {
+			t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers(s.Headers)}}
+		}
+		out = append(out, mcpproxy.Downstream{Name: name, Transport: t})
+	}
+	return out
+}
+
+// headers is an http.RoundTripper that sets the config's headers on every
+// request (an API key, say).
+type headers map[string]string
+
+func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(h) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentvalues/values/internal/testkit"
+	"github.com/agentvalues/values/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestGateway runs the gateway command over a config file naming the real
+// filesystem server, the blob server (a go-sdk server run by this test
+// binary), a Streamable HTTP server that needs an API key header, the
+// gateway itself (which must refuse to start again) and a disabled entry.
+// A log made by the blob server is written to disk by the filesystem
+// server by reference: the bytes never pass through the client.
+func TestGateway(t *testing.T) {
+	t.Parallel()
+	fsServer := fsServerCommand(t)
+	dir := t.TempDir()
+
+	web := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	web.AddTool(&mcp.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "key=" + req.Extra.Header.Get("X-Api-Key")}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return web }, nil))
+	defer srv.Close()
+
+	config := map[string]any{
+		"mcpServers": map[string]any{
+			"files": map[string]any{"command": fsServer[0], "args": append(fsServer[1:], dir)},
+			"blobs": map[string]any{"command": os.Args[0], "args": []string{blobServerArg}, "env": map[string]string{runMainEnv: "1"}},
+			"web":   map[string]any{"type": "http", "url": srv.URL, "headers": map[string]string{"X-Api-Key": "k-123"}},
+			"self":  map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", "x.json"}},
+			"off":   map[string]any{"command": "/nonexistent/never-started", "disabled": true},
+		},
+		"globalShortcut": "ignored, as clients ignore each other's fields",
+	}
+	data, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "gateway", "--config", path)
+	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+	var stderr syncWriter
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]bool{}
+	for _, tool := range tools.Tools {
+		byName[tool.Name] = true
+		if strings.HasPrefix(tool.Name, "self__") || strings.HasPrefix(tool.Name, "off__") {
+			t.Errorf("the gateway offers %s", tool.Name)
+		}
+	}
+	for _, name := range []string{"files__write_file", "files__read_text_file", "blobs__blob", "web__whoami", "read_value", "query_value"} {
+		if !byName[name] {
+			t.Fatalf("the gateway does not offer %s; it offers %v\nstderr:\n%s", name, byName, stderr.String())
+		}
+	}
+	if log := stderr.String(); !strings.Contains(log, `leaving out the server "self"`) || !strings.Contains(log, "lists the gateway itself") {
+		t.Errorf("stderr does not say the gateway left itself out:\n%s", log)
+	}
+
+	call := func(name, args string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v\nstderr:\n%s", name, err, stderr.String())
+		}
+		if res.IsError {
+			t.Fatalf("%s: %s", name, textOf(res))
+		}
+		return res
+	}
+	blob := call("blobs__blob", `{"kind":"text","size":300000}`)
+	h, _ := blob.Meta[mcpproxy.MetaHandle].(string)
+	if h == "" || len(textOf(blob)) > 8<<10 {
+		t.Fatalf("a 300 kB log came back as %d bytes, handle %q", len(textOf(blob)), h)
+	}
+	out := filepath.Join(dir, "copy.log")
+	call("files__write_file", `{"path":`+quote(out)+`,"content":"$`+h+`"}`)
+	want, err := makeBlob(blobText, 300000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("the file the filesystem server wrote has %d bytes, want the blob server's %d", len(got), len(want))
+	}
+	if who := textOf(call("web__whoami", `{}`)); !strings.HasPrefix(who, "key=k-123") {
+		t.Errorf("the HTTP server saw %q, want the config's header", who)
+	}
+}
+
+// TestGatewayConfigErrors runs the gateway over config files it must
+// refuse, before it starts any server.
+func TestGatewayConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, config, want string }{
+		{"not json", `{"mcpServers":`, "is not an mcpServers config"},
+		{"no servers", `{"servers":{}}`, `has no "mcpServers" object`},
+		{"bad name", `{"mcpServers":{"a b":{"command":"x"}}}`, `server name "a b"`},
+		{"separator", `{"mcpServers":{"a__b":{"command":"x"}}}`, "ambiguous"},
+		{"neither", `{"mcpServers":{"a":{"args":["x"]}}}`, `neither "command" nor "url"`},
+		{"both", `{"mcpServers":{"a":{"command":"x","url":"http://127.0.0.1:1"}}}`, `both "command" and "url"`},
+		{"sse", `{"mcpServers":{"a":{"type":"sse","url":"http://127.0.0.1:1/sse"}}}`, "SSE transport"},
+		{"http without url", `{"mcpServers":{"a":{"type":"http","command":"x"}}}`, `needs "url"`},
+		{"all disabled", `{"mcpServers":{"a":{"command":"x","disabled":true}}}`, "names no server"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mcp.json")
+			if err := os.WriteFile(path, []byte(tc.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errs syncWriter
+			if code := run([]string{"gateway", "--config", path}, strings.NewReader(""), &out, &errs); code != 1 || !strings.Contains(errs.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs.String(), tc.want)
+			}
+		})
+	}
+	var errs syncWriter
+	if code := run([]string{"gateway"}, strings.NewReader(""), &syncWriter{}, &errs); code != 2 || !strings.Contains(errs.String(), "--config FILE") {
+		t.Errorf("gateway without --config: exit %d, %q", code, errs.String())
+	}
+}
+
+// quote returns s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
