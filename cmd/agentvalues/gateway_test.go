@@ -18,15 +18,18 @@ import (
 )
 
 // TestGateway runs the gateway command over a config file naming the real
-// filesystem server, the blob server (a go-sdk server run by this test
+// filesystem and memory servers, the blob server (a go-sdk server run by this test
 // binary), a Streamable HTTP server that needs an API key header, the
 // gateway itself (which must refuse to start again) and a disabled entry.
 // A log made by the blob server is written to disk by the filesystem
-// server by reference: the bytes never pass through the client.
+// server by reference, read back, and given to the memory server by
+// reference: the bytes never pass through the client.
 func TestGateway(t *testing.T) {
 	t.Parallel()
-	fsServer := fsServerCommand(t)
+	files := fsServer.command(t)
+	memory := memoryServer.command(t)
 	dir := t.TempDir()
+	memoryFile := filepath.Join(t.TempDir(), "memory.jsonl")
 
 	web := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
 	web.AddTool(&mcp.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -38,11 +41,12 @@ func TestGateway(t *testing.T) {
 
 	config := map[string]any{
 		"mcpServers": map[string]any{
-			"files": map[string]any{"command": fsServer[0], "args": append(fsServer[1:], dir)},
-			"blobs": map[string]any{"command": os.Args[0], "args": []string{blobServerArg}, "env": map[string]string{runMainEnv: "1"}},
-			"web":   map[string]any{"type": "http", "url": srv.URL, "headers": map[string]string{"X-Api-Key": "k-123"}},
-			"self":  map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", "x.json"}},
-			"off":   map[string]any{"command": "/nonexistent/never-started", "disabled": true},
+			"files":  map[string]any{"command": files[0], "args": append(files[1:], dir)},
+			"memory": map[string]any{"command": memory[0], "args": memory[1:], "env": map[string]string{"MEMORY_FILE_PATH": memoryFile}},
+			"blobs":  map[string]any{"command": os.Args[0], "args": []string{blobServerArg}, "env": map[string]string{runMainEnv: "1"}},
+			"web":    map[string]any{"type": "http", "url": srv.URL, "headers": map[string]string{"X-Api-Key": "k-123"}},
+			"self":   map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", "x.json"}},
+			"off":    map[string]any{"command": "/nonexistent/never-started", "disabled": true},
 		},
 		"globalShortcut": "ignored, as clients ignore each other's fields",
 	}
@@ -79,7 +83,7 @@ func TestGateway(t *testing.T) {
 			t.Errorf("the gateway offers %s", tool.Name)
 		}
 	}
-	for _, name := range []string{"files__write_file", "files__read_text_file", "blobs__blob", "web__whoami", "read_value", "query_value"} {
+	for _, name := range []string{"files__write_file", "files__read_text_file", "memory__create_entities", "blobs__blob", "web__whoami", "read_value", "query_value"} {
 		if !byName[name] {
 			t.Fatalf("the gateway does not offer %s; it offers %v\nstderr:\n%s", name, byName, stderr.String())
 		}
@@ -116,6 +120,27 @@ func TestGateway(t *testing.T) {
 	}
 	if string(got) != string(want) {
 		t.Errorf("the file the filesystem server wrote has %d bytes, want the blob server's %d", len(got), len(want))
+	}
+	// Between two third-party servers: what the filesystem server reads,
+	// the memory server keeps, byte for byte, in its file.
+	read := call("files__read_text_file", `{"path":`+quote(out)+`}`)
+	rh, _ := read.Meta[mcpproxy.MetaHandle].(string)
+	call("memory__create_entities", `{"entities":[{"name":"copy.log","entityType":"file","observations":["$`+rh+`"]}]}`)
+	kept, err := os.ReadFile(memoryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entity struct {
+		Name         string
+		Observations []string
+	}
+	for line := range strings.Lines(string(kept)) {
+		if err := json.Unmarshal([]byte(line), &entity); err == nil && entity.Name == "copy.log" {
+			break
+		}
+	}
+	if len(entity.Observations) != 1 || entity.Observations[0] != string(want) {
+		t.Errorf("the memory server kept %d observations of %s, want the %d-byte log", len(entity.Observations), rh, len(want))
 	}
 	if who := textOf(call("web__whoami", `{}`)); !strings.HasPrefix(who, "key=k-123") {
 		t.Errorf("the HTTP server saw %q, want the config's header", who)

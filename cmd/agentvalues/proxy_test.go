@@ -16,50 +16,54 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The third-party server of the end-to-end test, pinned.
-const (
-	fsServerPackage = "@modelcontextprotocol/server-filesystem"
-	fsServerVersion = "2026.8.31"
-	// fsServerEnv may name the server's executable (an npm bin such as
-	// node_modules/.bin/mcp-server-filesystem).
-	fsServerEnv = "AGENTVALUES_MCP_FILESYSTEM"
+// An npmServer is a third-party MCP server of the end-to-end tests, pinned.
+type npmServer struct {
+	pkg, version string
+	bin          string // its executable under node_modules/.bin
+	env          string // a variable that may name that executable instead
+}
+
+var (
+	fsServer     = npmServer{"@modelcontextprotocol/server-filesystem", "2026.8.31", "mcp-server-filesystem", "AGENTVALUES_MCP_FILESYSTEM"}
+	memoryServer = npmServer{"@modelcontextprotocol/server-memory", "2026.8.31", "mcp-server-memory", "AGENTVALUES_MCP_MEMORY"}
 )
 
-// fsServerPrefix is where .ci/run installs the server with
+// npmPrefix is where .ci/run installs the servers with
 //
-//	npm install --no-audit --no-fund --prefix "$HOME/.cache/agentvalues/npm" @modelcontextprotocol/server-filesystem@2026.8.31
-func fsServerPrefix() string {
+//	npm install --no-audit --no-fund --prefix "$HOME/.cache/agentvalues/npm" \
+//		@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+func npmPrefix() string {
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".cache", "agentvalues", "npm")
 }
 
-// fsServerCommand returns the command that runs the pinned filesystem
-// server: $AGENTVALUES_MCP_FILESYSTEM, else the copy installed under
-// fsServerPrefix (its version checked), else npx. Without any, the test is
-// skipped on a developer machine and fails when CI is set.
-func fsServerCommand(t *testing.T) []string {
+// command returns the command that runs the server: its env variable's
+// executable, else the copy installed under npmPrefix (its version
+// checked), else npx. Without any, the test is skipped on a developer
+// machine and fails when CI is set.
+func (s npmServer) command(t *testing.T) []string {
 	t.Helper()
-	if p := os.Getenv(fsServerEnv); p != "" {
+	if p := os.Getenv(s.env); p != "" {
 		return []string{p}
 	}
-	prefix := fsServerPrefix()
-	bin := filepath.Join(prefix, "node_modules", ".bin", "mcp-server-filesystem")
+	prefix := npmPrefix()
+	bin := filepath.Join(prefix, "node_modules", ".bin", s.bin)
 	if _, err := os.Stat(bin); err == nil {
 		var pkg struct{ Version string }
-		data, err := os.ReadFile(filepath.Join(prefix, "node_modules", fsServerPackage, "package.json"))
-		if err == nil && json.Unmarshal(data, &pkg) == nil && pkg.Version == fsServerVersion {
+		data, err := os.ReadFile(filepath.Join(prefix, "node_modules", s.pkg, "package.json"))
+		if err == nil && json.Unmarshal(data, &pkg) == nil && pkg.Version == s.version {
 			return []string{bin}
 		}
-		t.Logf("%s holds %s %q, not %s; trying npx", prefix, fsServerPackage, pkg.Version, fsServerVersion)
+		t.Logf("%s holds %s %q, not %s; trying npx", prefix, s.pkg, pkg.Version, s.version)
 	}
 	if npx, err := exec.LookPath("npx"); err == nil {
-		return []string{npx, "-y", fsServerPackage + "@" + fsServerVersion}
+		return []string{npx, "-y", s.pkg + "@" + s.version}
 	}
 	if os.Getenv("CI") != "" {
 		t.Fatalf("CI is set but %s@%s is not installed (set %s, install it under %s, or provide npx)",
-			fsServerPackage, fsServerVersion, fsServerEnv, prefix)
+			s.pkg, s.version, s.env, prefix)
 	}
-	t.Skipf("%s@%s not available: no %s, no install under %s, no npx", fsServerPackage, fsServerVersion, fsServerEnv, prefix)
+	t.Skipf("%s@%s not available: no %s, no install under %s, no npx", s.pkg, s.version, s.env, prefix)
 	return nil
 }
 
@@ -68,7 +72,7 @@ func fsServerCommand(t *testing.T) []string {
 // and passes a path out of that listing by reference to read_text_file.
 func TestProxyFilesystemServer(t *testing.T) {
 	t.Parallel()
-	server := fsServerCommand(t)
+	server := fsServer.command(t)
 
 	// A tree with 1,200 files, and one file at the top whose content the
 	// test checks.
