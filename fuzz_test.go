@@ -3,6 +3,7 @@ package values
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -55,6 +56,22 @@ func FuzzPreview(f *testing.F) {
 		}
 		if !json.Valid(v.JSON()) {
 			t.Fatalf("JSON() is not valid JSON: %q", v.JSON())
+		}
+	})
+}
+
+// FuzzReferencePattern checks ReferencePattern against the grammar the
+// resolver parses: a string matches exactly when it is a reference.
+func FuzzReferencePattern(f *testing.F) {
+	for _, seed := range []string{"$r1", "$r0", "$r12.rows.0.id", "$r1.", "$r1..x", `$r1.a\.b`, `$r1.a\\`, `$r1.a\x`, "$$r1", "r1", "$r1.-1", "$r1.é", "$r1.\xff"} {
+		f.Add(seed)
+	}
+	pattern := regexp.MustCompile(ReferencePattern)
+	f.Fuzz(func(t *testing.T, s string) {
+		_, isRef := parseRef(strings.TrimPrefix(s, "$"))
+		isRef = isRef && strings.HasPrefix(s, "$")
+		if got := pattern.MatchString(s); got != isRef {
+			t.Fatalf("ReferencePattern matches %q: %v; the grammar says %v", s, got, isRef)
 		}
 	})
 }

@@ -10,6 +10,13 @@ import (
 
 // This file holds the grammar of references: "$" handle *("." segment).
 
+// ReferencePattern is a regular expression, in the ECMA-262 syntax of JSON
+// Schema's "pattern" (and in Go's), that a string matches exactly when it
+// is a reference: "$r3", "$r3.rows.0.id", a segment's '.' and '\' escaped
+// with '\'. An MCP proxy advertises it beside a field's own schema so that
+// a client that enforces schemas lets a model write a reference there.
+const ReferencePattern = `^\$r[1-9][0-9]*(\.([^.\\]|\\[.\\])+)*$`
+
 // refPath is a parsed reference: a handle and the path after it.
 type refPath struct {
 	text   string // the reference as parsed, without its '$': "r3.rows.0"

@@ -44,6 +44,12 @@ type Options struct {
 	// Name is the implementation name the proxy gives upstream. Empty means
 	// "agentvalues(<downstream name>)".
 	Name string
+	// OriginalSchemas advertises the downstream tools' input schemas as they
+	// are. By default every field's schema also admits a reference string
+	// (see ReferencePattern), so that a client that enforces schemas lets a
+	// model write "$r3" where an array is asked for; arguments are validated
+	// against the original schema either way, after resolution.
+	OriginalSchemas bool
 
 	seams *seams // set only by the package's tests; nil means the real clock and waits
 }
@@ -68,6 +74,8 @@ type Proxy struct {
 	values    *values.SessionValues
 	log       io.Writer
 	seams     seams // with the defaults filled in
+
+	originalSchemas bool // see Options
 
 	client    *mcp.Client
 	down      *mcp.ClientSession
@@ -153,9 +161,11 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		log:       opts.Log,
 		prefix:    prefix,
 		transport: downstream,
-		tools:     make(map[string]*mirroredTool),
-		refresh:   make(chan struct{}, 1),
-		goneCh:    make(chan struct{}),
+
+		originalSchemas: opts.OriginalSchemas,
+		tools:           make(map[string]*mirroredTool),
+		refresh:         make(chan struct{}, 1),
+		goneCh:          make(chan struct{}),
 	}
 	if p.threshold == 0 {
 		p.threshold = DefaultThreshold

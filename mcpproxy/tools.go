@@ -113,7 +113,7 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 		m := &mirroredTool{name: t.Name, up: p.prefix + t.Name, key: string(key)}
 		if m.up == readValueTool().Name || m.up == queryValueTool().Name {
 			fmt.Fprintf(p.log, "agentvalues: the downstream tool %q is hidden by the proxy's own\n", t.Name)
-		} else if def, schema, err := mirror(t, m.up); def == nil {
+		} else if def, schema, err := mirror(t, m.up, !p.originalSchemas); def == nil {
 			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", t.Name, err)
 		} else {
 			if err != nil {
@@ -166,15 +166,16 @@ func (p *Proxy) addTool(m *mirroredTool) (err error) {
 }
 
 // mirror builds the upstream form of a downstream tool, offered as name:
-// same title, annotations and input schema; the description gains
-// referenceNote; the output schema is dropped, since a previewed result
-// cannot conform to it.
+// same title, annotations and input schema (admitting references when
+// admit is set; see schema.go); the description gains referenceNote; the
+// output schema is dropped, since a previewed result cannot conform to it.
+// Arguments are prepared against the original input schema.
 //
 // A tool whose input schema the proxy cannot compile (one that loads a
 // remote $ref, say) is still offered, with a nil schema and a non-nil error
 // saying why: its arguments are resolved, and checked for unresolved
 // references, but validating them is left to the downstream server.
-func mirror(t *mcp.Tool, name string) (*mcp.Tool, *values.Schema, error) {
+func mirror(t *mcp.Tool, name string, admit bool) (*mcp.Tool, *values.Schema, error) {
 	schema, ok := t.InputSchema.(map[string]any)
 	if !ok {
 		return nil, nil, fmt.Errorf("input schema is %T, not a JSON object", t.InputSchema)
@@ -197,6 +198,16 @@ func mirror(t *mcp.Tool, name string) (*mcp.Tool, *values.Schema, error) {
 		// A nil schema still refuses unresolved references.
 		compiled, cerr = nil, fmt.Errorf("compiling its input schema: %w", cerr)
 	}
+	advertised := raw
+	if admit && compiled != nil {
+		// Only a schema that compiled is rewritten, and the rewriting kept
+		// only if it compiles too.
+		if a, err := json.Marshal(admitReferences(schema)); err == nil {
+			if _, err := values.CompileSchema(a); err == nil {
+				advertised = a
+			}
+		}
+	}
 	desc := referenceNote
 	if t.Description != "" {
 		desc = t.Description + "\n\n" + referenceNote
@@ -205,7 +216,7 @@ func mirror(t *mcp.Tool, name string) (*mcp.Tool, *values.Schema, error) {
 		Meta:        t.Meta,
 		Annotations: t.Annotations,
 		Description: desc,
-		InputSchema: json.RawMessage(raw),
+		InputSchema: json.RawMessage(advertised),
 		Name:        name,
 		Title:       t.Title,
 		Icons:       t.Icons,

@@ -60,6 +60,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	configPath := fs.String("config", "", "the mcpServers JSON `file` naming the servers")
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
+	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a stdio server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -91,6 +92,8 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		Threshold: *threshold,
 		Values:    values.New(values.WithMaxPreview(*maxPreview)),
 		Log:       stderr,
+
+		OriginalSchemas: *originalSchemas,
 	})
 	cancel()
 	if err != nil {

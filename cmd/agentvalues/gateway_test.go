@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/testkit"
 	"github.com/agentvalues/values/mcpproxy"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,6 +80,18 @@ func TestGateway(t *testing.T) {
 	byName := map[string]bool{}
 	for _, tool := range tools.Tools {
 		byName[tool.Name] = true
+		if tool.Name == "memory__create_entities" {
+			// A real third-party schema, rewritten: "$r1" where an array
+			// of objects is asked for.
+			raw, _ := json.Marshal(tool.InputSchema)
+			schema, err := values.CompileSchema(raw)
+			if err != nil {
+				t.Fatalf("the advertised schema of %s does not compile: %v", tool.Name, err)
+			}
+			if err := schema.Validate([]byte(`{"entities":"$r1"}`)); err != nil {
+				t.Errorf("the advertised schema of %s refuses a reference: %v", tool.Name, err)
+			}
+		}
 		if strings.HasPrefix(tool.Name, "self__") || strings.HasPrefix(tool.Name, "off__") {
 			t.Errorf("the gateway offers %s", tool.Name)
 		}

@@ -31,6 +31,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
+	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or the server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -59,6 +60,8 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		Threshold: *threshold,
 		Values:    values.New(values.WithMaxPreview(*maxPreview)),
 		Log:       stderr,
+
+		OriginalSchemas: *originalSchemas,
 	})
 	cancel()
 	if err != nil {

@@ -1,0 +1,115 @@
+package mcpproxy
+
+import (
+	values "github.com/agentvalues/values"
+)
+
+// Some clients enforce a tool's input schema before they send a call, so a
+// model cannot write "$r3" where the schema asks for an array. The proxy
+// advertises each input schema with a reference string admitted beside
+// every field whose schema would refuse one:
+//
+//	{"type":"array","items":{"type":"integer"}}
+//	→ {"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"string","pattern":ReferencePattern}]}
+//
+// Arguments are still validated against the original schema, after the
+// references are resolved. Options.OriginalSchemas turns this off.
+
+// refString is the schema of a reference string.
+func refString() map[string]any {
+	return map[string]any{"type": "string", "pattern": values.ReferencePattern}
+}
+
+// admitReferences returns a copy of the tool input schema s in which the
+// schema of every property, pattern property, additional property and
+// array item, at every depth, also admits a reference string. The object
+// itself does not (a call's arguments are an object), and definitions
+// ($defs, definitions) are left as they are: a field whose schema is only
+// a $ref admits a reference, the fields inside the definition do not.
+func admitReferences(s map[string]any) map[string]any {
+	return admitChildren(s)
+}
+
+// admitChildren returns a copy of the schema s whose subschemas of fields
+// and items admit references.
+func admitChildren(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s))
+	for k, v := range s {
+		switch k {
+		case "properties", "patternProperties":
+			if m, ok := v.(map[string]any); ok {
+				props := make(map[string]any, len(m))
+				for name, sub := range m {
+					props[name] = admitValue(sub)
+				}
+				v = props
+			}
+		case "additionalProperties", "additionalItems", "unevaluatedProperties", "unevaluatedItems":
+			v = admitValue(v)
+		case "items", "prefixItems":
+			if list, ok := v.([]any); ok { // a tuple (draft 4 to 2019-09 items, prefixItems)
+				subs := make([]any, len(list))
+				for i, sub := range list {
+					subs[i] = admitValue(sub)
+				}
+				v = subs
+			} else {
+				v = admitValue(v)
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// admitValue returns the schema of a field or item, s, admitting a
+// reference string beside whatever s admits.
+func admitValue(s any) any {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return s // true admits a reference already; false admits nothing, and stays so
+	}
+	inner := admitChildren(m)
+	if admitsAnyString(m) {
+		return inner
+	}
+	out := map[string]any{"anyOf": []any{inner, refString()}}
+	for _, k := range []string{"title", "description"} {
+		if v, ok := m[k]; ok {
+			out[k] = v // shown beside the choice as well
+		}
+	}
+	return out
+}
+
+// constrainsString lists the keywords under which a schema that admits
+// strings may still refuse "$r3".
+var constrainsString = []string{"enum", "const", "pattern", "format", "minLength", "maxLength", "not", "anyOf", "oneOf", "allOf", "$ref", "$dynamicRef", "$recursiveRef", "if", "contentEncoding", "contentMediaType"}
+
+// admitsAnyString reports whether the schema s admits every string, so
+// that it needs no alternative.
+func admitsAnyString(s map[string]any) bool {
+	switch t := s["type"].(type) {
+	case nil:
+	case string:
+		if t != "string" {
+			return false
+		}
+	case []any:
+		found := false
+		for _, x := range t {
+			found = found || x == "string"
+		}
+		if !found {
+			return false
+		}
+	default:
+		return false
+	}
+	for _, k := range constrainsString {
+		if _, ok := s[k]; ok {
+			return false
+		}
+	}
+	return true
+}
