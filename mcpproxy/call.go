@@ -60,7 +60,8 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
-	res, err := p.down.CallTool(callCtx, params)
+	l := p.current()
+	res, err := l.down.CallTool(callCtx, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -75,17 +76,23 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		if callCtx.Err() != nil {
 			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.up)), nil
 		}
-		if p.downConn != nil && !p.downConn.broken() {
+		if l.conn != nil && !l.conn.broken() {
 			// The connection is up: the SDK could not decode the result.
 			return errorResult(fmt.Sprintf("%s ran, but its result is not a valid MCP tool result: %s", m.up, clipText(err.Error()))), nil
 		}
 		// The call was sent: the connection broke under it, most likely
 		// because the server died. Wait for the watcher to say why.
 		select {
-		case <-p.goneCh:
+		case <-l.ended:
 		case <-time.After(goneWait):
 		}
-		if gone := p.downstreamErr(); gone != nil {
+		p.mu.Lock()
+		gone := l.gone
+		p.mu.Unlock()
+		switch {
+		case gone != nil && p.restart != nil:
+			return errorResult(fmt.Sprintf("%v during the call of %s; it may have partly run. It is being restarted: call again in a moment; stored values can still be read with read_value.", gone, m.up)), nil
+		case gone != nil:
 			return errorResult(fmt.Sprintf("%v during the call of %s; it may have partly run. Restart the MCP server (or the client) to reconnect; stored values can still be read with read_value.", gone, m.up)), nil
 		}
 		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.up, err)), nil

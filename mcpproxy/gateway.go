@@ -40,6 +40,15 @@ type Gateway struct {
 type Downstream struct {
 	Name      string
 	Transport mcp.Transport
+	// Restart, when set, makes a new transport to the same server (for a
+	// command, a new exec.Cmd), with which the gateway restarts a server
+	// that went away after it was reached: after 1 s, then twice as long
+	// after each failed attempt, up to 30 s. Meanwhile calls of its tools
+	// fail with an isError result saying so; handles stay valid, and its
+	// tool list is read again once it is back. Nil: a server that goes away
+	// stays gone. A server that cannot be reached at the start is left out,
+	// not retried.
+	Restart func() mcp.Transport
 }
 
 // ToolSeparator stands between a server's name and its tool's name in the
@@ -96,6 +105,9 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	for i, s := range servers {
 		wg.Go(func() {
 			proxies[i], errs[i] = connectDownstream(ctx, s.Transport, &o, s.Name+ToolSeparator)
+			if errs[i] == nil {
+				proxies[i].restart = s.Restart
+			}
 		})
 	}
 	wg.Wait()
@@ -110,7 +122,7 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		}
 		g.proxies = append(g.proxies, p)
 		reached = append(reached, s.Name)
-		if init := p.down.InitializeResult(); init != nil && init.Instructions != "" {
+		if init := p.link.down.InitializeResult(); init != nil && init.Instructions != "" {
 			fmt.Fprintf(&instructions, "Tools named %s%s…, from the server %q: %s\n\n", s.Name, ToolSeparator, s.Name, init.Instructions)
 		}
 	}

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,9 +45,9 @@ func newGatewayFixture(t *testing.T) *gatewayFixture {
 
 	f := &gatewayFixture{log: &syncBuffer{}}
 	f.g, err = ConnectGateway(ctx, []Downstream{
-		{"files", pt},
-		{"web", &mcp.StreamableClientTransport{Endpoint: srv.URL}},
-		{"dead", &CommandTransport{Command: exec.Command("/nonexistent/agentvalues-test-server")}},
+		{Name: "files", Transport: pt},
+		{Name: "web", Transport: &mcp.StreamableClientTransport{Endpoint: srv.URL}},
+		{Name: "dead", Transport: &CommandTransport{Command: exec.Command("/nonexistent/agentvalues-test-server")}},
 	}, &Options{Log: f.log})
 	if err != nil {
 		t.Fatal(err)
@@ -164,14 +167,150 @@ func TestGatewayNames(t *testing.T) {
 	ctx := context.Background()
 	_, pt := pipeTransports()
 	for _, servers := range [][]Downstream{
-		{{"a__b", pt}},
-		{{"a", pt}, {"a", pt}},
+		{{Name: "a__b", Transport: pt}},
+		{{Name: "a", Transport: pt}, {Name: "a", Transport: pt}},
 	} {
 		if _, err := ConnectGateway(ctx, servers, nil); err == nil {
 			t.Errorf("ConnectGateway(%v) accepted", servers)
 		}
 	}
-	if _, err := ConnectGateway(ctx, []Downstream{{"dead", &CommandTransport{Command: exec.Command("/nonexistent/x")}}}, &Options{Log: &syncBuffer{}}); err == nil || !strings.Contains(err.Error(), "no server") {
+	if _, err := ConnectGateway(ctx, []Downstream{{Name: "dead", Transport: &CommandTransport{Command: exec.Command("/nonexistent/x")}}}, &Options{Log: &syncBuffer{}}); err == nil || !strings.Contains(err.Error(), "no server") {
 		t.Errorf("a gateway with no reachable server: %v", err)
+	}
+}
+
+// TestGatewayRestart runs two test servers as child processes behind a
+// gateway. While a call of one hangs, the other's calls go on; when the
+// hanging one is killed, its call fails saying so, the gateway restarts
+// it, and a handle minted before the restart is an argument after it.
+func TestGatewayRestart(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var current *exec.Cmd // the latest process of server "a"
+	stderr := &syncBuffer{}
+	start := func() mcp.Transport {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
+		cmd.Stderr = stderr
+		mu.Lock()
+		current = cmd
+		mu.Unlock()
+		return &CommandTransport{Command: cmd}
+	}
+	other := exec.Command(os.Args[0])
+	other.Env = testkit.ChildEnv(testServerEnv + "=1")
+	log := &syncBuffer{}
+	ctx := context.Background()
+	g, err := ConnectGateway(ctx, []Downstream{
+		{Name: "a", Transport: start(), Restart: start},
+		{Name: "b", Transport: &CommandTransport{Command: other}},
+	}, &Options{Log: log, seams: &seams{restartWait: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gst, ct := pipeTransports()
+	if _, err := g.Server().Connect(ctx, gst, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name, args string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+
+	h := handle(t, call("a__list_items", `{"n":50}`))
+	hung := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__hang", Arguments: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Errorf("a__hang: %v", err)
+		}
+		hung <- res
+	}()
+	waitLog(t, stderr, hangStartedLine)
+	if res := call("b__echo", `{"path":"$`+h+`.items.1.path"}`); res.IsError || !strings.Contains(text(res), "/files/f0001.txt") {
+		t.Errorf("b__echo while a hangs: %s", text(res))
+	}
+
+	mu.Lock()
+	killed := current
+	mu.Unlock()
+	if err := killed.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-hung:
+		if !res.IsError || !strings.Contains(text(res), "exited (signal: killed) during the call of a__hang") || !strings.Contains(text(res), "being restarted") {
+			t.Errorf("the call in flight when a died: %s", text(res))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call in flight when a died never returned")
+	}
+	waitLog(t, log, `restarted the server "a"`)
+	mu.Lock()
+	restarted := current
+	mu.Unlock()
+	if restarted == killed {
+		t.Fatal("no new process was started")
+	}
+	res := call("a__echo", `{"path":"$`+h+`.items.-1.path"}`)
+	if res.IsError || !strings.Contains(text(res), "/files/f0049.txt") {
+		t.Errorf("a__echo after the restart, with a handle from before it: %s", text(res))
+	}
+	if res := call("b__count", `{"n":3}`); res.IsError {
+		t.Errorf("b__count: %s", text(res))
+	}
+}
+
+// TestGatewayRestartFails kills a server whose restarts all fail: its
+// tools' calls say it is being restarted, the attempts go on with a line
+// each on the log, and Close ends them.
+func TestGatewayRestartFails(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
+	log := &syncBuffer{}
+	ctx := context.Background()
+	g, err := ConnectGateway(ctx, []Downstream{{
+		Name: "a", Transport: &CommandTransport{Command: cmd},
+		Restart: func() mcp.Transport {
+			return &CommandTransport{Command: exec.Command("/nonexistent/agentvalues-test-server")}
+		},
+	}}, &Options{Log: log, seams: &seams{restartWait: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gst, ct := pipeTransports()
+	if _, err := g.Server().Connect(ctx, gst, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, log, "trying again in 4ms")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: json.RawMessage(`{}`)})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "a__echo was not called") || !strings.Contains(text(res), "being restarted") {
+		t.Errorf("a__echo while a is down: %v %s", err, text(res))
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- g.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not end the restart attempts")
 	}
 }

@@ -59,6 +59,7 @@ type Options struct {
 type seams struct {
 	afterFunc   func(time.Duration, func()) // schedules a progress token's release; nil: time.AfterFunc
 	listBackoff time.Duration               // the first wait before listing the tools again; 0: listBackoff
+	restartWait time.Duration               // the first wait before restarting a dead server; 0: restartWait
 }
 
 // A Proxy stands between one downstream MCP server and the agent. Create it
@@ -77,20 +78,16 @@ type Proxy struct {
 
 	originalSchemas bool // see Options
 
-	client    *mcp.Client
-	down      *mcp.ClientSession
-	downConn  *lineConn     // the downstream connection, when it is the proxy's own
-	transport mcp.Transport // as given to Connect, to describe a dead server
-	server    *mcp.Server
-	prefix    string // before the name of every tool offered upstream
+	client  *mcp.Client
+	server  *mcp.Server
+	restart func() mcp.Transport // makes the transport to restart a dead server with; nil: none
+	prefix  string               // before the name of every tool offered upstream
 
 	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
 
 	mu     sync.Mutex
-	gone   error // non-nil once the downstream server is gone
+	link   *link // the connection to the downstream server
 	closed bool
-
-	goneCh chan struct{} // closed by watchDownstream once the connection has ended
 
 	progress    sync.Map // downstream progress token -> progressRoute
 	progressSeq atomic.Uint64
@@ -115,7 +112,7 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		return nil, err
 	}
 	name, instructions := opts.Name, ""
-	if init := p.down.InitializeResult(); init != nil {
+	if init := p.link.down.InitializeResult(); init != nil {
 		if name == "" && init.ServerInfo != nil {
 			name = "agentvalues(" + init.ServerInfo.Name + ")"
 		}
@@ -160,12 +157,10 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		values:    opts.Values,
 		log:       opts.Log,
 		prefix:    prefix,
-		transport: downstream,
 
 		originalSchemas: opts.OriginalSchemas,
 		tools:           make(map[string]*mirroredTool),
 		refresh:         make(chan struct{}, 1),
-		goneCh:          make(chan struct{}),
 	}
 	if p.threshold == 0 {
 		p.threshold = DefaultThreshold
@@ -185,6 +180,9 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 	if p.seams.listBackoff <= 0 {
 		p.seams.listBackoff = listBackoff
 	}
+	if p.seams.restartWait <= 0 {
+		p.seams.restartWait = restartWait
+	}
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "agentvalues", Version: version}, &mcp.ClientOptions{
 		// No roots: the proxy has none of its own to offer, so a server that
 		// takes its directories from roots falls back to its command line.
@@ -197,16 +195,11 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		},
 		ProgressNotificationHandler: p.relayProgress,
 	})
-	down, err := p.client.Connect(ctx, rawTransport{downstream, p}, nil)
+	l, err := p.dial(ctx, downstream)
 	if err != nil {
-		if ct, ok := downstream.(*CommandTransport); ok {
-			if status := ct.exitStatus(2 * time.Second); status != "" {
-				return nil, fmt.Errorf("mcpproxy: the downstream MCP server %s exited (%s) before the MCP handshake completed: %w", commandName(ct), status, err)
-			}
-		}
-		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
+		return nil, err
 	}
-	p.down = down
+	p.link = l
 	return p, nil
 }
 
@@ -218,13 +211,46 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.syncTools(ctx); err != nil {
 		p.cancel()
-		p.down.Close()
+		p.link.down.Close()
 		return err
 	}
 	p.wg.Add(2)
 	go p.followToolList()
 	go p.watchDownstream()
 	return nil
+}
+
+// A link is one connection to the downstream server. A server that is
+// restarted gets a new link; the calls of the old one fail with why it
+// ended.
+type link struct {
+	down      *mcp.ClientSession
+	conn      *lineConn     // the connection, when it is the proxy's own
+	transport mcp.Transport // as connected, to describe a dead server
+	ended     chan struct{} // closed by watchDownstream once it knows why the link ended
+	gone      error         // why it ended, for a server that went away; under Proxy.mu
+}
+
+// dial connects to the downstream server over t.
+func (p *Proxy) dial(ctx context.Context, t mcp.Transport) (*link, error) {
+	rt := &rawTransport{Transport: t, p: p}
+	down, err := p.client.Connect(ctx, rt, nil)
+	if err != nil {
+		if ct, ok := t.(*CommandTransport); ok {
+			if status := ct.exitStatus(2 * time.Second); status != "" {
+				return nil, fmt.Errorf("mcpproxy: the downstream MCP server %s exited (%s) before the MCP handshake completed: %w", commandName(ct), status, err)
+			}
+		}
+		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
+	}
+	return &link{down: down, conn: rt.conn, transport: t, ended: make(chan struct{})}, nil
+}
+
+// current returns the link calls go over now.
+func (p *Proxy) current() *link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.link
 }
 
 // version is what the proxy reports as its implementation version.
@@ -275,7 +301,7 @@ func (p *Proxy) Close() error {
 	p.closed = true
 	p.mu.Unlock()
 	p.cancel() // first: the session's Close waits for the calls it cancels
-	err := p.down.Close()
+	err := p.current().down.Close()
 	p.wg.Wait()
 	if errors.Is(err, mcp.ErrConnectionClosed) {
 		err = nil
@@ -283,26 +309,102 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// watchDownstream reports the downstream server going away, once, and
-// closes goneCh.
+// watchDownstream reports the downstream server going away, and closes
+// the link's ended channel. A proxy that can restart the server (see
+// [Downstream]) then does, with a growing wait between attempts, and
+// watches the new link.
 func (p *Proxy) watchDownstream() {
 	defer p.wg.Done()
-	defer close(p.goneCh)
-	err := p.down.Wait()
-	if p.isClosed() {
-		return
+	wait := p.seams.restartWait
+	for {
+		l := p.current()
+		started := time.Now()
+		err := l.down.Wait()
+		if p.isClosed() {
+			close(l.ended)
+			return
+		}
+		// Outside p.mu: finding the exit status may wait for the process.
+		gone := downstreamGone(l.transport, err)
+		p.mu.Lock()
+		closing := p.closed
+		if !closing {
+			l.gone = gone
+		}
+		p.mu.Unlock()
+		close(l.ended)
+		if closing {
+			return
+		}
+		if p.restart == nil {
+			fmt.Fprintf(p.log, "agentvalues: %v; calls to its tools now fail (read_value still works)\n", gone)
+			return
+		}
+		if time.Since(started) > maxRestartWait {
+			wait = p.seams.restartWait // it ran a while: not a crash loop
+		}
+		fmt.Fprintf(p.log, "agentvalues: %v; calls to its tools fail until it is restarted\n", gone)
+		if !p.reconnect(&wait) {
+			return
+		}
 	}
-	// Outside p.mu: finding the exit status may wait for the process.
-	gone := downstreamGone(p.transport, err)
-	p.mu.Lock()
-	closing := p.closed
-	if !closing {
-		p.gone = gone
+}
+
+// restartWait is the first wait before restarting a server that died.
+const restartWait = time.Second
+
+// maxRestartWait bounds the wait between two attempts to restart a server.
+const maxRestartWait = 30 * time.Second
+
+// restartTimeout bounds one attempt to restart a server: its start, the
+// handshake.
+const restartTimeout = 2 * time.Minute
+
+// reconnect restarts the downstream server after *wait, doubling *wait
+// after each attempt, until it succeeds (true) or the proxy is closed.
+func (p *Proxy) reconnect(wait *time.Duration) bool {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return false
+		case <-time.After(*wait):
+		}
+		*wait = min(2**wait, maxRestartWait)
+		ctx, cancel := context.WithTimeout(p.ctx, restartTimeout)
+		l, err := p.dial(ctx, p.restart())
+		cancel()
+		if err != nil {
+			if p.ctx.Err() != nil {
+				return false
+			}
+			fmt.Fprintf(p.log, "agentvalues: restarting %s: %v; trying again in %v\n", p.serverName(), err, *wait)
+			continue
+		}
+		p.mu.Lock()
+		closed := p.closed
+		if !closed {
+			p.link = l
+		}
+		p.mu.Unlock()
+		if closed {
+			l.down.Close()
+			return false
+		}
+		fmt.Fprintf(p.log, "agentvalues: restarted %s\n", p.serverName())
+		select { // its tools may have changed
+		case p.refresh <- struct{}{}:
+		default:
+		}
+		return true
 	}
-	p.mu.Unlock()
-	if !closing {
-		fmt.Fprintf(p.log, "agentvalues: %v; calls to its tools now fail (read_value still works)\n", gone)
+}
+
+// serverName names the downstream server in the log.
+func (p *Proxy) serverName() string {
+	if p.prefix != "" {
+		return fmt.Sprintf("the server %q", strings.TrimSuffix(p.prefix, ToolSeparator))
 	}
+	return "the downstream MCP server"
 }
 
 func (p *Proxy) isClosed() bool {
@@ -335,13 +437,13 @@ func commandName(ct *CommandTransport) string {
 func (p *Proxy) downstreamErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.gone != nil {
-		return p.gone
-	}
-	if p.closed {
+	switch {
+	case p.closed:
 		return errors.New("the proxy is shut down")
+	case p.link.gone != nil && p.restart != nil:
+		return fmt.Errorf("%w; it is being restarted: call again in a moment", p.link.gone)
 	}
-	return nil
+	return p.link.gone
 }
 
 // A progressRoute is where the progress of one forwarded call goes: the

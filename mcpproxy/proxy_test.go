@@ -201,7 +201,7 @@ func TestToolsMirrored(t *testing.T) {
 	// Input schemas are the downstream ones, with references admitted
 	// (schema_test.go tests the rewriting).
 	var down []*mcp.Tool
-	for tool, err := range f.proxy.down.Tools(ctx, nil) {
+	for tool, err := range f.proxy.current().down.Tools(ctx, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

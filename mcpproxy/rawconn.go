@@ -30,10 +30,11 @@ const rawStructuredKey = "agentvalues/raw-structured-content"
 // As a string, it also nests no deeper than the SDK decodes.
 type rawTransport struct {
 	mcp.Transport
-	p *Proxy
+	p    *Proxy
+	conn *lineConn // set by Connect when the connection is the proxy's own
 }
 
-func (t rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (t rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		if lc.log == nil {
 			lc.log = t.p.log
 		}
-		t.p.downConn = lc
+		t.conn = lc
 		return lc, nil
 	}
 	return &rawConn{Connection: c, fix: t.p.fixResult}, nil

@@ -87,7 +87,7 @@ func (p *Proxy) resync() {
 // so p.tools needs no lock.
 func (p *Proxy) syncTools(ctx context.Context) error {
 	var listed []*mcp.Tool
-	for t, err := range p.down.Tools(ctx, nil) {
+	for t, err := range p.current().down.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcpproxy: listing the downstream tools: %w", err)
 		}

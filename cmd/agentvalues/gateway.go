@@ -175,7 +175,7 @@ func (s serverConfig) kind() string {
 }
 
 // downstreams makes the transports of the enabled servers, in the order of
-// their names.
+// their names. Each can be made again, to restart its server.
 func downstreams(cfg *gatewayConfig, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
 	var out []mcpproxy.Downstream
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
@@ -183,8 +183,10 @@ func downstreams(cfg *gatewayConfig, maxMessage int, stderr io.Writer) []mcpprox
 		if s.Disabled {
 			continue
 		}
-		var t mcp.Transport
-		if s.kind() == "stdio" {
+		connect := func() mcp.Transport {
+			if s.kind() != "stdio" {
+				return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers(s.Headers)}}
+			}
 			cmd := exec.Command(s.Command, s.Args...)
 			cmd.Dir = s.Cwd
 			cmd.Env = append(os.Environ(), gatewayEnv+"=1")
@@ -192,11 +194,9 @@ func downstreams(cfg *gatewayConfig, maxMessage int, stderr io.Writer) []mcpprox
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
 			cmd.Stderr = stderr // the servers' own diagnostics stay visible
-			t = &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
-		} else {
-			t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers(s.Headers)}}
+			return &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
 		}
-		out = append(out, mcpproxy.Downstream{Name: name, Transport: t})
+		out = append(out, mcpproxy.Downstream{Name: name, Transport: connect(), Restart: connect})
 	}
 	return out
 }
