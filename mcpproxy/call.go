@@ -35,9 +35,10 @@ const goneWait = 3 * time.Second
 // proxy open.
 func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool) (*mcp.CallToolResult, error) {
 	if err := p.downstreamErr(); err != nil {
-		return notCalled(m.up, err), nil
+		return p.notCalled(m.up, err), nil
 	}
-	prepared, _, err := p.values.Prepare(m.schema, toolArgs(req))
+	vals := p.stores.of(req.Session)
+	prepared, _, err := vals.Prepare(m.schema, toolArgs(req))
 	if err != nil {
 		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
 	}
@@ -57,7 +58,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		defer release()
 		params.SetProgressToken(down)
 	}
-	callCtx, cancel := context.WithCancel(ctx)
+	callCtx, cancel := context.WithCancel(context.WithValue(ctx, valuesKey{}, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 	l := p.current()
@@ -71,7 +72,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 			if werr.Code == codeProxy {
 				return errorResult(fmt.Sprintf("%s ran, but the proxy could not take its result: %s", m.up, werr.Message)), nil
 			}
-			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.up, p.errorText(werr.Message))), nil
+			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.up, p.errorText(vals, werr.Message))), nil
 		}
 		if callCtx.Err() != nil {
 			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.up)), nil
@@ -97,7 +98,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		}
 		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.up, err)), nil
 	}
-	return p.present(res), nil
+	return p.present(vals, res), nil
 }
 
 // present stores a downstream result and builds the result the agent gets.
@@ -109,7 +110,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 // way (and stored with the rest). _meta carries the handle under
 // MetaHandle, and, when the content blocks are stored apart from the
 // structured content, theirs under MetaContentHandle.
-func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
+func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mcp.CallToolResult {
 	h, ch, raw := storedRaw(res) // stored from its bytes (rawresult.go), to be previewed
 	var structured json.RawMessage
 	if !raw {
@@ -117,7 +118,7 @@ func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
 		if structured, err = unwrapStructured(res.StructuredContent); err != nil {
 			structured = nil
 		}
-		h, ch = p.store(res.Content, structured)
+		h, ch = store(vals, res.Content, structured)
 	}
 
 	meta := forwardMeta(res.Meta)
@@ -128,11 +129,11 @@ func (p *Proxy) present(res *mcp.CallToolResult) *mcp.CallToolResult {
 	if ch != "" {
 		meta[MetaContentHandle] = ch
 	}
-	v, _ := p.values.Get(h)
+	v, _ := vals.Get(h)
 	if raw || p.threshold < 0 || v.Kind() == values.KindBinary || wholeSize(res.Content, structured) > p.threshold {
-		text := p.preview(h)
+		text := preview(vals, h)
 		if ch != "" {
-			text += "\n\nThe content blocks, stored apart:\n" + p.preview(ch)
+			text += "\n\nThe content blocks, stored apart:\n" + preview(vals, ch)
 		}
 		content := []mcp.Content{&mcp.TextContent{Text: text}}
 		for _, c := range res.Content {
@@ -161,39 +162,39 @@ const MetaContentHandle = "agentvalues/content-handle"
 // store puts a result in the store and returns its handle, and the handle
 // of its content blocks when they are stored apart (else ""). See the
 // package documentation (What is stored) for the rules.
-func (p *Proxy) store(content []mcp.Content, structured json.RawMessage) (h, contentHandle string) {
+func store(vals *values.SessionValues, content []mcp.Content, structured json.RawMessage) (h, contentHandle string) {
 	if structured == nil {
-		return p.storeContent(content), ""
+		return storeContent(vals, content), ""
 	}
 	text, allText := joinText(content)
 	if allText && mirrorsText(structured, text) {
-		return p.values.PutOutput([]byte(text)), ""
+		return vals.PutOutput([]byte(text)), ""
 	}
-	h, err := p.values.Put(structured)
+	h, err := vals.Put(structured)
 	if err != nil {
-		h = p.values.PutOutput(structured)
+		h = vals.PutOutput(structured)
 	}
 	if len(content) > 0 && !(allText && sameJSON(structured, text)) {
-		contentHandle = p.storeContent(content)
+		contentHandle = storeContent(vals, content)
 	}
 	return h, contentHandle
 }
 
 // storeContent stores content blocks: their text when all are text, else
 // the JSON array of the blocks, so nothing is lost.
-func (p *Proxy) storeContent(content []mcp.Content) string {
+func storeContent(vals *values.SessionValues, content []mcp.Content) string {
 	text, allText := joinText(content)
 	if allText {
-		return p.values.PutOutput([]byte(text))
+		return vals.PutOutput([]byte(text))
 	}
 	blocks, err := json.Marshal(content)
 	if err != nil {
-		return p.values.PutOutput([]byte(text))
+		return vals.PutOutput([]byte(text))
 	}
-	if h, err := p.values.Put(json.RawMessage(blocks)); err == nil {
+	if h, err := vals.Put(json.RawMessage(blocks)); err == nil {
 		return h
 	}
-	return p.values.PutOutput(blocks)
+	return vals.PutOutput(blocks)
 }
 
 // sameJSON reports whether text is the JSON of structured again, as servers
@@ -290,7 +291,7 @@ const maxErrorText = 2 << 10
 // errorText is a downstream error message as the agent sees it: whole when
 // short (at most maxErrorText bytes and the threshold), else stored and
 // previewed.
-func (p *Proxy) errorText(msg string) string {
+func (p *Proxy) errorText(vals *values.SessionValues, msg string) string {
 	limit := maxErrorText
 	if p.threshold > 0 {
 		limit = min(limit, p.threshold)
@@ -298,18 +299,21 @@ func (p *Proxy) errorText(msg string) string {
 	if len(msg) <= limit {
 		return msg
 	}
-	return "(the message is stored)\n" + p.preview(p.values.PutOutput([]byte(msg)))
+	return "(the message is stored)\n" + preview(vals, vals.PutOutput([]byte(msg)))
 }
 
 // preview is the preview and hint of the value under h, whatever its size:
 // the proxy shows a result whole itself when it is under the threshold.
-func (p *Proxy) preview(h string) string {
-	v, _ := p.values.Get(h)
+func preview(vals *values.SessionValues, h string) string {
+	v, _ := vals.Get(h)
 	return values.RenderPreview(h, v) + values.ReferenceHint(h)
 }
 
-// notCalled is the result of a call the downstream server can no longer take.
-func notCalled(tool string, why error) *mcp.CallToolResult {
+// notCalled is the result of a call the downstream server cannot take.
+func (p *Proxy) notCalled(tool string, why error) *mcp.CallToolResult {
+	if p.restart != nil { // why says it is being restarted
+		return errorResult(fmt.Sprintf("%s was not called: %v. Stored values can still be read with read_value.", tool, why))
+	}
 	return errorResult(fmt.Sprintf("%s was not called: %v. Restart the MCP server (or the client) to reconnect; stored values can still be read with read_value.", tool, why))
 }
 

@@ -28,7 +28,7 @@ import (
 // names equal (see [ValidServerName]).
 type Gateway struct {
 	server  *mcp.Server
-	values  *values.SessionValues
+	stores  *stores
 	proxies []*Proxy
 
 	closeOnce sync.Once
@@ -94,17 +94,15 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		seen[s.Name] = true
 	}
 	o := *opts
-	if o.Values == nil {
-		o.Values = values.New()
-	}
-	g := &Gateway{values: o.Values}
+	st := newStores(&o)
+	g := &Gateway{stores: st}
 
 	proxies := make([]*Proxy, len(servers))
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Go(func() {
-			proxies[i], errs[i] = connectDownstream(ctx, s.Transport, &o, s.Name+ToolSeparator)
+			proxies[i], errs[i] = connectDownstream(ctx, s.Transport, &o, s.Name+ToolSeparator, st)
 			if errs[i] == nil {
 				proxies[i].restart = s.Restart
 			}
@@ -134,7 +132,7 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	if name == "" {
 		name = "agentvalues-gateway"
 	}
-	g.server = newServer(name, instructions.String(), g.values)
+	g.server = newServer(name, instructions.String(), st)
 	var served []*Proxy
 	for i, p := range g.proxies {
 		if err := p.serveOn(ctx, g.server); err != nil {
@@ -161,8 +159,9 @@ func logOf(o *Options) io.Writer {
 // Server returns the MCP server that faces the agent.
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
-// Values returns the store every server's results go to.
-func (g *Gateway) Values() *values.SessionValues { return g.values }
+// Values returns the store every server's results go to; nil with
+// Options.NewValues, where each upstream session has its own.
+func (g *Gateway) Values() *values.SessionValues { return g.stores.shared }
 
 // Run serves the agent over upstream until the agent disconnects or ctx is
 // done, then closes the gateway, as [Proxy.Run] does for one server.

@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -312,5 +314,92 @@ func TestGatewayRestartFails(t *testing.T) {
 	case <-closed:
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not end the restart attempts")
+	}
+}
+
+// TestGatewaySessionStores serves a gateway over Streamable HTTP to two
+// concurrent client sessions with a store each: each counts its handles
+// from r1, reads and passes on only its own values, and a large result
+// taken from the bytes of a server's response (both connection kinds)
+// lands in the store of the session that called.
+func TestGatewaySessionStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	files, _ := newTestServer()
+	st, pt := pipeTransports()
+	ss, err := files.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
+	g, err := ConnectGateway(ctx, []Downstream{
+		{Name: "files", Transport: pt},
+		{Name: "cmd", Transport: &CommandTransport{Command: cmd}},
+	}, &Options{Log: &syncBuffer{}, NewValues: func() *values.SessionValues { return values.New() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if g.Values() != nil {
+		t.Error("a gateway with a store per session has a shared one")
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() }, nil))
+	t.Cleanup(srv.Close) // after the clients' sessions, which hold connections open
+
+	connect := func() *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	call := func(cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	a, b := connect(), connect()
+	var wg sync.WaitGroup
+	for _, c := range []struct {
+		cs    *mcp.ClientSession
+		lines int
+	}{{a, 5000}, {b, 7000}} {
+		wg.Go(func() {
+			for _, server := range []string{"files", "cmd"} {
+				res := call(c.cs, server+"__big_text", fmt.Sprintf(`{"lines":%d}`, c.lines))
+				want := fmt.Sprintf("len=%d", c.lines)
+				if !strings.Contains(text(res), want) {
+					t.Errorf("%s__big_text of %d lines: %.200s", server, c.lines, text(res))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range []struct {
+		cs    *mcp.ClientSession
+		lines int
+	}{{a, 5000}, {b, 7000}} {
+		for _, h := range []string{"r1", "r2"} {
+			page := call(c.cs, "read_value", `{"ref":"`+h+`","limit":100}`)
+			if page.IsError {
+				t.Errorf("session of %d lines, read_value %s: %s", c.lines, h, text(page))
+			}
+		}
+		if whole := call(c.cs, "files__echo", `{"value":"$r2"}`); whole.IsError || !strings.Contains(text(whole), fmt.Sprintf("len=%d", c.lines)) {
+			t.Errorf("session of %d lines passed $r2: %.300s", c.lines, text(whole))
+		}
+	}
+	// Each session holds three values (two results and the echo's), so r4
+	// names nothing in either, though the two hold six between them.
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if res := call(cs, "read_value", `{"ref":"r4"}`); !res.IsError {
+			t.Errorf("read_value r4 in a session with three values: %s", text(res))
+		}
 	}
 }

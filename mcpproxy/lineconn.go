@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,7 +100,7 @@ type lineConn struct {
 	// fix, when set (client side), rewrites the result of a response to a
 	// call of the given method before the SDK decodes it, or refuses it with
 	// an error that replaces the response. See [fixResult].
-	fix func(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+	fix fixFunc
 
 	calls callTracker // client side: this connection's calls awaiting a response
 
@@ -431,11 +432,11 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 
 // settle applies fix to a response to one of this connection's calls.
 func (c *lineConn) settle(resp *jsonrpc.Response) {
-	method, ok := c.calls.done(resp.ID)
+	call, ok := c.calls.done(resp.ID)
 	if !ok || c.fix == nil || resp.Error != nil {
 		return
 	}
-	res, werr := c.fix(method, resp.Result)
+	res, werr := c.fix(call.method, call.vals, resp.Result)
 	if werr != nil {
 		resp.Result, resp.Error = nil, werr
 		return
@@ -580,7 +581,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var args, after []byte
 	if req, ok := msg.(*jsonrpc.Request); ok && !c.server {
 		if req.IsCall() {
-			c.calls.add(req.ID, req.Method)
+			c.calls.add(req.ID, req.Method, valuesIn(ctx))
 		}
 		if before, a, rest, ok := spliced(data); ok && req.Method == "tools/call" {
 			data, args, after = before, a, rest
@@ -617,16 +618,26 @@ func (c *lineConn) logf(format string, args ...any) {
 // A callTracker remembers the method of each call awaiting its response.
 type callTracker struct {
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]string
+	pending map[jsonrpc.ID]pendingCall
 }
 
-func (t *callTracker) add(id jsonrpc.ID, method string) {
+// A pendingCall is a call awaiting its response: its method, and the store
+// its result goes to (nil: the proxy's shared one).
+type pendingCall struct {
+	method string
+	vals   *values.SessionValues
+}
+
+// fixFunc is the type of [Proxy.fixResult].
+type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+
+func (t *callTracker) add(id jsonrpc.ID, method string, vals *values.SessionValues) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pending == nil {
-		t.pending = make(map[jsonrpc.ID]string)
+		t.pending = make(map[jsonrpc.ID]pendingCall)
 	}
-	t.pending[id] = method
+	t.pending[id] = pendingCall{method, vals}
 }
 
 // method returns the method of the pending call id.
@@ -634,11 +645,11 @@ func (t *callTracker) method(id jsonrpc.ID) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m, ok := t.pending[id]
-	return m, ok
+	return m.method, ok
 }
 
-// done forgets the pending call id and returns its method.
-func (t *callTracker) done(id jsonrpc.ID) (string, bool) {
+// done forgets the pending call id and returns it.
+func (t *callTracker) done(id jsonrpc.ID) (pendingCall, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m, ok := t.pending[id]

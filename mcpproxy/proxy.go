@@ -37,6 +37,11 @@ type Options struct {
 	// Values is the store results go to. Nil means values.New(): one store,
 	// and one handle sequence, per Proxy, shared by every upstream session.
 	Values *values.SessionValues
+	// NewValues, when set, gives each upstream session a store of its own
+	// (and Values is unused): made by NewValues at the session's first call,
+	// dropped when the session ends. A session can then neither read nor
+	// name another's values: each counts its handles from r1.
+	NewValues func() *values.SessionValues
 	// Log receives one line for each event a person running the proxy should
 	// know of: the downstream server going away, a downstream tool that cannot
 	// be mirrored. Nil means os.Stderr.
@@ -72,7 +77,7 @@ type seams struct {
 type Proxy struct {
 	threshold int
 	rawFrom   int // the size from which a result may take the raw path; tests set it
-	values    *values.SessionValues
+	stores    *stores
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
@@ -107,7 +112,7 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 	if opts == nil {
 		opts = &Options{}
 	}
-	p, err := connectDownstream(ctx, downstream, opts, "")
+	p, err := connectDownstream(ctx, downstream, opts, "", newStores(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +130,7 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		instructions += "\n\n"
 	}
 	instructions += serverInstructions
-	server := newServer(name, instructions, p.values)
+	server := newServer(name, instructions, p.stores)
 	if err := p.serveOn(ctx, server); err != nil {
 		return nil, err
 	}
@@ -133,17 +138,17 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 }
 
 // newServer makes the MCP server that faces the agent, with the read_value
-// and query_value tools over vals.
-func newServer(name, instructions string, vals *values.SessionValues) *mcp.Server {
+// and query_value tools over each session's store.
+func newServer(name, instructions string, st *stores) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return handleReadValue(vals, req), nil
+		return handleReadValue(st.of(req.Session), req), nil
 	})
 	server.AddTool(queryValueTool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return handleQueryValue(ctx, vals, req), nil
+		return handleQueryValue(ctx, st.of(req.Session), req), nil
 	})
 	return server
 }
@@ -151,10 +156,10 @@ func newServer(name, instructions string, vals *values.SessionValues) *mcp.Serve
 // connectDownstream connects to the downstream server and makes the Proxy
 // for it, not yet serving: see serveOn. Its tools are offered upstream under
 // prefix followed by their own names. On failure nothing is left running.
-func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Options, prefix string) (*Proxy, error) {
+func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Options, prefix string, st *stores) (*Proxy, error) {
 	p := &Proxy{
 		threshold: opts.Threshold,
-		values:    opts.Values,
+		stores:    st,
 		log:       opts.Log,
 		prefix:    prefix,
 
@@ -164,9 +169,6 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 	}
 	if p.threshold == 0 {
 		p.threshold = DefaultThreshold
-	}
-	if p.values == nil {
-		p.values = values.New()
 	}
 	if p.log == nil {
 		p.log = os.Stderr
@@ -265,7 +267,8 @@ const serverInstructions = `Tool results are stored under handles (r1, r2, ...).
 func (p *Proxy) Server() *mcp.Server { return p.server }
 
 // Values returns the store holding every tool result the proxy has seen.
-func (p *Proxy) Values() *values.SessionValues { return p.values }
+// With Options.NewValues there is none: it returns nil.
+func (p *Proxy) Values() *values.SessionValues { return p.stores.shared }
 
 // Run serves the agent over upstream until the agent disconnects or ctx is
 // done, then closes the proxy. When ctx is done, calls still in flight are

@@ -3,9 +3,12 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,6 +18,11 @@ import (
 // tool result's structuredContent between the downstream connection and the
 // proxy. See rawConn.
 const rawStructuredKey = "agentvalues/raw-structured-content"
+
+// rawStructuredBase64Key stands in for rawStructuredKey when the raw JSON
+// is not valid UTF-8 (a string holding stray bytes), which a JSON string
+// cannot carry exactly: its value is the bytes in standard base64.
+const rawStructuredBase64Key = "agentvalues/raw-structured-content-base64"
 
 // rawTransport wraps the downstream transport so that the proxy sees each
 // response's result before the SDK decodes it (see [Proxy.fixResult]): the
@@ -56,14 +64,14 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // after the connection has decoded them.
 type rawConn struct {
 	mcp.Connection
-	fix   func(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+	fix   fixFunc
 	calls callTracker
 }
 
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if req.IsCall() {
-			c.calls.add(req.ID, req.Method)
+			c.calls.add(req.ID, req.Method, valuesIn(ctx))
 		}
 		if req.Method == "tools/call" {
 			r := *req
@@ -77,8 +85,8 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		if method, ok := c.calls.done(resp.ID); ok && resp.Error == nil {
-			res, werr := c.fix(method, resp.Result)
+		if call, ok := c.calls.done(resp.ID); ok && resp.Error == nil {
+			res, werr := c.fix(call.method, call.vals, resp.Result)
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
 			} else {
@@ -102,7 +110,7 @@ const maxToolDepth = 512
 // (wrapStructured). A tools/list result loses the tools that nest too
 // deep. A refused result becomes the error returned. result is valid JSON:
 // the connection decoded, or validated, the response.
-func (p *Proxy) fixResult(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
 		r := bytes.TrimSpace(result)
@@ -114,7 +122,7 @@ func (p *Proxy) fixResult(method string, result json.RawMessage) (json.RawMessag
 			return nil, &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
 		}
 		if len(result) >= p.rawFrom {
-			if out, ok := p.presentRaw(result); ok {
+			if out, ok := p.presentRaw(p.stores.or(vals), result); ok {
 				return out, nil
 			}
 		}
@@ -165,7 +173,9 @@ func offsetIn(outer, sub []byte) int { return cap(outer) - cap(sub) }
 // wrapStructured returns result with its top-level structuredContent, if any,
 // replaced by the wrapper object. Anything unexpected leaves result as is.
 func wrapStructured(result json.RawMessage) json.RawMessage {
-	if jsontext.Valid(result) != nil {
+	// jsontext refuses invalid UTF-8 in a string, which encoding/json (and
+	// the SDK) accept: the structure is all that matters here.
+	if jsontext.Valid(result) != nil && !json.Valid(result) {
 		return result
 	}
 	raw, ok := jsontext.Member(result, "structuredContent")
@@ -176,10 +186,14 @@ func wrapStructured(result json.RawMessage) json.RawMessage {
 	at := offsetIn(result, raw)
 	var s bytes.Buffer
 	s.Grow(len(raw) + len(raw)/8 + 64)
-	s.WriteString(`{"` + rawStructuredKey + `":`)
+	key, val := rawStructuredKey, string(raw)
+	if !utf8.Valid(raw) {
+		key, val = rawStructuredBase64Key, base64.StdEncoding.EncodeToString(raw)
+	}
+	s.WriteString(`{"` + key + `":`)
 	enc := json.NewEncoder(&s)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(string(raw)); err != nil {
+	if err := enc.Encode(val); err != nil {
 		return result
 	}
 	s.WriteByte('}')
@@ -202,6 +216,9 @@ func unwrapStructured(sc any) (json.RawMessage, error) {
 				return nil, nil
 			}
 			return json.RawMessage(s), nil
+		}
+		if s, ok := m[rawStructuredBase64Key].(string); ok {
+			return base64.StdEncoding.DecodeString(s)
 		}
 	}
 	// Not wrapped (rawConn left it alone): the decoded form is all there is.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -168,12 +169,12 @@ func (res *rawResult) text() []byte {
 // when the raw path can take it and the agent will get a preview, and
 // returns the stand-in result for the SDK to decode. It reports false when
 // the SDK path must take r: shown whole, or not a result of text blocks.
-func (p *Proxy) presentRaw(r []byte) (json.RawMessage, bool) {
+func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte) (json.RawMessage, bool) {
 	res, ok := parseRaw(r)
 	if !ok || p.threshold >= 0 && !res.textOver(p.threshold-len(res.structured)) {
 		return nil, false
 	}
-	h, ch := p.storeRaw(&res)
+	h, ch := storeRaw(vals, &res)
 	out := make([]byte, 0, 160+len(res.meta))
 	out = append(out, `{"content":[]`...)
 	if res.isError != nil {
@@ -200,21 +201,21 @@ func (p *Proxy) presentRaw(r []byte) (json.RawMessage, bool) {
 
 // storeRaw stores a result of text blocks by the rules of [Proxy.store],
 // decoding the text only when it is stored.
-func (p *Proxy) storeRaw(res *rawResult) (h, contentHandle string) {
+func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle string) {
 	if res.structured == nil {
-		return p.values.PutOutput(res.text()), ""
+		return vals.PutOutput(res.text()), ""
 	}
 	if mirrorsRawText(res) {
-		return p.values.PutOutput(res.text()), ""
+		return vals.PutOutput(res.text()), ""
 	}
 	// The frame holding structured is not kept: the store keeps a copy.
 	structured := bytes.Clone(res.structured)
-	h, err := p.values.Put(json.RawMessage(structured))
+	h, err := vals.Put(json.RawMessage(structured))
 	if err != nil {
-		h = p.values.PutOutput(structured)
+		h = vals.PutOutput(structured)
 	}
 	if len(res.texts) > 0 && !sameRawJSON(res) {
-		contentHandle = p.values.PutOutput(res.text())
+		contentHandle = vals.PutOutput(res.text())
 	}
 	return h, contentHandle
 }

@@ -172,9 +172,9 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 // TestRawPathTaken checks which results the raw path takes, and that it
 // leaves the rest to the SDK path.
 func TestRawPathTaken(t *testing.T) {
-	p := &Proxy{threshold: DefaultThreshold, values: values.New()}
+	p := &Proxy{threshold: DefaultThreshold}
 	for name, res := range rawCases() {
-		_, took := p.presentRaw([]byte(res))
+		_, took := p.presentRaw(values.New(), []byte(res))
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
 			name != "text block no text" && name != "content not an array"
 		if took != want {
@@ -211,7 +211,7 @@ func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
 	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
 	defer c.Close()
 	started, release := make(chan struct{}), make(chan struct{})
-	c.fix = func(method string, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 		if len(result) > rawEnvelopeMin {
 			close(started)
 			<-release
