@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/mcpproxy"
@@ -62,6 +64,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a stdio server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -87,17 +90,26 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if len(servers) == 0 {
 		return fmt.Errorf("gateway: %s names no server to start", *configPath)
 	}
-	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	g, err := mcpproxy.ConnectGateway(connectCtx, servers, &mcpproxy.Options{
+	opts := &mcpproxy.Options{
 		Threshold: *threshold,
-		Values:    values.New(values.WithMaxPreview(*maxPreview)),
 		Log:       stderr,
 
 		OriginalSchemas: *originalSchemas,
-	})
+	}
+	newValues := func() *values.SessionValues { return values.New(values.WithMaxPreview(*maxPreview)) }
+	if *listen != "" {
+		opts.NewValues = newValues
+	} else {
+		opts.Values = newValues()
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	g, err := mcpproxy.ConnectGateway(connectCtx, servers, opts)
 	cancel()
 	if err != nil {
 		return err
+	}
+	if *listen != "" {
+		return serveHTTP(ctx, g, *listen, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {
@@ -213,4 +225,43 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// shutdownWait bounds how long a gateway serving HTTP waits, once told to
+// stop, for requests in flight (an open event stream never ends on its own).
+const shutdownWait = 5 * time.Second
+
+// serveHTTP serves the gateway over Streamable HTTP at addr until ctx is
+// done, then closes it. The SDK's handler gives each HTTP session its own
+// server session, hence its own store, and refuses a request that reached
+// a loopback address with another Host (DNS rebinding).
+func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, stderr io.Writer) error {
+	defer g.Close()
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() }, nil))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	fmt.Fprintf(stderr, "agentvalues: gateway serving MCP (Streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("gateway: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	return nil
 }

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,4 +199,102 @@ func TestGatewayConfigErrors(t *testing.T) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestGatewayHTTP serves the gateway over Streamable HTTP to two client
+// sessions at once: each has its own store and cannot read or pass the
+// other's handles. A request for another Host is refused (DNS rebinding),
+// and so is a request outside a session.
+func TestGatewayHTTP(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	config := `{"mcpServers":{"blobs":{"command":` + quote(os.Args[0]) + `,"args":[` + quote(blobServerArg) + `]}}}`
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "gateway", "--config", path, "--listen", "0")
+	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the client sessions' Close: their streams would hold the shutdown
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), " at http://"); ok {
+			url = "http://" + u
+		}
+	}
+	if url == "" {
+		t.Fatal("the gateway never said where it serves")
+	}
+	go io.Copy(io.Discard, stderr)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	connect := func() *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	call := func(cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	a, b := connect(), connect()
+	if h := call(a, "blobs__blob", `{"kind":"json","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
+		t.Fatalf("a's first handle: %v", h)
+	}
+	call(a, "blobs__ping", `{}`)
+	if h := call(b, "blobs__blob", `{"kind":"text","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
+		t.Fatalf("b's first handle: %v", h)
+	}
+	if page := textOf(call(b, "read_value", `{"ref":"r1","limit":200}`)); strings.HasPrefix(page, "[") {
+		t.Errorf("b's r1 reads as a's JSON: %.100s", page)
+	}
+	if res := call(b, "read_value", `{"ref":"r2"}`); !res.IsError || !strings.Contains(textOf(res), "r2") {
+		t.Errorf("b read a's r2: %.200s", textOf(res))
+	}
+	if res := call(b, "blobs__blob", `{"kind":"$r2","size":1}`); !res.IsError || !strings.Contains(textOf(res), "was not called") {
+		t.Errorf("b passed a's r2: %.200s", textOf(res))
+	}
+
+	post := func(host, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28") // as a client without sessions sends
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	if code, _ := post("evil.example", initialize); code != http.StatusForbidden {
+		t.Errorf("a request for another Host: status %d, want 403", code)
+	}
+	stateless := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"blobs__ping","arguments":{}}}`
+	if code, body := post("", stateless); !strings.Contains(body, "is not supported by this server") {
+		t.Errorf("a request outside a session: %d %s", code, body)
+	}
 }
