@@ -227,6 +227,11 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
+// sessionIdle is how long an HTTP session may go without a request before
+// the gateway ends it, dropping its store: a client that went away without
+// ending its session would otherwise hold its values for good.
+const sessionIdle = time.Hour
+
 // shutdownWait bounds how long a gateway serving HTTP waits, once told to
 // stop, for requests in flight (an open event stream never ends on its own).
 const shutdownWait = 5 * time.Second
@@ -248,7 +253,8 @@ func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, stderr io.
 		return fmt.Errorf("gateway: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() }, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
+		&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(stderr, "agentvalues: gateway serving MCP (Streamable HTTP) at http://%s/mcp\n", ln.Addr())
 	served := make(chan error, 1)
