@@ -149,9 +149,34 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 		IsError: res.IsError,
 	}
 	if structured != nil {
-		out.StructuredContent = structured
+		out.StructuredContent = withHandle(structured, h)
 	}
 	return out
+}
+
+// withHandle returns the structured content of a result shown whole with
+// its handle as one more member, first: some clients (Claude Code, Cursor)
+// give the model only the structured content when there is any, and the
+// model must see the handle to pass the value on. The stored value is the
+// server's, without it. Structured content that is not an object, or that
+// has the member already, is returned as it is.
+func withHandle(structured json.RawMessage, h string) json.RawMessage {
+	i := jsontext.SkipSpace(structured, 0)
+	if i >= len(structured) || structured[i] != '{' || jsontext.Valid(structured) != nil {
+		return structured
+	}
+	if _, taken := jsontext.Member(structured, MetaHandle); taken {
+		return structured
+	}
+	out := make([]byte, 0, len(structured)+len(MetaHandle)+len(h)+8)
+	out = append(out, '{')
+	out = jsontext.AppendQuote(out, []byte(MetaHandle))
+	out = append(out, ':')
+	out = jsontext.AppendQuote(out, []byte(h))
+	if rest := jsontext.SkipSpace(structured, i+1); structured[rest] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, structured[i+1:]...)
 }
 
 // MetaContentHandle is the key, in a tool result's _meta, of the handle

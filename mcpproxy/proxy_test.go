@@ -277,10 +277,12 @@ func TestSmallStructuredResultWhole(t *testing.T) {
 	}
 	want, _ := json.Marshal(listItems(2))
 	got, _ := json.Marshal(res.StructuredContent)
-	var g, w any
+	var g any
+	var w map[string]any
 	json.Unmarshal(got, &g)
 	json.Unmarshal(want, &w)
-	if diff := cmp.Diff(w, g); diff != "" {
+	w[MetaHandle] = "r1" // for clients that show the model only structuredContent
+	if diff := cmp.Diff(any(w), g); diff != "" {
 		t.Errorf("structuredContent (-want +got):\n%s", diff)
 	}
 	if n := len(res.Content); n != 2 || !strings.Contains(text(res), `"path":"/files/f0001.txt"`) || !strings.HasSuffix(text(res), "\n[stored as r1: pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]") {
@@ -288,9 +290,9 @@ func TestSmallStructuredResultWhole(t *testing.T) {
 	}
 }
 
-// TestStructuredContentExact checks that structured content is stored, and
-// passed on, byte for byte as the server sent it: key order kept, integers
-// beyond 2^53 exact.
+// TestStructuredContentExact checks that structured content is stored
+// byte for byte as the server sent it (key order kept, integers beyond 2^53
+// exact), and passed on so, with the handle as one more member.
 func TestStructuredContentExact(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	res := f.call(t, "raw_structured", `{}`)
@@ -302,9 +304,9 @@ func TestStructuredContentExact(t *testing.T) {
 		t.Fatal("small result lost its structuredContent")
 	}
 	got, _ := json.Marshal(res.StructuredContent)
-	var g, w any
+	var g, w any // as the client decodes them
 	json.Unmarshal(got, &g)
-	json.Unmarshal([]byte(rawStructured), &w)
+	json.Unmarshal([]byte(`{"`+MetaHandle+`":"r1",`+rawStructured[1:]), &w)
 	if diff := cmp.Diff(w, g); diff != "" {
 		t.Errorf("structuredContent passed on (-want +got):\n%s", diff)
 	}
@@ -829,5 +831,24 @@ func TestToolListRetried(t *testing.T) {
 	}
 	if strings.Contains(f.log.String(), "gave up") {
 		t.Errorf("log: %s", f.log.String())
+	}
+}
+
+func TestWithHandle(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":1}`, `{"agentvalues/handle":"r7","a":1}`},
+		{` { } `, `{"agentvalues/handle":"r7" } `},
+		{`{"agentvalues/handle":"mine"}`, `{"agentvalues/handle":"mine"}`},
+		{`[1,2]`, `[1,2]`},
+		{`"s"`, `"s"`},
+		{`{"a":`, `{"a":`},
+	} {
+		got := string(withHandle(json.RawMessage(tc.in), "r7"))
+		if got != tc.want {
+			t.Errorf("withHandle(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+		if json.Valid([]byte(tc.in)) && !json.Valid([]byte(got)) {
+			t.Errorf("withHandle(%s) = %s, not valid JSON", tc.in, got)
+		}
 	}
 }
