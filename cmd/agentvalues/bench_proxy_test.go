@@ -27,7 +27,7 @@ import (
 // go-sdk server reached directly, in one run (issue 13):
 //
 //	go test -run='^$' -bench=ProxyBlob -benchtime=1x ./cmd/agentvalues
-//	go test -run='^$' -bench=ProxySmallCall -benchtime=2000x ./cmd/agentvalues
+//	go test -run='^$' -bench=ProxySmallCall -benchtime=1000x ./cmd/agentvalues
 //
 // Each leaf benchmark starts its own processes, before its timed loop: the
 // test binary as blobServerArg (direct), or as `agentvalues proxy --` in
@@ -253,20 +253,46 @@ type benchConn struct {
 	proxy  int // the proxy's pid; 0 when direct
 	server int // the blob server's pid; 0 if it could not be found
 	stderr *syncWriter
+	prefix string // before the server's tool names: "blobs__" through the gateway
 }
+
+// tool is the name under which the client calls the server's tool name.
+func (c *benchConn) tool(name string) string { return c.prefix + name }
 
 // startBench starts the blob server, behind the proxy command if proxied,
 // with serverArgs, and connects a client to it. The processes stop when
 // the benchmark ends.
 func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
+	return startBenchVia(b, map[bool]string{false: "direct", true: "proxy"}[proxied], serverArgs...)
+}
+
+// startBenchVia is startBench with the server reached "direct", through
+// the "proxy" command, or through the "gateway" command as its one server,
+// "blobs" (its tools then named blobs__TOOL: see benchConn.tool).
+func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	b.Helper()
+	proxied := via != "direct"
 	args := append([]string{blobServerArg}, serverArgs...)
-	if proxied {
+	prefix := ""
+	switch via {
+	case "proxy":
 		args = append([]string{"proxy", "--", os.Args[0]}, args...)
+	case "gateway":
+		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"blobs": map[string]any{"command": os.Args[0], "args": args},
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(b.TempDir(), "mcp.json")
+		if err := os.WriteFile(path, config, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		args, prefix = []string{"gateway", "--config", path}, "blobs__"
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	c := &benchConn{stderr: &syncWriter{}}
+	c := &benchConn{stderr: &syncWriter{}, prefix: prefix}
 	cmd.Stderr = c.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -298,7 +324,7 @@ func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
 // call calls a tool, failing the benchmark on a protocol error.
 func (c *benchConn) call(ctx context.Context, b *testing.B, name, args string) *mcp.CallToolResult {
 	b.Helper()
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool(name), Arguments: json.RawMessage(args)})
 	if err != nil {
 		b.Fatalf("%s %s: %v\nstderr:\n%s", name, args, err, c.stderr.String())
 	}
@@ -469,18 +495,18 @@ func textOf(res *mcp.CallToolResult) string {
 
 // BenchmarkProxySmallCall calls ping, whose result is 11 bytes, from 1 and
 // from 8 goroutines, each calling again as soon as its call returns, on the
-// server directly and through the proxy. Beside the time per call
-// (ns/op; the last calls in flight when the loop ends are not timed) it
-// reports the 50th and 99th percentiles of the calls' durations; the
-// proxy's added latency is its p50 less the direct p50, which the proxy
-// variant logs when both ran.
+// server directly, through the proxy and through the gateway (with the
+// server as its one server). Beside the time per call (ns/op; the last
+// calls in flight when the loop ends are not timed) it reports the 50th
+// and 99th percentiles of the calls' durations; the added latency is a
+// variant's p50 less the direct p50, which the variant logs when both ran.
 func BenchmarkProxySmallCall(b *testing.B) {
 	directP50 := map[int]time.Duration{} // by calls in flight
-	for _, variant := range []string{"direct", "proxy"} {
+	for _, variant := range []string{"direct", "proxy", "gateway"} {
 		b.Run(variant, func(b *testing.B) {
 			for _, inFlight := range []int{1, 8} {
 				b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
-					p50 := benchSmallCall(b, variant == "proxy", inFlight)
+					p50 := benchSmallCall(b, variant, inFlight)
 					if variant == "direct" {
 						directP50[inFlight] = p50
 					} else if d, ok := directP50[inFlight]; ok {
@@ -499,8 +525,8 @@ const smallCallWarmup = 100
 
 // benchSmallCall runs the calls of BenchmarkProxySmallCall and returns
 // their median duration.
-func benchSmallCall(b *testing.B, proxied bool, inFlight int) time.Duration {
-	c := startBench(b, proxied)
+func benchSmallCall(b *testing.B, via string, inFlight int) time.Duration {
+	c := startBenchVia(b, via)
 	ctx := context.Background()
 	for range smallCallWarmup {
 		if err := checkPing(c.call(ctx, b, "ping", `{}`)); err != nil {
@@ -520,7 +546,7 @@ func benchSmallCall(b *testing.B, proxied bool, inFlight int) time.Duration {
 		wg.Go(func() {
 			for range tickets {
 				start := time.Now()
-				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: json.RawMessage(`{}`)})
+				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool("ping"), Arguments: json.RawMessage(`{}`)})
 				durations[g] = append(durations[g], time.Since(start))
 				if err == nil {
 					err = checkPing(res)
