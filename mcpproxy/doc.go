@@ -3,11 +3,14 @@
 // client or the server.
 //
 // A [Proxy] is an MCP client of one downstream server and an MCP server for
-// the upstream client (the agent). It mirrors the downstream tools and adds
-// read_value. Every tool result is stored in a [values.SessionValues] under a
-// handle (r1, r2, …); a result larger than the threshold reaches the agent as
-// a bounded preview and a hint, a smaller one whole with a line naming its
-// handle. The handle also travels in the result's _meta under [MetaHandle].
+// the upstream client (the agent). It mirrors the downstream tools, prompts
+// and resources and adds read_value and query_value. Every tool result (and
+// resource read) is stored in a [values.SessionValues] under a handle (r1,
+// r2, …); a result larger than the threshold reaches the agent as a bounded
+// preview and a hint, a smaller one whole with a line naming its handle. The
+// handle also travels in the result's _meta under [MetaHandle], and in its
+// structuredContent. A [Gateway] does the same for several servers at once,
+// with one store for all of them (or one per upstream session).
 //
 //	p, err := mcpproxy.Connect(ctx, &mcpproxy.CommandTransport{
 //		Command: exec.Command("npx", "-y", "@modelcontextprotocol/server-filesystem", dir),

@@ -16,6 +16,7 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/testkit"
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -401,5 +402,67 @@ func TestGatewaySessionStores(t *testing.T) {
 		if res := call(cs, "read_value", `{"ref":"r4"}`); !res.IsError {
 			t.Errorf("read_value r4 in a session with three values: %s", text(res))
 		}
+	}
+}
+
+// TestGatewayPromptsAndResources lists and uses the two test servers'
+// prompts (one each, prefixed) and resources (the same URIs on both: the
+// first server keeps them, the second's are left out and logged); a large
+// resource read is stored and previewed, a small one comes whole, both
+// with their handle.
+func TestGatewayPromptsAndResources(t *testing.T) {
+	f := newGatewayFixture(t)
+	ctx := context.Background()
+	var prompts []string
+	for pr, err := range f.client.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts = append(prompts, pr.Name)
+	}
+	slices.Sort(prompts)
+	if diff := cmp.Diff([]string{"files__greet", "web__greet"}, prompts); diff != "" {
+		t.Errorf("prompts (-want +got):\n%s", diff)
+	}
+	got, err := f.client.GetPrompt(ctx, &mcp.GetPromptParams{Name: "web__greet", Arguments: map[string]string{"name": "Ada"}})
+	if err != nil || len(got.Messages) != 1 || !strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "Say hello to Ada") {
+		t.Errorf("web__greet: %v %+v", err, got)
+	}
+
+	var uris []string
+	for r, err := range f.client.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+	}
+	slices.Sort(uris)
+	if diff := cmp.Diff([]string{"test://big", "test://small"}, uris); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	waitLog(t, f.log, `not offering the resource "test://big" of the server "web"`)
+
+	big, err := f.client.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := big.Contents[0].Meta[MetaHandle].(string)
+	v, ok := f.g.Values().Get(h)
+	if !ok || string(v.Bytes()) != bigResource {
+		t.Fatalf("test://big stored under %q: %v", h, ok)
+	}
+	if text := big.Contents[0].Text; len(text) > 4<<10 || !strings.Contains(text, h+" holds the full value") {
+		t.Errorf("test://big came back as %d bytes: %.200s", len(text), text)
+	}
+	small, err := f.client.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Contents[0].Text != "small resource" || small.Contents[0].Meta[MetaHandle] == nil {
+		t.Errorf("test://small: %+v", small.Contents[0])
+	}
+	// The resource's value is an argument like any other.
+	if res := f.call(t, "web__echo", `{"path":"$`+h+`"}`); res.IsError || !strings.Contains(text(res), "big resource") {
+		t.Errorf("web__echo of the resource: %.200s", text(res))
 	}
 }

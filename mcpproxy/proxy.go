@@ -90,6 +90,10 @@ type Proxy struct {
 
 	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
 
+	// Owned by syncCatalog: the downstream prompts by name and resources by
+	// URI offered, as their definitions' JSON ("" for a resource left out).
+	prompts, resources map[string]string
+
 	mu     sync.Mutex
 	link   *link // the connection to the downstream server
 	closed bool
@@ -142,7 +146,11 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 func newServer(name, instructions string, st *stores) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
 	})
 	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
@@ -165,6 +173,8 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 
 		originalSchemas: opts.OriginalSchemas,
 		tools:           make(map[string]*mirroredTool),
+		prompts:         make(map[string]string),
+		resources:       make(map[string]string),
 		refresh:         make(chan struct{}, 1),
 	}
 	if p.threshold == 0 {
@@ -188,13 +198,10 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "agentvalues", Version: version}, &mcp.ClientOptions{
 		// No roots: the proxy has none of its own to offer, so a server that
 		// takes its directories from roots falls back to its command line.
-		Capabilities: &mcp.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case p.refresh <- struct{}{}:
-			default: // a refresh is already pending; it will see this change too
-			}
-		},
+		Capabilities:                &mcp.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { p.requestRefresh() },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
 		ProgressNotificationHandler: p.relayProgress,
 	})
 	l, err := p.dial(ctx, downstream)
@@ -215,6 +222,10 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 		p.cancel()
 		p.link.down.Close()
 		return err
+	}
+	if err := p.syncCatalog(ctx); err != nil {
+		// The tools are what the proxy is for: served without the rest.
+		fmt.Fprintf(p.log, "agentvalues: %v (serving %s without its prompts or resources until it reports a change)\n", err, p.serverName())
 	}
 	p.wg.Add(2)
 	go p.followToolList()
@@ -246,6 +257,15 @@ func (p *Proxy) dial(ctx context.Context, t mcp.Transport) (*link, error) {
 		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
 	}
 	return &link{down: down, conn: rt.conn, transport: t, ended: make(chan struct{})}, nil
+}
+
+// requestRefresh asks followToolList to list the downstream tools, prompts
+// and resources again.
+func (p *Proxy) requestRefresh() {
+	select {
+	case p.refresh <- struct{}{}:
+	default: // a refresh is already pending; it will see this change too
+	}
 }
 
 // current returns the link calls go over now.
@@ -394,10 +414,7 @@ func (p *Proxy) reconnect(wait *time.Duration) bool {
 			return false
 		}
 		fmt.Fprintf(p.log, "agentvalues: restarted %s\n", p.serverName())
-		select { // its tools may have changed
-		case p.refresh <- struct{}{}:
-		default:
-		}
+		p.requestRefresh() // its tools may have changed
 		return true
 	}
 }

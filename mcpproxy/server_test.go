@@ -241,8 +241,22 @@ func newTestServer() (*mcp.Server, *serverCalls) {
 			&mcp.ImageContent{Data: testImage, MIMEType: "image/png"},
 		}}, nil
 	})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"]}}}}, nil
+		})
+	for _, r := range []struct{ uri, text string }{{"test://big", bigResource}, {"test://small", "small resource"}} {
+		s.AddResource(&mcp.Resource{URI: r.uri, Name: strings.TrimPrefix(r.uri, "test://"), MIMEType: "text/plain"},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.uri, MIMEType: "text/plain", Text: r.text}}}, nil
+			})
+	}
 	return s, calls
 }
+
+// bigResource is the text of the test server's resource test://big, past
+// the proxy's default threshold.
+var bigResource = strings.Repeat("a line of the big resource\n", 1000)
 
 // testImage is the image the image tool returns: 12 KiB, over the default
 // threshold once base64-encoded.

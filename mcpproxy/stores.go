@@ -15,6 +15,8 @@ type stores struct {
 	shared    *values.SessionValues // nil when newValues is set
 	newValues func() *values.SessionValues
 	sessions  sync.Map // *mcp.ServerSession -> *values.SessionValues
+
+	owners uriOwners // which proxy offers each resource URI
 }
 
 func newStores(opts *Options) *stores {

@@ -28,8 +28,8 @@ type mirroredTool struct {
 	key    string         // the downstream definition's JSON, to notice changes
 }
 
-// followToolList re-lists the downstream tools after each list_changed
-// notification until the proxy is closed.
+// followToolList re-lists the downstream tools, prompts and resources after
+// each list_changed notification (and a restart) until the proxy is closed.
 func (p *Proxy) followToolList() {
 	defer p.wg.Done()
 	for {
@@ -52,14 +52,18 @@ const (
 	maxListBackoff = time.Second
 )
 
-// resync re-lists the downstream tools, retrying a failed listing with
-// backoff until it succeeds, the attempts run out, the downstream server is
-// gone or the proxy is closed. Only the last failure is logged.
+// resync re-lists the downstream tools, prompts and resources, retrying a
+// failed listing with backoff until it succeeds, the attempts run out, the
+// downstream server is gone or the proxy is closed. Only the last failure
+// is logged.
 func (p *Proxy) resync() {
 	wait := p.seams.listBackoff
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(p.ctx, listTimeout)
 		err := p.syncTools(ctx)
+		if err == nil {
+			err = p.syncCatalog(ctx)
+		}
 		cancel()
 		if err == nil || p.downstreamErr() != nil || p.ctx.Err() != nil {
 			return

@@ -1,0 +1,217 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	values "github.com/agentvalues/values"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Prompts and resources are offered upstream as the downstream server lists
+// them, and followed through its list_changed notifications like its
+// tools. A prompt is named with the proxy's prefix, as a tool is
+// (SERVER__PROMPT in a gateway). A resource keeps its URI, which names what
+// it is; when two servers of a gateway list the same URI, the one added to
+// the gateway first keeps it and the other's is left out with a line in
+// the log. A resource read is stored like a tool result: each text or
+// blob under a handle, named in the contents' _meta, and a text over the
+// threshold comes back as its preview and hint. Resource templates are
+// not offered.
+
+// uriOwners records which proxy of a gateway offers each resource URI.
+type uriOwners struct {
+	mu    sync.Mutex
+	byURI map[string]*Proxy
+}
+
+// claim gives uri to p unless another proxy has it, and reports whether p
+// has it now.
+func (o *uriOwners) claim(uri string, p *Proxy) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byURI == nil {
+		o.byURI = make(map[string]*Proxy)
+	}
+	if owner, ok := o.byURI[uri]; ok && owner != p {
+		return false
+	}
+	o.byURI[uri] = p
+	return true
+}
+
+// release takes uri back from p, if p has it.
+func (o *uriOwners) release(uri string, p *Proxy) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byURI[uri] == p {
+		delete(o.byURI, uri)
+	}
+}
+
+// syncCatalog makes the upstream prompts and resources match those the
+// downstream server lists, for the capabilities it declared. Like
+// syncTools, only one runs at a time.
+func (p *Proxy) syncCatalog(ctx context.Context) error {
+	init := p.current().down.InitializeResult()
+	if init == nil || init.Capabilities == nil {
+		return nil
+	}
+	if init.Capabilities.Prompts != nil {
+		if err := p.syncPrompts(ctx); err != nil {
+			return err
+		}
+	}
+	if init.Capabilities.Resources != nil {
+		return p.syncResources(ctx)
+	}
+	return nil
+}
+
+func (p *Proxy) syncPrompts(ctx context.Context) error {
+	seen := map[string]bool{}
+	for pr, err := range p.current().down.Prompts(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcpproxy: listing the downstream prompts: %w", err)
+		}
+		if pr == nil || seen[pr.Name] {
+			continue
+		}
+		seen[pr.Name] = true
+		key, _ := json.Marshal(pr)
+		if p.prompts[pr.Name] == string(key) {
+			continue
+		}
+		up := *pr
+		up.Name = p.prefix + pr.Name
+		name := pr.Name
+		p.server.AddPrompt(&up, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if err := p.downstreamErr(); err != nil {
+				return nil, err
+			}
+			params := *req.Params
+			params.Name = name
+			params.Meta = forwardMeta(params.Meta) // the protocol's own keys are each side's
+			return p.current().down.GetPrompt(ctx, &params)
+		})
+		p.prompts[pr.Name] = string(key)
+	}
+	var removed []string
+	for name := range p.prompts {
+		if !seen[name] {
+			removed = append(removed, p.prefix+name)
+			delete(p.prompts, name)
+		}
+	}
+	if len(removed) > 0 {
+		p.server.RemovePrompts(removed...)
+	}
+	return nil
+}
+
+func (p *Proxy) syncResources(ctx context.Context) error {
+	seen := map[string]bool{}
+	for r, err := range p.current().down.Resources(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcpproxy: listing the downstream resources: %w", err)
+		}
+		if r == nil || seen[r.URI] {
+			continue
+		}
+		seen[r.URI] = true
+		key, _ := json.Marshal(r)
+		if p.resources[r.URI] == string(key) {
+			continue
+		}
+		if !p.stores.owners.claim(r.URI, p) {
+			if _, logged := p.resources[r.URI]; !logged {
+				fmt.Fprintf(p.log, "agentvalues: not offering the resource %q of %s: another server offers the same URI\n", r.URI, p.serverName())
+			}
+			p.resources[r.URI] = "" // left out, and said so once
+			continue
+		}
+		if err := p.addResource(r); err != nil {
+			fmt.Fprintf(p.log, "agentvalues: not offering the resource %q of %s: %v\n", r.URI, p.serverName(), err)
+			p.stores.owners.release(r.URI, p)
+			p.resources[r.URI] = ""
+			continue
+		}
+		p.resources[r.URI] = string(key)
+	}
+	var removed []string
+	for uri, key := range p.resources {
+		if !seen[uri] {
+			if key != "" {
+				removed = append(removed, uri)
+				p.stores.owners.release(uri, p)
+			}
+			delete(p.resources, uri)
+		}
+	}
+	if len(removed) > 0 {
+		p.server.RemoveResources(removed...)
+	}
+	return nil
+}
+
+// addResource offers r upstream. The SDK panics on a URI it rejects; a
+// downstream server's list is input, so that becomes an error.
+func (p *Proxy) addResource(r *mcp.Resource) (err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			err = fmt.Errorf("%v", e)
+		}
+	}()
+	up := *r
+	p.server.AddResource(&up, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if err := p.downstreamErr(); err != nil {
+			return nil, err
+		}
+		params := *req.Params
+		params.Meta = forwardMeta(params.Meta)
+		res, err := p.current().down.ReadResource(ctx, &params)
+		if err != nil {
+			return nil, err
+		}
+		return p.presentResource(p.stores.of(req.Session), res), nil
+	})
+	return nil
+}
+
+// presentResource stores each text and blob of a resource read, names its
+// handle in the contents' _meta, and puts the preview and hint in place of
+// a text over the threshold (a blob over it is dropped from the result,
+// its preview given as text: the bytes stay in the store).
+func (p *Proxy) presentResource(vals *values.SessionValues, res *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+	out := *res
+	out.Meta = forwardMeta(res.Meta)
+	out.Contents = make([]*mcp.ResourceContents, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		if c == nil {
+			continue
+		}
+		rc := *c
+		var h string
+		switch {
+		case len(c.Blob) > 0:
+			h = vals.PutOutput(c.Blob)
+			if p.threshold < 0 || len(c.Blob) > p.threshold {
+				rc.Blob, rc.Text, rc.MIMEType = nil, preview(vals, h), "text/plain"
+			}
+		default:
+			h = vals.PutOutput([]byte(c.Text))
+			if p.threshold < 0 || len(c.Text) > p.threshold {
+				rc.Text, rc.MIMEType = preview(vals, h), "text/plain"
+			}
+		}
+		rc.Meta = forwardMeta(c.Meta)
+		if rc.Meta == nil {
+			rc.Meta = mcp.Meta{}
+		}
+		rc.Meta[MetaHandle] = h
+		out.Contents = append(out.Contents, &rc)
+	}
+	return &out
+}
