@@ -158,15 +158,19 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 // its handle as one more member, first: some clients (Claude Code, Cursor)
 // give the model only the structured content when there is any, and the
 // model must see the handle to pass the value on. The stored value is the
-// server's, without it. Structured content that is not an object, or that
-// has the member already, is returned as it is.
+// server's, without it. A member of that name already there (a proxy
+// behind the proxy put it) gets this handle, the one the agent can use.
+// Structured content that is not an object is returned as it is.
 func withHandle(structured json.RawMessage, h string) json.RawMessage {
 	i := jsontext.SkipSpace(structured, 0)
 	if i >= len(structured) || structured[i] != '{' || jsontext.Valid(structured) != nil {
 		return structured
 	}
-	if _, taken := jsontext.Member(structured, MetaHandle); taken {
-		return structured
+	if v, taken := jsontext.Member(structured[i:], MetaHandle); taken {
+		at := i + offsetIn(structured[i:], v)
+		out := append([]byte(nil), structured[:at]...)
+		out = jsontext.AppendQuote(out, []byte(h))
+		return append(out, structured[at+len(v):]...)
 	}
 	out := make([]byte, 0, len(structured)+len(MetaHandle)+len(h)+8)
 	out = append(out, '{')

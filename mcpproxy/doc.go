@@ -9,8 +9,11 @@
 // r2, …); a result larger than the threshold reaches the agent as a bounded
 // preview and a hint, a smaller one whole with a line naming its handle. The
 // handle also travels in the result's _meta under [MetaHandle], and in its
-// structuredContent. A [Gateway] does the same for several servers at once,
-// with one store for all of them (or one per upstream session).
+// structuredContent. Input schemas are offered with a reference string
+// admitted beside every field (Options.OriginalSchemas turns that off);
+// arguments are validated against the original. A [Gateway] does the same
+// for several servers at once, with one store for all of them (or one per
+// upstream session), and restarts a server that died.
 //
 //	p, err := mcpproxy.Connect(ctx, &mcpproxy.CommandTransport{
 //		Command: exec.Command("npx", "-y", "@modelcontextprotocol/server-filesystem", dir),

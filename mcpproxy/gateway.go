@@ -24,8 +24,8 @@ import (
 // Tool names: every downstream tool is offered as NAME__TOOL, where NAME
 // is the name the server was added under, so that two servers' tools
 // never collide and the rule does not depend on which tools a server
-// lists when. [ConnectGateway] refuses a name that could make two tools'
-// names equal (see [ValidServerName]).
+// lists when. [ConnectGateway] refuses a server name that could make two
+// tools' names equal (see [ValidServerName]).
 type Gateway struct {
 	server  *mcp.Server
 	stores  *stores
@@ -56,16 +56,18 @@ type Downstream struct {
 const ToolSeparator = "__"
 
 // serverName is what ValidServerName accepts.
-var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var serverName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9.-])?$`)
 
 // ValidServerName says why name cannot name a gateway's server, or returns
 // nil. A name is ASCII letters, digits, '_', '.' and '-' (the characters
-// MCP allows in a tool name), starts with a letter or digit and holds no
-// ToolSeparator, so that NAME__TOOL splits one way only.
+// MCP allows in a tool name), starts with a letter or digit, does not end
+// with '_' and holds no ToolSeparator, so that NAME__TOOL splits one way
+// only: the first "__" ends the server's name ("a_" and tool "x" would
+// give a___x, as "a" and tool "_x" do).
 func ValidServerName(name string) error {
 	switch {
 	case !serverName.MatchString(name):
-		return fmt.Errorf("server name %q: use ASCII letters, digits, '_', '.' and '-', starting with a letter or digit", name)
+		return fmt.Errorf("server name %q: use ASCII letters, digits, '_', '.' and '-', starting with a letter or digit and not ending with '_'", name)
 	case strings.Contains(name, ToolSeparator):
 		return fmt.Errorf("server name %q: %q would make tool names ambiguous", name, ToolSeparator)
 	}
@@ -78,7 +80,8 @@ func ValidServerName(name string) error {
 // fails within ctx) is left out with a line on opts.Log, and the others
 // are served; an error is returned only for an invalid or repeated name,
 // or when no server could be reached. opts is as for [Connect]; Name, when
-// empty, is "agentvalues-gateway".
+// empty, is "agentvalues-gateway". It also fails when no server that was
+// reached could list its tools.
 func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*Gateway, error) {
 	if opts == nil {
 		opts = &Options{}

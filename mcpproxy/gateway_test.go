@@ -17,6 +17,7 @@ import (
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/testkit"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -162,7 +163,7 @@ func TestGatewayNames(t *testing.T) {
 			t.Errorf("ValidServerName(%q) = %v", name, err)
 		}
 	}
-	for _, name := range []string{"", "a__b", "_x", "-x", "my server", "é", "a/b", "x__"} {
+	for _, name := range []string{"", "a__b", "_x", "-x", "my server", "é", "a/b", "x__", "a_"} {
 		if err := ValidServerName(name); err == nil {
 			t.Errorf("ValidServerName(%q) accepted", name)
 		}
@@ -306,7 +307,7 @@ func TestGatewayRestartFails(t *testing.T) {
 	}
 	waitLog(t, log, "trying again in 4ms")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: json.RawMessage(`{}`)})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "a__echo was not called") || !strings.Contains(text(res), "being restarted") {
+	if err != nil || !res.IsError || !strings.Contains(text(res), "a__echo was not called") || !strings.Contains(text(res), "restarting it failed") {
 		t.Errorf("a__echo while a is down: %v %s", err, text(res))
 	}
 	closed := make(chan error, 1)
@@ -464,5 +465,57 @@ func TestGatewayPromptsAndResources(t *testing.T) {
 	// The resource's value is an argument like any other.
 	if res := f.call(t, "web__echo", `{"path":"$`+h+`"}`); res.IsError || !strings.Contains(text(res), "big resource") {
 		t.Errorf("web__echo of the resource: %.200s", text(res))
+	}
+}
+
+// TestCancelledCallForgotten cancels a call the server never answers: the
+// connection forgets it (and the store it would have gone to) once the
+// cancellation is sent.
+func TestCancelledCallForgotten(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = testkit.ChildEnv(testServerEnv + "=1")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	f := newFixture(t, &CommandTransport{Command: cmd, TerminateDuration: 100 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.client.CallTool(ctx, &mcp.CallToolParams{Name: "hang", Arguments: json.RawMessage(`{}`)})
+		done <- err
+	}()
+	waitLog(t, stderr, hangStartedLine)
+	conn := f.proxy.current().conn
+	pending := func() int {
+		conn.calls.mu.Lock()
+		defer conn.calls.mu.Unlock()
+		return len(conn.calls.pending)
+	}
+	hangID := func() (jsonrpc.ID, bool) {
+		conn.calls.mu.Lock()
+		defer conn.calls.mu.Unlock()
+		for id, c := range conn.calls.pending {
+			if c.method == "tools/call" {
+				return id, true
+			}
+		}
+		return jsonrpc.ID{}, false
+	}
+	id, ok := hangID()
+	if !ok {
+		t.Fatal("the hang call is not pending while it runs")
+	}
+	cancel()
+	<-done
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, still := conn.calls.method(id); !still {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled call is still pending (%d calls pending)", pending())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -579,10 +579,12 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	data = append(data, '\n')
 	var args, after []byte
-	if req, ok := msg.(*jsonrpc.Request); ok && !c.server {
+	req, _ := msg.(*jsonrpc.Request)
+	if req != nil && !c.server {
 		if req.IsCall() {
 			c.calls.add(req.ID, req.Method, valuesIn(ctx))
 		}
+		c.calls.forgetCancelled(req)
 		if before, a, rest, ok := spliced(data); ok && req.Method == "tools/call" {
 			data, args, after = before, a, rest
 		}
@@ -591,10 +593,13 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	defer c.wmu.Unlock()
 	if args == nil {
 		_, err = c.w.Write(data)
-		return err
+	} else {
+		bufs := net.Buffers{data, args, after}
+		_, err = bufs.WriteTo(c.w)
 	}
-	bufs := net.Buffers{data, args, after}
-	_, err = bufs.WriteTo(c.w)
+	if err != nil && req != nil && !c.server && req.IsCall() {
+		c.calls.done(req.ID) // never sent: no response will come
+	}
 	return err
 }
 
@@ -615,7 +620,9 @@ func (c *lineConn) logf(format string, args ...any) {
 	}
 }
 
-// A callTracker remembers the method of each call awaiting its response.
+// A callTracker remembers each call awaiting its response: its method, and
+// the store its result goes to. A call is forgotten when its response
+// comes, when it is cancelled, or when it could not be sent.
 type callTracker struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]pendingCall
@@ -655,6 +662,19 @@ func (t *callTracker) done(id jsonrpc.ID) (pendingCall, bool) {
 	m, ok := t.pending[id]
 	delete(t.pending, id)
 	return m, ok
+}
+
+// forgetCancelled forgets the call a notifications/cancelled request names:
+// the server need not answer it, and its entry would keep its store.
+func (t *callTracker) forgetCancelled(req *jsonrpc.Request) {
+	if req.Method != "notifications/cancelled" || len(req.Params) == 0 || jsontext.Valid(req.Params) != nil {
+		return
+	}
+	if v, ok := jsontext.Member(req.Params, "requestId"); ok {
+		if id, ok := idOf(v); ok {
+			t.done(id)
+		}
+	}
 }
 
 // messageID returns the id of the valid JSON object data, if it has a

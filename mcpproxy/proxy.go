@@ -35,7 +35,8 @@ type Options struct {
 	// Zero means DefaultThreshold; negative previews every result.
 	Threshold int
 	// Values is the store results go to. Nil means values.New(): one store,
-	// and one handle sequence, per Proxy, shared by every upstream session.
+	// and one handle sequence, per Proxy (per Gateway: its servers share
+	// it), shared by every upstream session.
 	Values *values.SessionValues
 	// NewValues, when set, gives each upstream session a store of its own
 	// (and Values is unused): made by NewValues at the session's first call,
@@ -97,6 +98,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	link   *link // the connection to the downstream server
 	closed bool
+
+	restartErr  error     // why the last attempt to restart the server failed; nil once it is back
+	nextRestart time.Time // when the next attempt is due, after a failed one
 
 	progress    sync.Map // downstream progress token -> progressRoute
 	progressSeq atomic.Uint64
@@ -400,13 +404,16 @@ func (p *Proxy) reconnect(wait *time.Duration) bool {
 			if p.ctx.Err() != nil {
 				return false
 			}
+			p.mu.Lock()
+			p.restartErr, p.nextRestart = err, time.Now().Add(*wait)
+			p.mu.Unlock()
 			fmt.Fprintf(p.log, "agentvalues: restarting %s: %v; trying again in %v\n", p.serverName(), err, *wait)
 			continue
 		}
 		p.mu.Lock()
 		closed := p.closed
 		if !closed {
-			p.link = l
+			p.link, p.restartErr = l, nil
 		}
 		p.mu.Unlock()
 		if closed {
@@ -460,6 +467,8 @@ func (p *Proxy) downstreamErr() error {
 	switch {
 	case p.closed:
 		return errors.New("the proxy is shut down")
+	case p.link.gone != nil && p.restart != nil && p.restartErr != nil:
+		return fmt.Errorf("%w; restarting it failed (%v); the next attempt is in %v", p.link.gone, p.restartErr, max(time.Until(p.nextRestart), 0).Round(time.Second))
 	case p.link.gone != nil && p.restart != nil:
 		return fmt.Errorf("%w; it is being restarted: call again in a moment", p.link.gone)
 	}

@@ -838,7 +838,7 @@ func TestWithHandle(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"a":1}`, `{"agentvalues/handle":"r7","a":1}`},
 		{` { } `, `{"agentvalues/handle":"r7" } `},
-		{`{"agentvalues/handle":"mine"}`, `{"agentvalues/handle":"mine"}`},
+		{`{"agentvalues/handle":"r1", "a":2}`, `{"agentvalues/handle":"r7", "a":2}`},
 		{`[1,2]`, `[1,2]`},
 		{`"s"`, `"s"`},
 		{`{"a":`, `{"a":`},

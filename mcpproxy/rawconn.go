@@ -73,13 +73,18 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if req.IsCall() {
 			c.calls.add(req.ID, req.Method, valuesIn(ctx))
 		}
+		c.calls.forgetCancelled(req)
 		if req.Method == "tools/call" {
 			r := *req
 			r.Params = expandParams(req.Params)
 			msg = &r
 		}
 	}
-	return c.Connection.Write(ctx, msg)
+	err := c.Connection.Write(ctx, msg)
+	if req, ok := msg.(*jsonrpc.Request); ok && err != nil && req.IsCall() {
+		c.calls.done(req.ID) // never sent: no response will come
+	}
+	return err
 }
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -122,7 +127,15 @@ func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json
 			return nil, &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
 		}
 		if len(result) >= p.rawFrom {
-			if out, ok := p.presentRaw(p.stores.or(vals), result); ok {
+			// A call without a store under a store per session was not made
+			// by callTool: left to the SDK path.
+			if vals == nil {
+				vals = p.stores.shared
+			}
+			if vals == nil {
+				return wrapStructured(result), nil
+			}
+			if out, ok := p.presentRaw(vals, result); ok {
 				return out, nil
 			}
 		}

@@ -1,6 +1,8 @@
 package mcpproxy
 
 import (
+	"strings"
+
 	values "github.com/agentvalues/values"
 )
 
@@ -112,4 +114,30 @@ func admitsAnyString(s map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// localRef returns a $ref of the schema s that points into s itself
+// outside its definitions ("#/properties/a/items"), or "". Rewriting moves
+// the fields such a pointer names, so a schema that has one is offered as
+// it is.
+func localRef(s any) string {
+	switch s := s.(type) {
+	case map[string]any:
+		for k, v := range s {
+			if ref, ok := v.(string); ok && (k == "$ref" || k == "$dynamicRef" || k == "$recursiveRef") &&
+				strings.HasPrefix(ref, "#/") && !strings.HasPrefix(ref, "#/$defs/") && !strings.HasPrefix(ref, "#/definitions/") {
+				return ref
+			}
+			if ref := localRef(v); ref != "" {
+				return ref
+			}
+		}
+	case []any:
+		for _, v := range s {
+			if ref := localRef(v); ref != "" {
+				return ref
+			}
+		}
+	}
+	return ""
 }

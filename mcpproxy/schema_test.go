@@ -154,3 +154,31 @@ func TestStrictClientReference(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalRefUnchanged offers a schema that points into its own fields
+// (as zod-to-json-schema writes them) as it is, and says why.
+func TestLocalRefUnchanged(t *testing.T) {
+	src := `{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}},"b":{"$ref":"#/properties/a/items"}}}`
+	var why string
+	def, _, err := mirror(&mcp.Tool{Name: "t", InputSchema: decodeSchema(t, src)}, "t", true, func(w string) { why = w })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(def.InputSchema); string(got) != `{"properties":{"a":{"items":{"type":"integer"},"type":"array"},"b":{"$ref":"#/properties/a/items"}},"type":"object"}` {
+		t.Errorf("offered %s", got)
+	}
+	if !strings.Contains(why, "#/properties/a/items") {
+		t.Errorf("why: %q", why)
+	}
+	// A schema that refers to its definitions, or to itself, is rewritten.
+	for _, src := range []string{
+		`{"type":"object","properties":{"b":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
+		`{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}}`,
+	} {
+		why = ""
+		def, _, _ := mirror(&mcp.Tool{Name: "t", InputSchema: decodeSchema(t, src)}, "t", true, func(w string) { why = w })
+		if got, _ := json.Marshal(def.InputSchema); why != "" || !strings.Contains(string(got), "anyOf") {
+			t.Errorf("%s offered as %s (%s)", src, got, why)
+		}
+	}
+}

@@ -31,8 +31,11 @@ func newStores(opts *Options) *stores {
 
 // of returns the store of the session ss.
 func (s *stores) of(ss *mcp.ServerSession) *values.SessionValues {
-	if s.newValues == nil || ss == nil {
-		return s.or(nil)
+	if s.newValues == nil {
+		return s.shared
+	}
+	if ss == nil { // not a session's call; cannot happen through the SDK
+		return s.newValues()
 	}
 	if v, ok := s.sessions.Load(ss); ok {
 		return v.(*values.SessionValues)
@@ -45,19 +48,6 @@ func (s *stores) of(ss *mcp.ServerSession) *values.SessionValues {
 		}()
 	}
 	return v.(*values.SessionValues)
-}
-
-// or returns vals, or the shared store when vals is nil (a call the proxy
-// did not make for a session). With a store per session there is no shared
-// one: such a result is stored in a store of its own, which nothing reads.
-func (s *stores) or(vals *values.SessionValues) *values.SessionValues {
-	switch {
-	case vals != nil:
-		return vals
-	case s.shared != nil:
-		return s.shared
-	}
-	return s.newValues()
 }
 
 // valuesKey is the context key under which a call carries the store its

@@ -87,7 +87,7 @@ func (p *Proxy) resync() {
 // changed tools are (re)added, vanished ones removed. A tool that cannot be
 // offered is reported to the log once per definition and left out.
 //
-// Connect calls it once, then only followToolList does: never two at once,
+// serveOn calls it once, then only followToolList does: never two at once,
 // so p.tools needs no lock.
 func (p *Proxy) syncTools(ctx context.Context) error {
 	var listed []*mcp.Tool
@@ -117,7 +117,9 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 		m := &mirroredTool{name: t.Name, up: p.prefix + t.Name, key: string(key)}
 		if m.up == readValueTool().Name || m.up == queryValueTool().Name {
 			fmt.Fprintf(p.log, "agentvalues: the downstream tool %q is hidden by the proxy's own\n", t.Name)
-		} else if def, schema, err := mirror(t, m.up, !p.originalSchemas); def == nil {
+		} else if def, schema, err := mirror(t, m.up, !p.originalSchemas, func(why string) {
+			fmt.Fprintf(p.log, "agentvalues: offering the input schema of %q as it is, without admitting references: %s\n", m.up, why)
+		}); def == nil {
 			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", t.Name, err)
 		} else {
 			if err != nil {
@@ -179,7 +181,10 @@ func (p *Proxy) addTool(m *mirroredTool) (err error) {
 // remote $ref, say) is still offered, with a nil schema and a non-nil error
 // saying why: its arguments are resolved, and checked for unresolved
 // references, but validating them is left to the downstream server.
-func mirror(t *mcp.Tool, name string, admit bool) (*mcp.Tool, *values.Schema, error) {
+//
+// logUnchanged, when not nil, is told why a schema that was to admit
+// references is offered unchanged.
+func mirror(t *mcp.Tool, name string, admit bool, logUnchanged func(why string)) (*mcp.Tool, *values.Schema, error) {
 	schema, ok := t.InputSchema.(map[string]any)
 	if !ok {
 		return nil, nil, fmt.Errorf("input schema is %T, not a JSON object", t.InputSchema)
@@ -206,10 +211,18 @@ func mirror(t *mcp.Tool, name string, admit bool) (*mcp.Tool, *values.Schema, er
 	if admit && compiled != nil {
 		// Only a schema that compiled is rewritten, and the rewriting kept
 		// only if it compiles too.
-		if a, err := json.Marshal(admitReferences(schema)); err == nil {
-			if _, err := values.CompileSchema(a); err == nil {
-				advertised = a
-			}
+		var why string
+		if ref := localRef(schema); ref != "" {
+			why = fmt.Sprintf("it points into its own fields ($ref %q), which the rewriting would move", ref)
+		} else if a, err := json.Marshal(admitReferences(schema)); err != nil {
+			why = err.Error()
+		} else if _, err := values.CompileSchema(a); err != nil {
+			why = "the rewritten schema does not compile: " + err.Error()
+		} else {
+			advertised = a
+		}
+		if why != "" && logUnchanged != nil {
+			logUnchanged(why)
 		}
 	}
 	desc := referenceNote

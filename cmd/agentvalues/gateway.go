@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,9 +23,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// gatewayEnv is set in the environment of every server a gateway starts,
-// so that a gateway started by a gateway (a config file that lists the
-// gateway itself) stops at once instead of starting itself again.
+// gatewayEnv is set to the config file's absolute path in the environment
+// of every server a gateway starts, so that a gateway started by a gateway
+// over the same file (a config that lists the gateway itself) stops at
+// once instead of starting itself again. A gateway over another file is
+// not refused.
 const gatewayEnv = "AGENTVALUES_GATEWAY"
 
 // maxConfig bounds the config file a gateway reads.
@@ -54,9 +56,7 @@ type serverConfig struct {
 // gatewayCommand runs the MCP gateway: MCP on stdin/stdout upstream, every
 // server of the config file downstream, one store for all of them.
 func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if os.Getenv(gatewayEnv) != "" {
-		return errors.New("gateway: started by a gateway: the config file lists the gateway itself; remove that entry")
-	}
+
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "the mcpServers JSON `file` naming the servers")
@@ -77,6 +77,13 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if *threshold == 0 {
 		*threshold = -1
 	}
+	abs, err := filepath.Abs(*configPath)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	if os.Getenv(gatewayEnv) == abs {
+		return fmt.Errorf("gateway: started by a gateway over the same config: %s lists the gateway itself; remove that entry", *configPath)
+	}
 	cfg, err := readGatewayConfig(*configPath)
 	if err != nil {
 		return err
@@ -86,7 +93,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
 
-	servers := downstreams(cfg, *maxMessage, stderr)
+	servers := downstreams(cfg, abs, *maxMessage, stderr)
 	if len(servers) == 0 {
 		return fmt.Errorf("gateway: %s names no server to start", *configPath)
 	}
@@ -109,7 +116,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, g, *listen, stderr)
+		return serveHTTP(ctx, g, *listen, *maxMessage, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {
@@ -188,7 +195,7 @@ func (s serverConfig) kind() string {
 
 // downstreams makes the transports of the enabled servers, in the order of
 // their names. Each can be made again, to restart its server.
-func downstreams(cfg *gatewayConfig, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
+func downstreams(cfg *gatewayConfig, configPath string, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
 	var out []mcpproxy.Downstream
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		s := cfg.MCPServers[name]
@@ -201,7 +208,7 @@ func downstreams(cfg *gatewayConfig, maxMessage int, stderr io.Writer) []mcpprox
 			}
 			cmd := exec.Command(s.Command, s.Args...)
 			cmd.Dir = s.Cwd
-			cmd.Env = append(os.Environ(), gatewayEnv+"=1")
+			cmd.Env = append(os.Environ(), gatewayEnv+"="+configPath)
 			for k, v := range s.Env {
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
@@ -227,11 +234,6 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
-// sessionIdle is how long an HTTP session may go without a request before
-// the gateway ends it, dropping its store: a client that went away without
-// ending its session would otherwise hold its values for good.
-const sessionIdle = time.Hour
-
 // shutdownWait bounds how long a gateway serving HTTP waits, once told to
 // stop, for requests in flight (an open event stream never ends on its own).
 const shutdownWait = 5 * time.Second
@@ -240,7 +242,7 @@ const shutdownWait = 5 * time.Second
 // done, then closes it. The SDK's handler gives each HTTP session its own
 // server session, hence its own store, and refuses a request that reached
 // a loopback address with another Host (DNS rebinding).
-func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, maxBody int, stderr io.Writer) error {
 	defer g.Close()
 	if !strings.Contains(addr, ":") {
 		addr = ":" + addr
@@ -253,8 +255,12 @@ func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, stderr io.
 		return fmt.Errorf("gateway: %w", err)
 	}
 	mux := http.NewServeMux()
+	// No idle timeout: a session the gateway ended would come back as a new
+	// one whose handles count from r1 again, and the "$r2" in the model's
+	// transcript would name another value, silently. A session's store
+	// lives until the client ends the session or the gateway stops.
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
-		&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle}))
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: int64(maxBody)}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(stderr, "agentvalues: gateway serving MCP (Streamable HTTP) at http://%s/mcp\n", ln.Addr())
 	served := make(chan error, 1)

@@ -43,13 +43,14 @@ func TestGateway(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return web }, nil))
 	defer srv.Close()
 
+	path := filepath.Join(t.TempDir(), "mcp.json")
 	config := map[string]any{
 		"mcpServers": map[string]any{
 			"files":  map[string]any{"command": files[0], "args": append(files[1:], dir)},
 			"memory": map[string]any{"command": memory[0], "args": memory[1:], "env": map[string]string{"MEMORY_FILE_PATH": memoryFile}},
 			"blobs":  map[string]any{"command": os.Args[0], "args": []string{blobServerArg}, "env": map[string]string{runMainEnv: "1"}},
 			"web":    map[string]any{"type": "http", "url": srv.URL, "headers": map[string]string{"X-Api-Key": "k-123"}},
-			"self":   map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", "x.json"}},
+			"self":   map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", path}},
 			"off":    map[string]any{"command": "/nonexistent/never-started", "disabled": true},
 		},
 		"globalShortcut": "ignored, as clients ignore each other's fields",
@@ -58,7 +59,6 @@ func TestGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "mcp.json")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

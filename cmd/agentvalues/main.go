@@ -24,15 +24,19 @@
 // the downstream MCP server and puts handles, previews, $r references and
 // read_value in front of its tools (see package mcpproxy). Flags:
 //
-//	-threshold N    results larger than N bytes come back as a preview (default 8192; 0 previews all)
-//	-max-preview N  bound on a preview's length in bytes (default 2048)
+//	-threshold N        results larger than N bytes come back as a preview (default 8192; 0 previews all)
+//	-max-preview N      bound on a preview's length in bytes (default 2048)
+//	-max-message N      largest JSON-RPC message read, in bytes (default 256 MiB; 0: no bound)
+//	-original-schemas   offer the input schemas unchanged, without admitting "$r" references
 //
 // gateway is the proxy for every server of an mcpServers file (the JSON
 // Claude Desktop, Claude Code and Cursor read: "command", "args", "env"
 // and "cwd" for a stdio server, "url" and "headers" for a Streamable HTTP
 // one). It serves all their tools as one MCP server with one store, so a
 // handle from one server is an argument to any other's tools; a tool is
-// offered as SERVER__TOOL. Flags as for proxy, and --config FILE.
+// offered as SERVER__TOOL. Flags as for proxy, and --config FILE; with
+// --listen ADDR it serves MCP over Streamable HTTP at http://ADDR/mcp
+// instead, with a store per HTTP session.
 package main
 
 import (
@@ -50,8 +54,8 @@ const usage = `usage:
                                               and nothing is previewed
   agentvalues proxy [flags] -- COMMAND [ARGS...]
                                               MCP proxy on stdio in front of COMMAND
-  agentvalues gateway [flags] --config FILE   one MCP server on stdio for all the servers
-                                              of an mcpServers file, with one store
+  agentvalues gateway [flags] --config FILE   one MCP server (stdio, or HTTP with -listen) for
+                                              all the servers of an mcpServers file
 `
 
 // errUsage reports a command line that cannot be run; main prints the usage.
