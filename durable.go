@@ -208,7 +208,8 @@ func (s *SessionValues) Persisted(handle string) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return i <= len(s.table) && s.table[i-1].stored
+	i -= s.base
+	return i >= 1 && i <= len(s.table) && s.table[i-1].stored
 }
 
 // lostValue stands, in a reopened store, for a handle that was handed out

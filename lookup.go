@@ -175,16 +175,16 @@ type walker struct {
 func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err error) {
 	r := w.r
 	s.mu.RLock()
-	n := len(s.table)
-	if r.index <= n {
-		w.whole = Value{s.table[r.index-1].v}
+	n, i := len(s.table), r.index-s.base
+	if i >= 1 && i <= n {
+		w.whole = Value{s.table[i-1].v}
 	}
 	s.mu.RUnlock()
-	if r.index > n {
+	if i < 1 || i > n {
 		if n == 0 {
 			return true, fmt.Errorf("values: %s is %w; no values are stored yet", r.quoted(), ErrUnknownHandle)
 		}
-		return true, fmt.Errorf("values: %s is %w; stored: %s", r.quoted(), ErrUnknownHandle, storedRange(n))
+		return true, fmt.Errorf("values: %s is %w; stored: %s", r.quoted(), ErrUnknownHandle, storedRange(s.base, n))
 	}
 	stored := w.whole
 	if w.whole, err = s.materialize(r, w.whole); err != nil { // read back a value kept only in the durable store
@@ -462,9 +462,9 @@ func keyList(obj []byte) string {
 }
 
 // storedRange describes the handles of a store holding n > 0 values.
-func storedRange(n int) string {
+func storedRange(base, n int) string {
 	if n == 1 {
-		return "r1"
+		return handleName(base + 1)
 	}
-	return "r1…" + handleName(n)
+	return handleName(base+1) + "…" + handleName(base+n)
 }

@@ -58,6 +58,7 @@ func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 	if d == nil {
 		return s, nil
 	}
+	s.base = 0 // the records number the handles (WithFirstHandle is ignored)
 	s.dur = newDurability(d, session, &s.cfg)
 	recs, err := d.Records(session)
 	if err != nil {

@@ -161,6 +161,7 @@ type config struct {
 	queryOutput  int
 	memLimit     int // see WithMemoryLimit; 0 selects the default
 	onStoreError func(handle string, err error)
+	firstHandle  int // see WithFirstHandle; New only
 }
 
 // preview returns the preview bound in effect.
@@ -218,8 +219,9 @@ type SessionValues struct {
 	cfg   config
 	dur   *durability // nil unless opened with Open on a Durable
 	mu    sync.RWMutex
-	table []slot // by handle number - 1
+	table []slot // by handle number - base - 1
 	lost  int    // slots holding lostValue
+	base  int    // the handle numbers before the first: see WithFirstHandle
 }
 
 // slot is one handle of the table: its value, lostValue for a handle
@@ -237,7 +239,24 @@ func New(opts ...Option) *SessionValues {
 	for _, o := range opts {
 		o(&s.cfg)
 	}
+	s.base = max(s.cfg.firstHandle-1, 0)
 	return s
+}
+
+// WithFirstHandle makes New hand out rn first, then rn+1 and so on, for
+// n ≥ 1 (the default, 1, gives r1). A handle below rn names nothing. An MCP
+// gateway with a store per client session starts each new session past
+// every handle handed out before it, so that a handle in the transcript of
+// a session that was lost names nothing in the session that replaces it,
+// instead of another value. [Open] ignores it: a durable session's numbers
+// come from its records.
+func WithFirstHandle(n int) Option { return func(c *config) { c.firstHandle = n } }
+
+// Next returns the handle the next value stored will get.
+func (s *SessionValues) Next() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return handleName(s.base + len(s.table) + 1)
 }
 
 // Len returns the number of values stored.
@@ -257,7 +276,8 @@ func (s *SessionValues) Get(handle string) (Value, bool) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if i > len(s.table) || s.table[i-1].v == lostValue {
+	i -= s.base
+	if i < 1 || i > len(s.table) || s.table[i-1].v == lostValue {
 		return Value{}, false
 	}
 	return Value{s.table[i-1].v}, true
@@ -270,7 +290,7 @@ func (s *SessionValues) Handles() []string {
 	hs := make([]string, 0, len(s.table)-s.lost)
 	for i, sl := range s.table {
 		if sl.v != lostValue {
-			hs = append(hs, handleName(i+1))
+			hs = append(hs, handleName(s.base+i+1))
 		}
 	}
 	return hs
@@ -297,7 +317,7 @@ func (s *SessionValues) add(v *value) string {
 	s.table = append(s.table, slot{v: v})
 	n := len(s.table)
 	s.mu.Unlock()
-	h := handleName(n)
+	h := handleName(s.base + n)
 	if s.dur != nil {
 		s.persist(n, h, v)
 	}

@@ -647,3 +647,42 @@ func TestTranscript(t *testing.T) {
 		t.Error("Transcript of an unknown handle")
 	}
 }
+
+// TestFirstHandle: a store made WithFirstHandle(5) hands out r5, r6, …;
+// below r5 nothing is stored, in Get, references and read_value alike.
+func TestFirstHandle(t *testing.T) {
+	s := New(WithFirstHandle(5))
+	if got := s.Next(); got != "r5" {
+		t.Fatalf("Next = %s, want r5", got)
+	}
+	h1 := s.PutOutput([]byte(`{"a":[1,2,3]}`))
+	h2 := s.PutOutput([]byte("text"))
+	if h1 != "r5" || h2 != "r6" || s.Next() != "r7" || s.Len() != 2 {
+		t.Fatalf("handles %s %s, next %s, len %d", h1, h2, s.Next(), s.Len())
+	}
+	if diff := cmp.Diff([]string{"r5", "r6"}, s.Handles()); diff != "" {
+		t.Errorf("Handles (-want +got):\n%s", diff)
+	}
+	for _, h := range []string{"r1", "r4", "r7"} {
+		if _, ok := s.Get(h); ok {
+			t.Errorf("Get(%s) found a value", h)
+		}
+	}
+	out, _, err := s.Resolve([]byte(`{"x":"$r5.a.-1","y":"$r6"}`))
+	if err != nil || string(out) != `{"x":3,"y":"text"}` {
+		t.Errorf("Resolve: %s, %v", out, err)
+	}
+	// A handle never handed out is left as it is, and Prepare refuses it.
+	if out, _, err := s.Resolve([]byte(`{"x":"$r2"}`)); err != nil || string(out) != `{"x":"$r2"}` {
+		t.Errorf("Resolve of $r2: %s, %v", out, err)
+	}
+	if _, _, err := s.Prepare(nil, []byte(`{"x":"$r2"}`)); err == nil {
+		t.Error("Prepare took $r2")
+	}
+	if _, err := s.Read("$r4.a", 0, 10); !errors.Is(err, ErrUnknownHandle) || !strings.Contains(err.Error(), "stored: r5…r6") {
+		t.Errorf("Read of $r4.a: %v", err)
+	}
+	if s0 := New(WithFirstHandle(0)); s0.PutOutput([]byte("x")) != "r1" {
+		t.Error("WithFirstHandle(0) does not start at r1")
+	}
+}

@@ -163,7 +163,7 @@ func logOf(o *Options) io.Writer {
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
 // Values returns the store every server's results go to; nil with
-// Options.NewValues, where each upstream session has its own.
+// Options.PerSession, where each upstream session has its own.
 func (g *Gateway) Values() *values.SessionValues { return g.stores.shared }
 
 // Run serves the agent over upstream until the agent disconnects or ctx is

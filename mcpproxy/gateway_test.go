@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -320,10 +319,10 @@ func TestGatewayRestartFails(t *testing.T) {
 }
 
 // TestGatewaySessionStores serves a gateway over Streamable HTTP to two
-// concurrent client sessions with a store each: each counts its handles
-// from r1, reads and passes on only its own values, and a large result
-// taken from the bytes of a server's response (both connection kinds)
-// lands in the store of the session that called.
+// concurrent client sessions with a store each: each reads and passes on
+// its own values, and a large result taken from the bytes of a server's
+// response (both connection kinds) lands in the store of the session that
+// called. A session made later starts past the handles handed out before.
 func TestGatewaySessionStores(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -339,7 +338,7 @@ func TestGatewaySessionStores(t *testing.T) {
 	g, err := ConnectGateway(ctx, []Downstream{
 		{Name: "files", Transport: pt},
 		{Name: "cmd", Transport: &CommandTransport{Command: cmd}},
-	}, &Options{Log: &syncBuffer{}, NewValues: func() *values.SessionValues { return values.New() }})
+	}, &Options{Log: &syncBuffer{}, PerSession: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,42 +366,66 @@ func TestGatewaySessionStores(t *testing.T) {
 		return res
 	}
 	a, b := connect(), connect()
+	type session struct {
+		cs      *mcp.ClientSession
+		lines   int
+		handles []string
+	}
+	sessions := []*session{{cs: a, lines: 5000}, {cs: b, lines: 7000}}
 	var wg sync.WaitGroup
-	for _, c := range []struct {
-		cs    *mcp.ClientSession
-		lines int
-	}{{a, 5000}, {b, 7000}} {
+	for _, c := range sessions {
 		wg.Go(func() {
 			for _, server := range []string{"files", "cmd"} {
 				res := call(c.cs, server+"__big_text", fmt.Sprintf(`{"lines":%d}`, c.lines))
-				want := fmt.Sprintf("len=%d", c.lines)
-				if !strings.Contains(text(res), want) {
+				if want := fmt.Sprintf("len=%d", c.lines); !strings.Contains(text(res), want) {
 					t.Errorf("%s__big_text of %d lines: %.200s", server, c.lines, text(res))
 				}
+				c.handles = append(c.handles, handle(t, res))
 			}
 		})
 	}
 	wg.Wait()
-	for _, c := range []struct {
-		cs    *mcp.ClientSession
-		lines int
-	}{{a, 5000}, {b, 7000}} {
-		for _, h := range []string{"r1", "r2"} {
-			page := call(c.cs, "read_value", `{"ref":"`+h+`","limit":100}`)
-			if page.IsError {
+	for _, c := range sessions {
+		for _, h := range c.handles {
+			if page := call(c.cs, "read_value", `{"ref":"`+h+`","limit":100}`); page.IsError {
 				t.Errorf("session of %d lines, read_value %s: %s", c.lines, h, text(page))
 			}
 		}
-		if whole := call(c.cs, "files__echo", `{"value":"$r2"}`); whole.IsError || !strings.Contains(text(whole), fmt.Sprintf("len=%d", c.lines)) {
-			t.Errorf("session of %d lines passed $r2: %.300s", c.lines, text(whole))
+		ref := "$" + c.handles[1]
+		if whole := call(c.cs, "files__echo", `{"value":"`+ref+`"}`); whole.IsError || !strings.Contains(text(whole), fmt.Sprintf("len=%d", c.lines)) {
+			t.Errorf("session of %d lines passed %s: %.300s", c.lines, ref, text(whole))
 		}
 	}
-	// Each session holds three values (two results and the echo's), so r4
-	// names nothing in either, though the two hold six between them.
-	for _, cs := range []*mcp.ClientSession{a, b} {
-		if res := call(cs, "read_value", `{"ref":"r4"}`); !res.IsError {
-			t.Errorf("read_value r4 in a session with three values: %s", text(res))
+
+	// A session made after another has ended starts past its handles: one
+	// of them, from a transcript that outlived its session, names nothing.
+	stale := sessions[0].handles
+	a.Close()
+	waitFor(t, func() bool {
+		n := 0
+		g.stores.sessions.Range(func(_, _ any) bool { n++; return true })
+		return n == 1
+	})
+	c := connect()
+	for _, h := range stale {
+		if res := call(c, "read_value", `{"ref":"`+h+`"}`); !res.IsError || !strings.Contains(text(res), "not a stored value") {
+			t.Errorf("read_value %s of a session that ended, in a new one: %.200s", h, text(res))
 		}
+	}
+	if h := handle(t, call(c, "files__count", `{"n":1}`)); slices.Contains(stale, h) || slices.Contains(sessions[1].handles, h) {
+		t.Errorf("the new session's first handle %s was handed out before", h)
+	}
+}
+
+// waitFor waits up to 30 s for ok.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

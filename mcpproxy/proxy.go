@@ -38,11 +38,15 @@ type Options struct {
 	// and one handle sequence, per Proxy (per Gateway: its servers share
 	// it), shared by every upstream session.
 	Values *values.SessionValues
-	// NewValues, when set, gives each upstream session a store of its own
-	// (and Values is unused): made by NewValues at the session's first call,
-	// dropped when the session ends. A session can then neither read nor
-	// name another's values: each counts its handles from r1.
-	NewValues func() *values.SessionValues
+	// PerSession gives each upstream session a store of its own (and Values
+	// is unused), made with values.New(SessionOptions...) at the session's
+	// first call and dropped when the session ends. A session can neither
+	// read nor name another's values. Each new session's handles start past
+	// every handle handed out before it (values.WithFirstHandle), so that a
+	// handle in the transcript of a session that was lost names nothing in
+	// the one that replaces it.
+	PerSession     bool
+	SessionOptions []values.Option
 	// Log receives one line for each event a person running the proxy should
 	// know of: the downstream server going away, a downstream tool that cannot
 	// be mirrored. Nil means os.Stderr.
@@ -291,7 +295,7 @@ const serverInstructions = `Tool results are stored under handles (r1, r2, ...).
 func (p *Proxy) Server() *mcp.Server { return p.server }
 
 // Values returns the store holding every tool result the proxy has seen.
-// With Options.NewValues there is none: it returns nil.
+// With Options.PerSession there is none: it returns nil.
 func (p *Proxy) Values() *values.SessionValues { return p.stores.shared }
 
 // Run serves the agent over upstream until the agent disconnects or ctx is

@@ -103,11 +103,10 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 
 		OriginalSchemas: *originalSchemas,
 	}
-	newValues := func() *values.SessionValues { return values.New(values.WithMaxPreview(*maxPreview)) }
 	if *listen != "" {
-		opts.NewValues = newValues
+		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(*maxPreview)}
 	} else {
-		opts.Values = newValues()
+		opts.Values = values.New(values.WithMaxPreview(*maxPreview))
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	g, err := mcpproxy.ConnectGateway(connectCtx, servers, opts)
@@ -234,6 +233,11 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
+// sessionIdle is how long an HTTP session may go without a request before
+// the gateway ends it, dropping its store: a client that went away without
+// ending its session would otherwise hold its values for good.
+const sessionIdle = time.Hour
+
 // shutdownWait bounds how long a gateway serving HTTP waits, once told to
 // stop, for requests in flight (an open event stream never ends on its own).
 const shutdownWait = 5 * time.Second
@@ -255,12 +259,11 @@ func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, maxBody in
 		return fmt.Errorf("gateway: %w", err)
 	}
 	mux := http.NewServeMux()
-	// No idle timeout: a session the gateway ended would come back as a new
-	// one whose handles count from r1 again, and the "$r2" in the model's
-	// transcript would name another value, silently. A session's store
-	// lives until the client ends the session or the gateway stops.
+	// A session that comes back after its end is a new session, whose
+	// handles start past the old one's (Options.PerSession): a stale "$r2"
+	// in the model's transcript names nothing rather than another value.
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: int64(maxBody)}))
+		&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: int64(maxBody)}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(stderr, "agentvalues: gateway serving MCP (Streamable HTTP) at http://%s/mcp\n", ln.Addr())
 	served := make(chan error, 1)
