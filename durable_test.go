@@ -1138,3 +1138,19 @@ func TestDurableReadBackConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestDurableIgnoresFirstHandle: a durable session's handles are numbered
+// by its records, from r1, whatever WithFirstHandle says; and they are
+// persisted and read back under those numbers.
+func TestDurableIgnoresFirstHandle(t *testing.T) {
+	stores(t, func(t *testing.T, st func() values.Durable, reopen func() values.Durable) {
+		s := openSession(st(), testSession, values.WithFirstHandle(50))
+		if h := s.PutOutput([]byte(`{"a":1}`)); h != "r1" || !s.Persisted(h) {
+			t.Fatalf("first handle %s (persisted %v), want r1", h, s.Persisted(h))
+		}
+		again := openSession(reopen(), testSession, values.WithFirstHandle(50))
+		if v, ok := again.Get("r1"); !ok || string(v.JSON()) != `{"a":1}` || again.Next() != "r2" {
+			t.Errorf("reopened: r1 %v, next %s", ok, again.Next())
+		}
+	})
+}
