@@ -106,8 +106,14 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	for i, s := range servers {
 		wg.Go(func() {
 			proxies[i], errs[i] = connectDownstream(ctx, s.Transport, &o, s.Name+ToolSeparator, st)
-			if errs[i] == nil {
-				proxies[i].restart = s.Restart
+			if errs[i] != nil {
+				return
+			}
+			proxies[i].restart = s.Restart
+			// A first listing, so that a server that cannot list its tools
+			// is left out before the instructions name it.
+			if errs[i] = proxies[i].probeTools(ctx); errs[i] != nil {
+				proxies[i].current().down.Close()
 			}
 		})
 	}
@@ -149,6 +155,16 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		return nil, errors.New("mcpproxy: no server of the gateway could list its tools")
 	}
 	return g, nil
+}
+
+// probeTools lists the downstream tools once, to see that it can.
+func (p *Proxy) probeTools(ctx context.Context) error {
+	for _, err := range p.current().down.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("mcpproxy: listing the downstream tools: %w", err)
+		}
+	}
+	return nil
 }
 
 // logOf is where a gateway's events go.

@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -540,5 +541,59 @@ func TestCancelledCallForgotten(t *testing.T) {
 			t.Fatalf("the cancelled call is still pending (%d calls pending)", pending())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGatewayLeavesOutUnlisted connects a server that cannot list its
+// tools: it is left out, and the gateway's instructions do not name it.
+func TestGatewayLeavesOutUnlisted(t *testing.T) {
+	ctx := context.Background()
+	broken := mcp.NewServer(&mcp.Implementation{Name: "broken", Version: "1"}, &mcp.ServerOptions{Instructions: "BROKEN-INSTRUCTIONS"})
+	broken.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	broken.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				return nil, errors.New("tools are down")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	good, _ := newTestServer()
+	var downs []Downstream
+	for _, s := range []struct {
+		name   string
+		server *mcp.Server
+	}{{"good", good}, {"broken", broken}} {
+		st, pt := pipeTransports()
+		ss, err := s.server.Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.Close()
+		downs = append(downs, Downstream{Name: s.name, Transport: pt})
+	}
+	log := &syncBuffer{}
+	g, err := ConnectGateway(ctx, downs, &Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gst, ct := pipeTransports()
+	if _, err := g.Server().Connect(ctx, gst, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if init := cs.InitializeResult(); strings.Contains(init.Instructions, "BROKEN") || !strings.Contains(init.Instructions, "handles") {
+		t.Errorf("instructions: %q", init.Instructions)
+	}
+	if !strings.Contains(log.String(), `leaving out the server "broken"`) || !strings.Contains(log.String(), "tools are down") {
+		t.Errorf("log: %q", log.String())
 	}
 }
