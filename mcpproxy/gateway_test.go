@@ -57,24 +57,39 @@ func newGatewayFixture(t *testing.T) *gatewayFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.g.Close() })
-	gst, ct := pipeTransports()
-	if _, err := f.g.Server().Connect(ctx, gst, nil); err != nil {
-		t.Fatal(err)
-	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	f.client, err = c.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.client.Close() })
+	f.client = connectClient(t, f.g.Server())
 	return f
 }
 
 func (f *gatewayFixture) call(t *testing.T, name, args string) *mcp.CallToolResult {
 	t.Helper()
+	return callTool(t, f.client, name, args)
+}
+
+// connectClient connects a test client to server over pipes; it is closed
+// when the test ends.
+func connectClient(t *testing.T, server *mcp.Server) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := f.client.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	st, ct := pipeTransports()
+	if _, err := server.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callTool calls a tool on cs, failing the test on a protocol error.
+func callTool(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		t.Fatalf("%s %s: protocol error: %v", name, args, err)
 	}
@@ -213,22 +228,10 @@ func TestGatewayRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	gst, ct := pipeTransports()
-	if _, err := g.Server().Connect(ctx, gst, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectClient(t, g.Server())
 	call := func(name, args string) *mcp.CallToolResult {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return res
+		return callTool(t, cs, name, args)
 	}
 
 	h := handle(t, call("a__list_items", `{"n":50}`))
@@ -293,15 +296,7 @@ func TestGatewayRestartFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gst, ct := pipeTransports()
-	if _, err := g.Server().Connect(ctx, gst, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectClient(t, g.Server())
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -360,11 +355,7 @@ func TestGatewaySessionStores(t *testing.T) {
 	}
 	call := func(cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return res
+		return callTool(t, cs, name, args)
 	}
 	a, b := connect(), connect()
 	type session struct {
@@ -581,15 +572,7 @@ func TestGatewayLeavesOutUnlisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	gst, ct := pipeTransports()
-	if _, err := g.Server().Connect(ctx, gst, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectClient(t, g.Server())
 	if init := cs.InitializeResult(); strings.Contains(init.Instructions, "BROKEN") || !strings.Contains(init.Instructions, "handles") {
 		t.Errorf("instructions: %q", init.Instructions)
 	}

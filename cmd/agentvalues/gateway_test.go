@@ -41,7 +41,7 @@ func TestGateway(t *testing.T) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "key=" + req.Extra.Header.Get("X-Api-Key")}}}, nil
 		})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return web }, nil))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the gateway (closed by a cleanup registered later), which holds a stream to it
 
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	config := map[string]any{
@@ -63,18 +63,9 @@ func TestGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(os.Args[0], "gateway", "--config", path)
-	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
-	var stderr syncWriter
-	cmd.Stderr = &stderr
+	cs, stderr := connectCommand(t, "gateway", "--config", path)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
-	}
-	defer cs.Close()
 
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {

@@ -67,6 +67,26 @@ func (s npmServer) command(t *testing.T) []string {
 	return nil
 }
 
+// connectCommand runs this test binary as the agentvalues command with
+// args and connects an MCP client to it over its standard input and
+// output; the session is closed when the test ends. The command's standard
+// error is collected.
+func connectCommand(t *testing.T, args ...string) (*mcp.ClientSession, *syncWriter) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+	stderr := &syncWriter{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to agentvalues %s: %v\nstderr:\n%s", args[0], err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
 // TestProxyFilesystemServer wraps the real @modelcontextprotocol/server-
 // filesystem in the real agentvalues proxy command, lists a large tree,
 // and passes a path out of that listing by reference to read_text_file.
@@ -98,18 +118,9 @@ func TestProxyFilesystemServer(t *testing.T) {
 	}
 
 	// The proxy is this test binary running as the agentvalues command.
-	cmd := exec.Command(os.Args[0], append([]string{"proxy", "--"}, append(server, dir)...)...)
-	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
-	var stderr syncWriter
-	cmd.Stderr = &stderr
+	cs, stderr := connectCommand(t, append([]string{"proxy", "--"}, append(server, dir)...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to the proxy: %v\nstderr:\n%s", err, stderr.String())
-	}
-	defer cs.Close()
 
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
