@@ -44,7 +44,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	}
 
 	params := &mcp.CallToolParams{
-		Meta:      forwardMeta(req.Params.Meta),
+		Meta:      p.requestMeta(req.Params.Meta),
 		Name:      m.name,
 		Arguments: json.RawMessage(prepared),
 	}

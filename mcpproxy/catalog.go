@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sync"
 
 	values "github.com/agentvalues/values"
@@ -19,7 +20,11 @@ import (
 // the log. A resource read is stored like a tool result: each text or
 // blob under a handle, named in the contents' _meta, and a text over the
 // threshold comes back as its preview and hint. Resource templates are
-// not offered.
+// offered the same way, each keeping its URI template; a read of a URI that
+// two servers' templates match goes to the server the SDK's server picks
+// (the first template that matches, in no documented order), so a gateway
+// over servers with overlapping templates should give them distinct URI
+// schemes.
 
 // uriOwners records which proxy of a gateway offers each resource URI.
 type uriOwners struct {
@@ -93,7 +98,7 @@ func (p *Proxy) syncPrompts(ctx context.Context) error {
 			}
 			params := *req.Params
 			params.Name = name
-			params.Meta = forwardMeta(params.Meta) // the protocol's own keys are each side's
+			params.Meta = p.requestMeta(params.Meta) // the protocol's own keys are each side's
 			return p.current().down.GetPrompt(ctx, &params)
 		})
 		p.prompts[pr.Name] = string(key)
@@ -112,46 +117,65 @@ func (p *Proxy) syncPrompts(ctx context.Context) error {
 }
 
 func (p *Proxy) syncResources(ctx context.Context) error {
+	err := syncByURI(p, "resource", p.resources, p.current().down.Resources(ctx, nil),
+		func(r *mcp.Resource) string { return r.URI }, p.addResource, p.server.RemoveResources)
+	if err != nil {
+		return err
+	}
+	return syncByURI(p, "resource template", p.templates, p.current().down.ResourceTemplates(ctx, nil),
+		func(t *mcp.ResourceTemplate) string { return t.URITemplate }, p.addResourceTemplate, p.server.RemoveResourceTemplates)
+}
+
+// syncByURI makes the upstream resources (or resource templates) of p
+// match those the downstream server lists: have maps the URI of each one
+// listed so far to its JSON, or to "" for one left out; add offers one
+// upstream, remove takes some away. A URI another server of the gateway
+// offers is left out, and said so once.
+func syncByURI[T any](p *Proxy, kind string, have map[string]string, listed iter.Seq2[T, error], uriOf func(T) string, add func(T) error, remove func(...string)) error {
 	seen := map[string]bool{}
-	for r, err := range p.current().down.Resources(ctx, nil) {
+	for r, err := range listed {
 		if err != nil {
-			return fmt.Errorf("mcpproxy: listing the downstream resources: %w", err)
+			return fmt.Errorf("mcpproxy: listing the downstream %ss: %w", kind, err)
 		}
-		if r == nil || seen[r.URI] {
-			continue
-		}
-		seen[r.URI] = true
 		key, _ := json.Marshal(r)
-		if p.resources[r.URI] == string(key) {
+		if string(key) == "null" {
 			continue
 		}
-		if !p.stores.owners.claim(r.URI, p) {
-			if _, logged := p.resources[r.URI]; !logged {
-				fmt.Fprintf(p.log, "agentvalues: not offering the resource %q of %s: another server offers the same URI\n", r.URI, p.serverName())
+		uri := uriOf(r)
+		if seen[uri] {
+			continue
+		}
+		seen[uri] = true
+		if have[uri] == string(key) {
+			continue
+		}
+		if !p.stores.owners.claim(kind+" "+uri, p) {
+			if _, logged := have[uri]; !logged {
+				fmt.Fprintf(p.log, "agentvalues: not offering the %s %q of %s: another server offers the same URI\n", kind, uri, p.serverName())
 			}
-			p.resources[r.URI] = "" // left out, and said so once
+			have[uri] = "" // left out, and said so once
 			continue
 		}
-		if err := p.addResource(r); err != nil {
-			fmt.Fprintf(p.log, "agentvalues: not offering the resource %q of %s: %v\n", r.URI, p.serverName(), err)
-			p.stores.owners.release(r.URI, p)
-			p.resources[r.URI] = ""
+		if err := add(r); err != nil {
+			fmt.Fprintf(p.log, "agentvalues: not offering the %s %q of %s: %v\n", kind, uri, p.serverName(), err)
+			p.stores.owners.release(kind+" "+uri, p)
+			have[uri] = ""
 			continue
 		}
-		p.resources[r.URI] = string(key)
+		have[uri] = string(key)
 	}
 	var removed []string
-	for uri, key := range p.resources {
+	for uri, key := range have {
 		if !seen[uri] {
 			if key != "" {
 				removed = append(removed, uri)
-				p.stores.owners.release(uri, p)
+				p.stores.owners.release(kind+" "+uri, p)
 			}
-			delete(p.resources, uri)
+			delete(have, uri)
 		}
 	}
 	if len(removed) > 0 {
-		p.server.RemoveResources(removed...)
+		remove(removed...)
 	}
 	return nil
 }
@@ -165,19 +189,35 @@ func (p *Proxy) addResource(r *mcp.Resource) (err error) {
 		}
 	}()
 	up := *r
-	p.server.AddResource(&up, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		if err := p.downstreamErr(); err != nil {
-			return nil, err
-		}
-		params := *req.Params
-		params.Meta = forwardMeta(params.Meta)
-		res, err := p.current().down.ReadResource(ctx, &params)
-		if err != nil {
-			return nil, err
-		}
-		return p.presentResource(p.stores.of(req.Session), res), nil
-	})
+	p.server.AddResource(&up, p.readResource)
 	return nil
+}
+
+// addResourceTemplate offers t upstream, as addResource does a resource.
+func (p *Proxy) addResourceTemplate(t *mcp.ResourceTemplate) (err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			err = fmt.Errorf("%v", e)
+		}
+	}()
+	up := *t
+	p.server.AddResourceTemplate(&up, p.readResource)
+	return nil
+}
+
+// readResource reads a resource from the downstream server and presents
+// the result.
+func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	if err := p.downstreamErr(); err != nil {
+		return nil, err
+	}
+	params := *req.Params
+	params.Meta = p.requestMeta(params.Meta)
+	res, err := p.current().down.ReadResource(ctx, &params)
+	if err != nil {
+		return nil, err
+	}
+	return p.presentResource(p.stores.of(req.Session), res), nil
 }
 
 // presentResource stores each text and blob of a resource read, names its

@@ -141,7 +141,7 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	if name == "" {
 		name = "agentvalues-gateway"
 	}
-	g.server = newServer(name, instructions.String(), st)
+	g.server = newServer(name, instructions.String(), st, func() []*Proxy { return g.proxies })
 	var served []*Proxy
 	for i, p := range g.proxies {
 		if err := p.serveOn(ctx, g.server); err != nil {

@@ -481,6 +481,25 @@ func TestGatewayPromptsAndResources(t *testing.T) {
 	if res := f.call(t, "web__echo", `{"path":"$`+h+`"}`); res.IsError || !strings.Contains(text(res), "big resource") {
 		t.Errorf("web__echo of the resource: %.200s", text(res))
 	}
+
+	var templates []string
+	for rt, err := range f.client.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		templates = append(templates, rt.URITemplate)
+	}
+	if diff := cmp.Diff([]string{"test://item/{n}"}, templates); diff != "" {
+		t.Errorf("resource templates (-want +got):\n%s", diff)
+	}
+	waitLog(t, f.log, `not offering the resource template "test://item/{n}" of the server "web"`)
+	item, err := f.client.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://item/7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if item.Contents[0].Text != "item 7" || item.Contents[0].Meta[MetaHandle] == nil {
+		t.Errorf("test://item/7: %+v", item.Contents[0])
+	}
 }
 
 // TestCancelledCallForgotten cancels a call the server never answers: the
@@ -578,5 +597,49 @@ func TestGatewayLeavesOutUnlisted(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), `leaving out the server "broken"`) || !strings.Contains(log.String(), "tools are down") {
 		t.Errorf("log: %q", log.String())
+	}
+}
+
+// TestGatewayLogging sets a log level: each server is asked for it, and
+// their log messages reach the agent at or above it, named by server.
+func TestGatewayLogging(t *testing.T) {
+	f := newGatewayFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := make(chan *mcp.LoggingMessageParams, 16)
+	st, ct := pipeTransports()
+	if _, err := f.g.Server().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { got <- req.Params },
+	}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tool, level, text string }{
+		{"web__log", "debug", "below the level"},
+		{"web__log", "warning", "from web"},
+		{"files__log", "info", "from files"},
+	} {
+		if res := callTool(t, cs, c.tool, fmt.Sprintf(`{"level":%q,"text":%q}`, c.level, c.text)); res.IsError {
+			t.Fatalf("%s: %s", c.tool, text(res))
+		}
+	}
+	var msgs []string
+	for len(msgs) < 2 {
+		select {
+		case m := <-got:
+			msgs = append(msgs, fmt.Sprintf("%s %s %v", m.Level, m.Logger, m.Data))
+		case <-ctx.Done():
+			t.Fatalf("log messages received: %q", msgs)
+		}
+	}
+	if diff := cmp.Diff([]string{"warning web/tester from web", "info files/tester from files"}, msgs); diff != "" {
+		t.Errorf("log messages (-want +got):\n%s", diff)
 	}
 }

@@ -95,9 +95,10 @@ type Proxy struct {
 
 	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
 
-	// Owned by syncCatalog: the downstream prompts by name and resources by
-	// URI offered, as their definitions' JSON ("" for a resource left out).
-	prompts, resources map[string]string
+	// Owned by syncCatalog: the downstream prompts by name, resources by URI
+	// and resource templates by URI template offered, as their definitions'
+	// JSON ("" for one left out).
+	prompts, resources, templates map[string]string
 
 	mu     sync.Mutex
 	link   *link // the connection to the downstream server
@@ -142,7 +143,7 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		instructions += "\n\n"
 	}
 	instructions += serverInstructions
-	server := newServer(name, instructions, p.stores)
+	server := newServer(name, instructions, p.stores, func() []*Proxy { return []*Proxy{p} })
 	if err := p.serveOn(ctx, server); err != nil {
 		return nil, err
 	}
@@ -150,16 +151,19 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 }
 
 // newServer makes the MCP server that faces the agent, with the read_value
-// and query_value tools over each session's store.
-func newServer(name, instructions string, st *stores) *mcp.Server {
+// and query_value tools over each session's store; log levels its sessions
+// set go to the servers of proxies.
+func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
 		},
 	})
+	followLogLevel(server, st, proxies)
 	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
 	})
@@ -183,6 +187,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		tools:           make(map[string]*mirroredTool),
 		prompts:         make(map[string]string),
 		resources:       make(map[string]string),
+		templates:       make(map[string]string),
 		refresh:         make(chan struct{}, 1),
 	}
 	if p.threshold == 0 {
@@ -211,6 +216,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
 		ProgressNotificationHandler: p.relayProgress,
+		LoggingMessageHandler:       p.relayLog,
 	})
 	l, err := p.dial(ctx, downstream)
 	if err != nil {
@@ -224,7 +230,9 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 // downstream tool list. ctx bounds the first listing. On failure the
 // downstream connection is closed.
 func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
+	p.mu.Lock()
 	p.server = server
+	p.mu.Unlock()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.syncTools(ctx); err != nil {
 		p.cancel()
@@ -426,6 +434,7 @@ func (p *Proxy) reconnect(wait *time.Duration) bool {
 		}
 		fmt.Fprintf(p.log, "agentvalues: restarted %s\n", p.serverName())
 		p.requestRefresh() // its tools may have changed
+		go p.askLogLevel(l)
 		return true
 	}
 }

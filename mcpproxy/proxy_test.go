@@ -194,7 +194,7 @@ func TestToolsMirrored(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if diff := cmp.Diff([]string{"big_text", "count", "echo", "hang", "image", "late_progress", "list_items", "mixed", "progress", "query_value", "raw_structured", "read_value"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"big_text", "count", "echo", "hang", "image", "late_progress", "list_items", "log", "mixed", "progress", "query_value", "raw_structured", "read_value"}, names); diff != "" {
 		t.Errorf("mirrored tools (-want +got):\n%s", diff)
 	}
 

@@ -126,7 +126,11 @@ type serverCalls struct {
 //   - hang {}: returns once the test closes hangRelease;
 //   - mixed {text, repeat, structured}: returns text repeated, with
 //     structured as its structured content;
-//   - image {}: returns a text and an image block.
+//   - image {}: returns a text and an image block;
+//   - log {level, text}: logs text at level, then returns "logged".
+//
+// Its prompt is greet {name}; its resources test://big (bigResource) and
+// test://small, and the template test://item/{n} ("item n").
 func newTestServer() (*mcp.Server, *serverCalls) {
 	calls := &serverCalls{
 		hangStarted: make(chan struct{}, 16), hangRelease: make(chan struct{}),
@@ -241,6 +245,24 @@ func newTestServer() (*mcp.Server, *serverCalls) {
 			&mcp.ImageContent{Data: testImage, MIMEType: "image/png"},
 		}}, nil
 	})
+	s.AddTool(&mcp.Tool{
+		Name:        "log",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"level":{"type":"string"},"text":{"type":"string"}}}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Level, Text string }
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(in.Level), Logger: "tester", Data: in.Text}); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
+	})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://item/{n}", Name: "item", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			n := strings.TrimPrefix(req.Params.URI, "test://item/")
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + n}}}, nil
+		})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"]}}}}, nil

@@ -22,7 +22,8 @@ type stores struct {
 	mu   sync.Mutex
 	next int // the first handle number of the next session's store, at least
 
-	owners uriOwners // which proxy offers each resource URI
+	owners   uriOwners // which proxy offers each resource URI
+	logLevel logLevel  // asked of the downstream servers
 }
 
 func newStores(opts *Options) *stores {
