@@ -26,6 +26,7 @@ import (
 // exist, with a client connected to it.
 type gatewayFixture struct {
 	g      *Gateway
+	web    *mcp.Server // the server behind "web"
 	log    *syncBuffer
 	client *mcp.ClientSession
 }
@@ -47,7 +48,7 @@ func newGatewayFixture(t *testing.T) *gatewayFixture {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return web }, nil))
 	t.Cleanup(srv.Close)
 
-	f := &gatewayFixture{log: &syncBuffer{}}
+	f := &gatewayFixture{log: &syncBuffer{}, web: web}
 	f.g, err = ConnectGateway(ctx, []Downstream{
 		{Name: "files", Transport: pt},
 		{Name: "web", Transport: &mcp.StreamableClientTransport{Endpoint: srv.URL}},
@@ -169,6 +170,28 @@ func TestGatewayTools(t *testing.T) {
 	bad := f.call(t, "files__count", `{"n":"$r9"}`)
 	if !bad.IsError || !strings.HasPrefix(text(bad), "files__count was not called") {
 		t.Errorf("files__count with an unknown handle: %s", text(bad))
+	}
+}
+
+// TestGatewayHTTPServerNotifies adds a tool to the server behind "web",
+// which tells its clients on the standalone stream of Streamable HTTP: the
+// gateway follows, and offers the tool.
+func TestGatewayHTTPServerNotifies(t *testing.T) {
+	f := newGatewayFixture(t)
+	f.web.AddTool(&mcp.Tool{Name: "fresh", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "new"}}}, nil
+		})
+	waitFor(t, func() bool {
+		for tool, err := range f.client.Tools(context.Background(), nil) {
+			if err == nil && tool.Name == "web__fresh" {
+				return true
+			}
+		}
+		return false
+	})
+	if res := f.call(t, "web__fresh", `{}`); res.IsError || !strings.HasPrefix(text(res), "new") {
+		t.Errorf("web__fresh: %s", text(res))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
@@ -56,7 +57,12 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		t.conn = lc
 		return lc, nil
 	}
-	return &rawConn{Connection: c, fix: t.p.fixResult}, nil
+	rc := &rawConn{Connection: c, fix: t.p.fixResult}
+	if st, ok := t.Transport.(*mcp.StreamableClientTransport); ok {
+		rc.sse = newStandalone(st, t.p.log) // see standalone.go
+		rc.in, rc.done = make(chan readResult), make(chan struct{})
+	}
+	return rc, nil
 }
 
 // rawConn applies the proxy's fix to the responses of a connection other
@@ -66,6 +72,22 @@ type rawConn struct {
 	mcp.Connection
 	fix   fixFunc
 	calls callTracker
+
+	// Over Streamable HTTP: the standalone stream, whose messages Read
+	// takes along with the connection's, which a goroutine reads into in.
+	sse      *standalone
+	in       chan readResult
+	done     chan struct{} // closed by Close
+	pumpOnce sync.Once
+	doneOnce sync.Once
+	version  string // the session's protocol version, once initialized
+	readErr  error  // the connection's last error, once in is closed
+}
+
+// A readResult is what one Read of a connection returned.
+type readResult struct {
+	msg jsonrpc.Message
+	err error
 }
 
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -84,13 +106,20 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && err != nil && req.IsCall() {
 		c.calls.done(req.ID) // never sent: no response will come
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.sse != nil && req.Method == "notifications/initialized" {
+		c.sse.start(c.Connection.SessionID(), c.version)
+	}
 	return err
 }
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+	msg, err := c.read(ctx)
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		if call, ok := c.calls.done(resp.ID); ok && resp.Error == nil {
+		call, ok := c.calls.done(resp.ID)
+		if ok && call.method == "initialize" && resp.Error == nil {
+			c.version = initializeVersion(resp.Result) // Read and Write of initialize do not overlap
+		}
+		if ok && resp.Error == nil {
 			res, werr := c.fix(call.method, call.vals, resp.Result)
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
@@ -100,6 +129,51 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, err
+}
+
+// read reads the next message of the connection or, over Streamable HTTP,
+// of its standalone stream.
+func (c *rawConn) read(ctx context.Context) (jsonrpc.Message, error) {
+	if c.sse == nil {
+		return c.Connection.Read(ctx)
+	}
+	c.pumpOnce.Do(func() {
+		go func() {
+			for {
+				msg, err := c.Connection.Read(ctx)
+				if err != nil {
+					c.readErr = err
+					close(c.in)
+					return
+				}
+				select {
+				case c.in <- readResult{msg, nil}:
+				case <-c.done:
+					return
+				}
+			}
+		}()
+	})
+	select {
+	case r, ok := <-c.in:
+		if !ok {
+			return nil, c.readErr
+		}
+		return r.msg, r.err
+	case msg := <-c.sse.msgs:
+		return msg, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the standalone stream, if any, and closes the connection.
+func (c *rawConn) Close() error {
+	if c.sse != nil {
+		c.doneOnce.Do(func() { close(c.done) })
+		c.sse.close()
+	}
+	return c.Connection.Close()
 }
 
 // maxToolDepth bounds the nesting of one downstream tool's definition. A

@@ -26,12 +26,16 @@ type npmServer struct {
 var (
 	fsServer     = npmServer{"@modelcontextprotocol/server-filesystem", "2026.8.31", "mcp-server-filesystem", "AGENTVALUES_MCP_FILESYSTEM"}
 	memoryServer = npmServer{"@modelcontextprotocol/server-memory", "2026.8.31", "mcp-server-memory", "AGENTVALUES_MCP_MEMORY"}
+	// everythingServer is run in its Streamable HTTP mode: the remote server
+	// of the gateway's tests.
+	everythingServer = npmServer{"@modelcontextprotocol/server-everything", "2026.8.31", "mcp-server-everything", "AGENTVALUES_MCP_EVERYTHING"}
 )
 
 // npmPrefix is where .ci/run installs the servers with
 //
 //	npm install --no-audit --no-fund --prefix "$HOME/.cache/agentvalues/npm" \
-//		@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+//		@modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 \
+//		@modelcontextprotocol/server-everything@2026.8.31
 func npmPrefix() string {
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".cache", "agentvalues", "npm")
