@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,10 +29,17 @@ import (
 // lists when. [ConnectGateway] refuses a server name that could make two
 // tools' names equal (see [ValidServerName]).
 type Gateway struct {
-	server  *mcp.Server
-	stores  *stores
-	proxies []*Proxy
+	server *mcp.Server
+	stores *stores
+	opts   Options
 
+	mu      sync.Mutex
+	proxies []*Proxy // the servers served; grows as late ones start
+	closed  bool
+
+	ctx       context.Context // ends the attempts to start late servers
+	cancel    context.CancelFunc
+	late      sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -46,8 +55,11 @@ type Downstream struct {
 	// after each failed attempt, up to 30 s. Meanwhile calls of its tools
 	// fail with an isError result saying so; handles stay valid, and its
 	// tool list is read again once it is back. Nil: a server that goes away
-	// stays gone. A server that cannot be reached at the start is left out,
-	// not retried.
+	// stays gone. A server that cannot be reached at the start (or cannot
+	// list its tools) is tried again the same way, with Restart's
+	// transports, and its tools are offered once it is up (the agent is
+	// told the tool list changed; the gateway's instructions, written at
+	// the start, do not name it). Without Restart it is left out.
 	Restart func() mcp.Transport
 }
 
@@ -77,9 +89,10 @@ func ValidServerName(name string) error {
 // ConnectGateway connects to every downstream server at once and serves
 // their tools on one MCP server. A server that cannot be reached (a
 // command that does not start, a handshake or first tool listing that
-// fails within ctx) is left out with a line on opts.Log, and the others
-// are served; an error is returned only for an invalid or repeated name,
-// or when no server could be reached. opts is as for [Connect]; Name, when
+// fails within ctx) is left out with a line on opts.Log (and tried again
+// in the background when it has a Restart), and the others are served; an
+// error is returned only for an invalid or repeated name, or when no server
+// could be reached. opts is as for [Connect]; Name, when
 // empty, is "agentvalues-gateway". It also fails when no server that was
 // reached could list its tools.
 func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*Gateway, error) {
@@ -96,65 +109,135 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		}
 		seen[s.Name] = true
 	}
-	o := *opts
-	st := newStores(&o)
-	g := &Gateway{stores: st}
+	st := newStores(opts)
+	g := &Gateway{stores: st, opts: *opts}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
 
 	proxies := make([]*Proxy, len(servers))
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Go(func() {
-			proxies[i], errs[i] = connectDownstream(ctx, s.Transport, &o, s.Name+ToolSeparator, st)
-			if errs[i] != nil {
-				return
-			}
-			proxies[i].restart = s.Restart
-			// A first listing, so that a server that cannot list its tools
-			// is left out before the instructions name it.
-			if errs[i] = proxies[i].probeTools(ctx); errs[i] != nil {
-				proxies[i].current().down.Close()
-			}
-		})
+		wg.Go(func() { proxies[i], errs[i] = g.reach(ctx, s, s.Transport) })
 	}
 	wg.Wait()
 
-	var reached []string
+	var reached []int // indexes in servers
 	var instructions strings.Builder
 	for i, s := range servers {
 		p := proxies[i]
 		if errs[i] != nil {
-			fmt.Fprintf(logOf(&o), "agentvalues: leaving out the server %q: %v\n", s.Name, errs[i])
+			g.leaveOut(s, errs[i])
 			continue
 		}
-		g.proxies = append(g.proxies, p)
-		reached = append(reached, s.Name)
+		reached = append(reached, i)
 		if init := p.link.down.InitializeResult(); init != nil && init.Instructions != "" {
 			fmt.Fprintf(&instructions, "Tools named %s%s…, from the server %q: %s\n\n", s.Name, ToolSeparator, s.Name, init.Instructions)
 		}
 	}
-	if len(g.proxies) == 0 {
+	if len(reached) == 0 {
+		g.Close()
 		return nil, errors.New("mcpproxy: no server of the gateway could be reached")
 	}
 	instructions.WriteString(serverInstructions)
-	name := o.Name
+	name := opts.Name
 	if name == "" {
 		name = "agentvalues-gateway"
 	}
-	g.server = newServer(name, instructions.String(), st, func() []*Proxy { return g.proxies })
-	var served []*Proxy
-	for i, p := range g.proxies {
+	g.server = newServer(name, instructions.String(), st, g.served)
+	for _, i := range reached {
+		p := proxies[i]
 		if err := p.serveOn(ctx, g.server); err != nil {
-			fmt.Fprintf(logOf(&o), "agentvalues: leaving out the server %q: %v\n", reached[i], err)
+			g.leaveOut(servers[i], err)
 			continue
 		}
-		served = append(served, p)
+		g.mu.Lock()
+		g.proxies = append(g.proxies, p)
+		g.mu.Unlock()
 	}
-	g.proxies = served
-	if len(served) == 0 {
+	if len(g.served()) == 0 {
+		g.Close()
 		return nil, errors.New("mcpproxy: no server of the gateway could list its tools")
 	}
 	return g, nil
+}
+
+// reach connects to the server s over t and lists its tools once, so that
+// a server that cannot is left out before the instructions name it.
+func (g *Gateway) reach(ctx context.Context, s Downstream, t mcp.Transport) (*Proxy, error) {
+	p, err := connectDownstream(ctx, t, &g.opts, s.Name+ToolSeparator, g.stores)
+	if err != nil {
+		return nil, err
+	}
+	p.restart = s.Restart
+	if err := p.probeTools(ctx); err != nil {
+		p.current().down.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// leaveOut logs why the server s is not served and, when it can be
+// restarted, keeps trying to start it.
+func (g *Gateway) leaveOut(s Downstream, err error) {
+	if s.Restart == nil {
+		fmt.Fprintf(logOf(&g.opts), "agentvalues: leaving out the server %q: %v\n", s.Name, err)
+		return
+	}
+	wait := restartWait
+	if g.opts.seams != nil && g.opts.seams.restartWait > 0 {
+		wait = g.opts.seams.restartWait
+	}
+	fmt.Fprintf(logOf(&g.opts), "agentvalues: leaving out the server %q until it starts: %v; trying again in %v\n", s.Name, err, wait)
+	g.late.Go(func() { g.startLate(s, wait) })
+}
+
+// startLate tries to start the server s after wait, doubling the wait
+// after each failure up to maxRestartWait, until it is served or the
+// gateway closes.
+func (g *Gateway) startLate(s Downstream, wait time.Duration) {
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRestartWait)
+		ctx, cancel := context.WithTimeout(g.ctx, restartTimeout)
+		p, err := g.reach(ctx, s, s.Restart())
+		if err == nil {
+			if err = p.serveOn(ctx, g.server); err != nil {
+				p = nil
+			}
+		}
+		cancel()
+		if err != nil {
+			if g.ctx.Err() != nil {
+				return
+			}
+			fmt.Fprintf(logOf(&g.opts), "agentvalues: starting the server %q: %v; trying again in %v\n", s.Name, err, wait)
+			continue
+		}
+		g.mu.Lock()
+		closed := g.closed
+		if !closed {
+			g.proxies = append(g.proxies, p)
+		}
+		g.mu.Unlock()
+		if closed {
+			p.Close()
+			return
+		}
+		fmt.Fprintf(logOf(&g.opts), "agentvalues: started the server %q\n", s.Name)
+		p.askLogLevel(p.current())
+		return
+	}
+}
+
+// served returns the proxies of the servers served now.
+func (g *Gateway) served() []*Proxy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.proxies)
 }
 
 // probeTools lists the downstream tools once, to see that it can.
@@ -186,7 +269,8 @@ func (g *Gateway) Values() *values.SessionValues { return g.stores.shared }
 // done, then closes the gateway, as [Proxy.Run] does for one server.
 func (g *Gateway) Run(ctx context.Context, upstream mcp.Transport) error {
 	stop := context.AfterFunc(ctx, func() {
-		for _, p := range g.proxies {
+		g.cancel()
+		for _, p := range g.served() {
 			p.cancel()
 		}
 	})
@@ -202,9 +286,15 @@ func (g *Gateway) Run(ctx context.Context, upstream mcp.Transport) error {
 // and returns the first error. Close is idempotent.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
-		errs := make([]error, len(g.proxies))
+		g.cancel()
+		g.late.Wait()
+		g.mu.Lock()
+		g.closed = true
+		proxies := g.proxies
+		g.mu.Unlock()
+		errs := make([]error, len(proxies))
 		var wg sync.WaitGroup
-		for i, p := range g.proxies {
+		for i, p := range proxies {
 			wg.Go(func() { errs[i] = p.Close() })
 		}
 		wg.Wait()

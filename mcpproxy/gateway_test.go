@@ -173,6 +173,61 @@ func TestGatewayTools(t *testing.T) {
 	}
 }
 
+// TestGatewayLateStart starts a gateway while one of its servers cannot
+// be reached: it is left out, started in the background, and its tools are
+// offered once it is up.
+func TestGatewayLateStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	files, _ := newTestServer()
+	st, pt := pipeTransports()
+	if _, err := files.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	var attempts sync.WaitGroup
+	attempts.Add(2) // one more failure after the start's, then it comes up
+	tries := 0
+	late := func() mcp.Transport {
+		tries++
+		if tries < 2 {
+			defer attempts.Done()
+			return &CommandTransport{Command: exec.Command("/nonexistent/agentvalues-late")}
+		}
+		attempts.Done()
+		server, _ := newTestServer()
+		sst, cst := pipeTransports()
+		go server.Run(context.Background(), sst)
+		return cst
+	}
+	log := &syncBuffer{}
+	g, err := ConnectGateway(ctx, []Downstream{
+		{Name: "files", Transport: pt},
+		{Name: "late", Transport: &CommandTransport{Command: exec.Command("/nonexistent/agentvalues-late")}, Restart: late},
+	}, &Options{Log: log, seams: &seams{restartWait: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cs := connectClient(t, g.Server())
+	waitFor(t, func() bool {
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err == nil && tool.Name == "late__count" {
+				return true
+			}
+		}
+		return false
+	})
+	attempts.Wait()
+	if res := callTool(t, cs, "late__count", `{"n":3}`); res.IsError || !strings.Contains(text(res), `"n":3`) {
+		t.Errorf("late__count: %s", text(res))
+	}
+	for _, want := range []string{`leaving out the server "late" until it starts`, `starting the server "late"`, `started the server "late"`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
+	}
+}
+
 // TestGatewayHTTPServerNotifies adds a tool to the server behind "web",
 // which tells its clients on the standalone stream of Streamable HTTP: the
 // gateway follows, and offers the tool.
