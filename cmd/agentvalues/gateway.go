@@ -115,7 +115,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, g, *listen, *maxMessage, stderr)
+		return serveHTTP(ctx, "gateway", g, *listen, *maxMessage, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {
@@ -242,11 +242,18 @@ const sessionIdle = time.Hour
 // stop, for requests in flight (an open event stream never ends on its own).
 const shutdownWait = 5 * time.Second
 
-// serveHTTP serves the gateway over Streamable HTTP at addr until ctx is
-// done, then closes it. The SDK's handler gives each HTTP session its own
-// server session, hence its own store, and refuses a request that reached
-// a loopback address with another Host (DNS rebinding).
-func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, maxBody int, stderr io.Writer) error {
+// An mcpServer is a gateway or a proxy: what serveHTTP serves.
+type mcpServer interface {
+	Server() *mcp.Server
+	Close() error
+}
+
+// serveHTTP serves g (the command named what) over Streamable HTTP at addr
+// until ctx is done, then closes it. The SDK's handler gives each HTTP
+// session its own server session, hence its own store, and refuses a
+// request that reached a loopback address with another Host (DNS
+// rebinding).
+func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, maxBody int, stderr io.Writer) error {
 	defer g.Close()
 	if !strings.Contains(addr, ":") {
 		addr = ":" + addr
@@ -256,7 +263,7 @@ func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, maxBody in
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	mux := http.NewServeMux()
 	// A session that comes back after its end is a new session, whose
@@ -265,12 +272,12 @@ func serveHTTP(ctx context.Context, g *mcpproxy.Gateway, addr string, maxBody in
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
 		&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: int64(maxBody)}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	fmt.Fprintf(stderr, "agentvalues: gateway serving MCP (Streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		return fmt.Errorf("gateway: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)

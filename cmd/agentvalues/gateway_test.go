@@ -154,6 +154,67 @@ func TestGateway(t *testing.T) {
 	}
 }
 
+// listenCommand runs this test binary as the agentvalues command with args
+// (which serve over HTTP) and returns the URL it says it serves at. The
+// command is stopped when the test ends.
+func listenCommand(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after the client sessions' Close: their streams would hold the shutdown
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), " at http://"); ok {
+			url = "http://" + u
+		}
+	}
+	if url == "" {
+		t.Fatalf("agentvalues %s never said where it serves", args[0])
+	}
+	go io.Copy(io.Discard, stderr)
+	return url
+}
+
+// TestProxyHTTP serves the proxy over Streamable HTTP to two sessions,
+// each with its own store.
+func TestProxyHTTP(t *testing.T) {
+	t.Parallel()
+	url := listenCommand(t, "proxy", "--listen", "0", "--", os.Args[0], blobServerArg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var sessions []*mcp.ClientSession
+	for range 2 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		sessions = append(sessions, cs)
+	}
+	a, b := sessions[0], sessions[1]
+	res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "blob", Arguments: json.RawMessage(`{"kind":"json","size":20000}`)})
+	if err != nil || res.IsError || res.Meta[mcpproxy.MetaHandle] != "r1" {
+		t.Fatalf("a's blob: %v %v", err, res)
+	}
+	if res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "read_value", Arguments: json.RawMessage(`{"ref":"r1","limit":100}`)}); err != nil || res.IsError {
+		t.Errorf("a read its r1: %v %.200s", err, textOf(res))
+	}
+	if res, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "read_value", Arguments: json.RawMessage(`{"ref":"r1","limit":100}`)}); err != nil || !res.IsError {
+		t.Errorf("b read a's r1: %v %.200s", err, textOf(res))
+	}
+}
+
 // TestGatewayConfigErrors runs the gateway over config files it must
 // refuse, before it starts any server.
 func TestGatewayConfigErrors(t *testing.T) {
@@ -203,31 +264,7 @@ func TestGatewayHTTP(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "gateway", "--config", path, "--listen", "0")
-	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // after the client sessions' Close: their streams would hold the shutdown
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(stderr)
-	var url string
-	for url == "" && lines.Scan() {
-		if _, u, ok := strings.Cut(lines.Text(), " at http://"); ok {
-			url = "http://" + u
-		}
-	}
-	if url == "" {
-		t.Fatal("the gateway never said where it serves")
-	}
-	go io.Copy(io.Discard, stderr)
-
+	url := listenCommand(t, "gateway", "--config", path, "--listen", "0")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	connect := func() *mcp.ClientSession {

@@ -28,15 +28,14 @@
 //	-max-preview N      bound on a preview's length in bytes (default 2048)
 //	-max-message N      largest JSON-RPC message read, in bytes (default 256 MiB; 0: no bound)
 //	-original-schemas   offer the input schemas unchanged, without admitting "$r" references
+//	-listen ADDR        serve MCP over Streamable HTTP at http://ADDR/mcp, a store per HTTP session
 //
 // gateway is the proxy for every server of an mcpServers file (the JSON
 // Claude Desktop, Claude Code and Cursor read: "command", "args", "env"
 // and "cwd" for a stdio server, "url" and "headers" for a Streamable HTTP
 // one). It serves all their tools as one MCP server with one store, so a
 // handle from one server is an argument to any other's tools; a tool is
-// offered as SERVER__TOOL. Flags as for proxy, and --config FILE; with
-// --listen ADDR it serves MCP over Streamable HTTP at http://ADDR/mcp
-// instead, with a store per HTTP session.
+// offered as SERVER__TOOL. Flags as for proxy, and --config FILE.
 package main
 
 import (
@@ -53,7 +52,8 @@ const usage = `usage:
                                               N bytes (default 1 GiB; 0: no cap) is refused
                                               and nothing is previewed
   agentvalues proxy [flags] -- COMMAND [ARGS...]
-                                              MCP proxy on stdio in front of COMMAND
+                                              MCP proxy (stdio, or HTTP with -listen) in
+                                              front of COMMAND
   agentvalues gateway [flags] --config FILE   one MCP server (stdio, or HTTP with -listen) for
                                               all the servers of an mcpServers file
 `

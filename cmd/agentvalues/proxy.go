@@ -32,6 +32,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
+	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or the server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -56,16 +57,24 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr // the server's own diagnostics stay visible
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage, TerminateDuration: terminateDuration}, &mcpproxy.Options{
+	opts := &mcpproxy.Options{
 		Threshold: *threshold,
-		Values:    values.New(values.WithMaxPreview(*maxPreview)),
 		Log:       stderr,
 
 		OriginalSchemas: *originalSchemas,
-	})
+	}
+	if *listen != "" {
+		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(*maxPreview)}
+	} else {
+		opts.Values = values.New(values.WithMaxPreview(*maxPreview))
+	}
+	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage, TerminateDuration: terminateDuration}, opts)
 	cancel()
 	if err != nil {
 		return err
+	}
+	if *listen != "" {
+		return serveHTTP(ctx, "proxy", p, *listen, *maxMessage, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := p.Run(ctx, upstream); err != nil && ctx.Err() == nil {
