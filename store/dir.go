@@ -879,7 +879,7 @@ func (d *Dir) AppendRecord(session string, rec values.Record) error {
 	if err := CheckSession(session); err != nil {
 		return err
 	}
-	if err := checkRecord(rec); err != nil {
+	if err := CheckRecord(rec); err != nil {
 		return err
 	}
 	payload := encodeHandle(rec)

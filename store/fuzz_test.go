@@ -226,10 +226,10 @@ func FuzzHandleRecord(f *testing.F) {
 	f.Add("", "x", "k", int64(-1), []byte("m"))
 	f.Fuzz(func(t *testing.T, handle, key, kind string, size int64, meta []byte) {
 		r := values.Record{Handle: handle, Key: key, Kind: kind, Size: size, Meta: meta}
-		if dec, err := decodeHandle(append([]byte{recHandle}, meta...)); err == nil && checkRecord(dec) != nil {
+		if dec, err := decodeHandle(append([]byte{recHandle}, meta...)); err == nil && CheckRecord(dec) != nil {
 			t.Fatalf("decoded an invalid record %+v", dec)
 		}
-		if err := checkRecord(r); err != nil {
+		if err := CheckRecord(r); err != nil {
 			checkError(t, err, ErrInvalidRecord)
 			return
 		}

@@ -131,7 +131,7 @@ func (m *Memory) AppendRecord(session string, rec values.Record) error {
 	if err := CheckSession(session); err != nil {
 		return err
 	}
-	if err := checkRecord(rec); err != nil {
+	if err := CheckRecord(rec); err != nil {
 		return err
 	}
 	rec = cloneRecord(rec)

@@ -132,6 +132,20 @@ type config struct {
 	now func() time.Time
 }
 
+// Settings are the options of a store after the defaults are applied: a
+// backend outside this package (such as the Redis one) takes the same
+// Options as [Dir] and [Memory] and reads them with [ResolveOptions].
+type Settings struct {
+	TTL time.Duration // how long a grant lasts; negative: forever
+	Now func() time.Time
+}
+
+// ResolveOptions applies opts to the defaults ([DefaultTTL], time.Now).
+func ResolveOptions(opts ...Option) Settings {
+	c := newConfig(opts)
+	return Settings{TTL: c.ttl, Now: c.now}
+}
+
 // newConfig applies opts to the defaults. A nil Option is ignored.
 func newConfig(opts []Option) config {
 	var c config
@@ -273,7 +287,7 @@ func clip(s string) string {
 	return s[:cut] + "…"
 }
 
-// checkRecord reports whether r may be appended to a handle table: its
+// CheckRecord reports whether r may be appended to a handle table: its
 // Handle 1 to [MaxHandleLen] bytes (so a lost record, whose Handle is
 // empty, is never appended and never mistaken for a real one), its Kind
 // at most [MaxKindLen] bytes, its Size not negative, its Meta at most
@@ -281,7 +295,10 @@ func clip(s string) string {
 // store does not check that the session holds a grant on it). Every other
 // field is opaque to the store. Any other record fails with an error
 // matching [ErrInvalidRecord].
-func checkRecord(r values.Record) error {
+//
+// Every backend enforces it on AppendRecord, so that all of them refuse the
+// same records with the same errors.
+func CheckRecord(r values.Record) error {
 	switch {
 	case len(r.Handle) == 0 || len(r.Handle) > MaxHandleLen:
 		return fmt.Errorf("%w: handle %q is %d bytes, want 1 to %d", ErrInvalidRecord, clip(r.Handle), len(r.Handle), MaxHandleLen)
