@@ -1,0 +1,522 @@
+// Package redisstore is a [values.Durable] on Redis (a single server or
+// Redis Cluster), for fleets: every worker that opens the same Redis can
+// reopen any session and read any value that session stored, whichever
+// worker stored it.
+//
+//	st, err := redisstore.OpenURL("redis://127.0.0.1:6379/0")
+//	if err != nil { ... }
+//	defer st.Close()
+//	s, err := values.Open(st, "run-42") // the session's values live in Redis
+//
+// It gives the guarantees of the package store's backends, and passes the
+// same conformance suite (store/storetest): a body's key is its SHA-256
+// ([store.KeyOf]); a body is written once and read back digest-checked
+// ([store.ErrIntegrity] for bytes that do not match, never returned); a
+// session reads only the bodies it stored ([store.ErrDenied] for another
+// session's key, [store.ErrNotFound] for an unknown one, [store.ErrExpired]
+// past its grant); each session has an append-only handle table that
+// another process reopens with its handles intact; and errors match the
+// package store's (invalid key, session, record; closed). A failed write
+// returns an error and no key; [values.Open] keeps the value in memory and
+// never shows a handle whose body was not stored.
+//
+// # Keys
+//
+// With the default prefix "av":
+//
+//	av:b:{KEY}       a body: "i" and its bytes, or, for a body over the chunk
+//	                 size, "c" and "SIZE CHUNK N", its manifest
+//	av:b:{KEY}:I     chunk I (from 0) of a chunked body
+//	av:s:{SESSION}:g:KEY   the session's grant on KEY: "EXPIRES SIZE"
+//	av:s:{SESSION}:h       the session's handle table, a list of records
+//
+// The braces are Redis Cluster hash tags: a body and its chunks share one
+// hash slot, spread across the cluster by key; all of a session's records
+// share one slot. No command touches keys of two slots, so the store works
+// on Redis Cluster unchanged.
+//
+// # Writes
+//
+// PutBody writes the chunks first, then the body key (the manifest), each
+// with SET NX: the body key is the commit point, so a reader never sees a
+// body whose chunks are not all written, and a body once written is never
+// overwritten. A writer that dies between the two leaves chunks without a
+// body key; the next PutBody of the same bytes completes them. Chunks
+// (WithChunkSize, default 4 MiB) keep each Redis string far below its 512
+// MB limit and each command short, so that a large body does not block the
+// server for other clients. A body whose chunk is missing or altered (a
+// torn or damaged chunk set) fails Body with [store.ErrIntegrity].
+//
+// # Expiry
+//
+// A grant lasts [store.DefaultTTL], or what [store.WithTTL] says, from the
+// PutBody that made or renewed it, judged by the store's clock
+// ([store.WithClock]: give every worker of a fleet a synchronized clock).
+// Expiry is Redis's job: a grant key carries a Redis TTL of its remaining
+// time plus ExpiredGrace, during which Body says [store.ErrExpired]; after
+// it Redis deletes the key and the key reads as never granted
+// ([store.ErrDenied] while another session's grant keeps the body,
+// [store.ErrNotFound] after). A body's keys get the TTL of the longest
+// grant on them (renewals only lengthen it), and a session's handle table
+// the TTL of its latest grant, so nothing a live grant needs expires
+// first. The two-phase cleanup of the directory store (store.Cleaner) is
+// not reimplemented: Redis deletes each key when its TTL runs out, so
+// there is nothing to plan, and a key is never deleted while a grant that
+// needs it is live. A grant that never expires (WithTTL(-1)) makes its
+// keys persistent.
+//
+// # Redis settings
+//
+// The guarantees hold as far as Redis keeps what it acknowledged:
+//
+//   - appendonly yes with appendfsync always: an acknowledged PutBody or
+//     AppendRecord survives a crash of Redis or its machine.
+//   - appendfsync everysec (Redis's default with AOF): a crash of the
+//     machine can lose the last second of writes. A session reopened after
+//     it may lack its last handles; a handle whose record survived but
+//     whose body did not reads as [store.ErrIntegrity], never as other bytes.
+//   - no AOF (RDB snapshots only, or none): a restart of Redis loses every
+//     write since the last snapshot, or everything.
+//   - maxmemory-policy noeviction is required: any other policy lets Redis
+//     evict bodies and records under memory pressure, which then read as
+//     [store.ErrIntegrity] or as missing handles. With noeviction a full
+//     Redis refuses writes, PutBody fails, and the value stays in memory.
+//   - Redis Cluster with replicas fails over asynchronously: a write
+//     acknowledged by a master that dies before replicating it is lost as
+//     above (WAIT is not used).
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/store"
+)
+
+// DefaultChunkSize is the default of [Config.ChunkSize].
+const DefaultChunkSize = 4 << 20
+
+// ExpiredGrace is how long after a grant's expiry Redis keeps its key, so
+// that Body says [store.ErrExpired] rather than not found.
+const ExpiredGrace = 7 * 24 * time.Hour
+
+// opTimeout bounds one call's round trips to Redis.
+const opTimeout = 5 * time.Minute
+
+// Config is how a Store lays out its keys.
+type Config struct {
+	// Prefix starts every key the store writes; "" means "av". Stores with
+	// different prefixes share one Redis without seeing each other.
+	Prefix string
+	// ChunkSize is the largest body stored as one Redis string; a larger
+	// body is stored in chunks of this size. 0 means DefaultChunkSize.
+	ChunkSize int
+}
+
+// Store is a [values.Durable] on Redis. It is safe for concurrent use, by
+// any number of goroutines and processes.
+type Store struct {
+	rdb    redis.UniversalClient
+	owned  bool // Close closes rdb
+	prefix string
+	chunk  int
+	cfg    store.Settings
+	closed atomic.Bool
+}
+
+var _ values.Durable = (*Store)(nil)
+
+// New returns a store on rdb (a *redis.Client or *redis.ClusterClient),
+// laid out by cfg, with opts ([store.WithTTL], [store.WithClock]). Close
+// does not close rdb.
+func New(rdb redis.UniversalClient, cfg Config, opts ...store.Option) *Store {
+	s := &Store{rdb: rdb, prefix: cfg.Prefix, chunk: cfg.ChunkSize, cfg: store.ResolveOptions(opts...)}
+	if s.prefix == "" {
+		s.prefix = "av"
+	}
+	if s.chunk <= 0 {
+		s.chunk = DefaultChunkSize
+	}
+	return s
+}
+
+// OpenURL connects to the Redis that url names and returns a store on it
+// with the default Config; Close closes the connection. "redis://" and
+// "rediss://" URLs name one server (redis://HOST:PORT/DB, as
+// redis.ParseURL reads them); "redis+cluster://HOST:PORT?addr=HOST:PORT"
+// names a cluster by some of its nodes (as redis.ParseClusterURL reads
+// them). It fails when Redis does not answer a PING within 10 s.
+func OpenURL(url string, opts ...store.Option) (*Store, error) {
+	var rdb redis.UniversalClient
+	if rest, ok := strings.CutPrefix(url, "redis+cluster://"); ok {
+		o, err := redis.ParseClusterURL("redis://" + rest)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		rdb = redis.NewClusterClient(o)
+	} else {
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		rdb = redis.NewClient(o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redisstore: %s does not answer: %w", url, err)
+	}
+	s := New(rdb, Config{}, opts...)
+	s.owned = true
+	return s, nil
+}
+
+// Close releases the store: later calls fail with [store.ErrClosed]. It
+// closes the Redis connection when OpenURL made it. Close may be called
+// again and returns nil.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) || !s.owned {
+		return nil
+	}
+	return s.rdb.Close()
+}
+
+func (s *Store) bodyKey(key string) string { return s.prefix + ":b:{" + key + "}" }
+func (s *Store) chunkKey(key string, i int) string {
+	return s.prefix + ":b:{" + key + "}:" + strconv.Itoa(i)
+}
+func (s *Store) grantKey(session, key string) string {
+	return s.prefix + ":s:{" + session + "}:g:" + key
+}
+func (s *Store) handlesKey(session string) string { return s.prefix + ":s:{" + session + "}:h" }
+
+// life is the Redis TTL of a grant made now and of what it needs: its
+// time left plus ExpiredGrace; 0 for a grant that never expires.
+func (s *Store) life() time.Duration {
+	if s.cfg.TTL < 0 || s.cfg.TTL > math.MaxInt64/2-ExpiredGrace {
+		return 0
+	}
+	return s.cfg.TTL + ExpiredGrace
+}
+
+// PutBody stores body for session and returns its key (see the package
+// doc for the writes it makes). It fails with an error matching
+// [store.ErrInvalidSession] for a malformed session id, [store.ErrClosed]
+// after Close, or wrapping Redis's error; on any error the key is "" and
+// the grant may or may not have been made.
+func (s *Store) PutBody(session string, body []byte) (string, error) {
+	if err := store.CheckSession(session); err != nil {
+		return "", err
+	}
+	if s.closed.Load() {
+		return "", store.ErrClosed
+	}
+	key := store.KeyOf(body)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	life := s.life()
+	if err := s.writeBody(ctx, key, body, life); err != nil {
+		return "", fmt.Errorf("redisstore: storing body %s: %w", key, err)
+	}
+	now := s.cfg.Now()
+	expires := int64(math.MaxInt64)
+	if s.cfg.TTL >= 0 && now.UnixNano() <= math.MaxInt64-int64(s.cfg.TTL) {
+		expires = now.UnixNano() + int64(s.cfg.TTL)
+	}
+	grant := strconv.FormatInt(expires, 10) + " " + strconv.Itoa(len(body))
+	gk, hk := s.grantKey(session, key), s.handlesKey(session)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
+		p.Set(ctx, gk, grant, life) // 0: no TTL
+		if life > 0 {
+			p.ExpireGT(ctx, hk, life)
+		} else {
+			p.Persist(ctx, hk)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("redisstore: recording the grant of %q on %s: %w", session, key, err)
+	}
+	return key, nil
+}
+
+// writeBody writes body under key unless it is there, and makes its keys
+// live at least life (0: for ever).
+func (s *Store) writeBody(ctx context.Context, key string, body []byte, life time.Duration) error {
+	bk := s.bodyKey(key)
+	n, err := s.rdb.Exists(ctx, bk).Result()
+	if err != nil {
+		return err
+	}
+	chunks := 0
+	if len(body) > s.chunk {
+		chunks = (len(body) + s.chunk - 1) / s.chunk
+	}
+	if n == 0 {
+		var head []byte
+		if chunks == 0 {
+			head = append([]byte{'i'}, body...)
+		} else {
+			for i := range chunks {
+				part := body[i*s.chunk : min((i+1)*s.chunk, len(body))]
+				if err := s.rdb.SetNX(ctx, s.chunkKey(key, i), part, life).Err(); err != nil {
+					return err
+				}
+			}
+			head = fmt.Appendf([]byte{'c'}, "%d %d %d", len(body), s.chunk, chunks)
+		}
+		if err := s.rdb.SetNX(ctx, bk, head, life).Err(); err != nil {
+			return err
+		}
+	}
+	// Stored before: make it live as long as this grant, in the layout it
+	// was written in (a store with another chunk size may have written
+	// it), read from the head of its body key.
+	if n != 0 {
+		head, err := s.rdb.GetRange(ctx, bk, 0, 63).Bytes()
+		if err != nil {
+			return err
+		}
+		chunks = 0
+		if len(head) > 0 && head[0] == 'c' {
+			if _, _, c, err := parseManifest(head); err == nil {
+				chunks = c
+			}
+		}
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the body's
+		for i := -1; i < chunks; i++ {
+			k := bk
+			if i >= 0 {
+				k = s.chunkKey(key, i)
+			}
+			if life > 0 {
+				p.ExpireGT(ctx, k, life)
+			} else {
+				p.Persist(ctx, k)
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// parseManifest reads a chunked body's head: its size, chunk size and
+// chunk count. An inline head has 0 chunks.
+func parseManifest(head []byte) (size, chunk, chunks int, err error) {
+	if len(head) == 0 {
+		return 0, 0, 0, errors.New("empty body key")
+	}
+	switch head[0] {
+	case 'i':
+		return len(head) - 1, 0, 0, nil
+	case 'c':
+		f := strings.Fields(string(head[1:]))
+		if len(f) == 3 {
+			size, err1 := strconv.Atoi(f[0])
+			chunk, err2 := strconv.Atoi(f[1])
+			chunks, err3 := strconv.Atoi(f[2])
+			if err1 == nil && err2 == nil && err3 == nil && size > 0 && chunk > 0 && chunks == (size+chunk-1)/chunk {
+				return size, chunk, chunks, nil
+			}
+		}
+		return 0, 0, 0, fmt.Errorf("malformed manifest %q", clip(head))
+	}
+	return 0, 0, 0, fmt.Errorf("unknown body format %q", clip(head[:1]))
+}
+
+// Body returns the bytes stored under key for session, verified against
+// the key. It fails with an error matching [store.ErrInvalidSession] or
+// [store.ErrInvalidKey] for a malformed argument, [store.ErrNotFound],
+// [store.ErrDenied] or [store.ErrExpired] as the package doc says,
+// [store.ErrIntegrity] when the session holds a live grant and the body
+// is missing, torn, of another size than granted, or does not hash to the
+// key, [store.ErrClosed] after Close, or wrapping Redis's error.
+func (s *Store) Body(session, key string) ([]byte, error) {
+	if err := store.CheckSession(session); err != nil {
+		return nil, err
+	}
+	if err := store.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	bk := s.bodyKey(key)
+	g, err := s.rdb.Get(ctx, s.grantKey(session, key)).Result()
+	if errors.Is(err, redis.Nil) {
+		n, err := s.rdb.Exists(ctx, bk).Result()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
+		case n > 0:
+			return nil, fmt.Errorf("%w: session %q did not store %s", store.ErrDenied, session, key)
+		}
+		return nil, fmt.Errorf("%w: %s", store.ErrNotFound, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: grant of %q on %s: %w", session, key, err)
+	}
+	expires, size, ok := parseGrant(g)
+	if !ok {
+		return nil, fmt.Errorf("%w: grant of session %q on %s is malformed: %q", store.ErrIntegrity, session, key, clip([]byte(g)))
+	}
+	if s.cfg.Now().UnixNano() >= expires {
+		return nil, fmt.Errorf("%w: grant of session %q on %s ran out at %s", store.ErrExpired, session, key, time.Unix(0, expires).UTC().Format(time.RFC3339))
+	}
+	head, err := s.rdb.Get(ctx, bk).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: body %s is missing", store.ErrIntegrity, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
+	}
+	hsize, chunk, chunks, err := parseManifest(head)
+	if err != nil {
+		return nil, fmt.Errorf("%w: body %s: %v", store.ErrIntegrity, key, err)
+	}
+	if int64(hsize) != size {
+		return nil, fmt.Errorf("%w: body %s is %d bytes, granted %d", store.ErrIntegrity, key, hsize, size)
+	}
+	var body []byte
+	if chunks == 0 {
+		body = head[1:]
+	} else {
+		body, err = s.readChunks(ctx, key, hsize, chunk, chunks)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != key {
+		return nil, fmt.Errorf("%w: body %s does not match its key", store.ErrIntegrity, key)
+	}
+	return body, nil
+}
+
+// readChunks reads and joins the chunks of a body of size bytes.
+func (s *Store) readChunks(ctx context.Context, key string, size, chunk, chunks int) ([]byte, error) {
+	body := make([]byte, 0, size)
+	const batch = 16 // chunks per round trip: bounded memory in flight
+	for first := 0; first < chunks; first += batch {
+		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := first; i < min(first+batch, chunks); i++ {
+				p.Get(ctx, s.chunkKey(key, i))
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
+		}
+		for j, c := range cmds {
+			i := first + j
+			part, err := c.(*redis.StringCmd).Bytes()
+			if errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("%w: chunk %d of body %s is missing (a torn chunk set)", store.ErrIntegrity, i, key)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
+			}
+			if want := min(chunk, size-i*chunk); len(part) != want {
+				return nil, fmt.Errorf("%w: chunk %d of body %s is %d bytes, want %d", store.ErrIntegrity, i, key, len(part), want)
+			}
+			body = append(body, part...)
+		}
+	}
+	return body, nil
+}
+
+// parseGrant reads "EXPIRES SIZE".
+func parseGrant(g string) (expires, size int64, ok bool) {
+	e, sz, found := strings.Cut(g, " ")
+	if !found {
+		return 0, 0, false
+	}
+	expires, err1 := strconv.ParseInt(e, 10, 64)
+	size, err2 := strconv.ParseInt(sz, 10, 64)
+	return expires, size, err1 == nil && err2 == nil && size >= 0
+}
+
+// AppendRecord appends r to session's handle table (an RPUSH, atomic: the
+// record is whole or absent). A record that breaks a limit fails with an
+// error matching [store.ErrInvalidRecord] (see [store.CheckRecord]); a
+// malformed session id with [store.ErrInvalidSession]; a closed store
+// with [store.ErrClosed]; a Redis failure with an error wrapping it.
+func (s *Store) AppendRecord(session string, r values.Record) error {
+	if err := store.CheckSession(session); err != nil {
+		return err
+	}
+	if err := store.CheckRecord(r); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	hk := s.handlesKey(session)
+	life := s.life()
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.RPush(ctx, hk, encodeRecord(r))
+		if life > 0 {
+			// A session without a grant yet still has its table kept as
+			// long as a grant made now would be.
+			p.ExpireNX(ctx, hk, life)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: appending %s to the handle table of %q: %w", r.Handle, session, err)
+	}
+	return nil
+}
+
+// Records returns session's records in append order, nil for a session
+// without records. A record that does not decode (damaged in Redis) is
+// returned as a lost record at its place.
+func (s *Store) Records(session string) ([]values.Record, error) {
+	if err := store.CheckSession(session); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	raw, err := s.rdb.LRange(ctx, s.handlesKey(session), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: the handle table of %q: %w", session, err)
+	}
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	recs := make([]values.Record, len(raw))
+	for i, b := range raw {
+		if r, err := decodeRecord([]byte(b)); err == nil {
+			recs[i] = r
+		} // else: a lost record, all zero
+	}
+	return recs, nil
+}
+
+// clip shortens b for an error message.
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(bytes.ToValidUTF8(b[:40], nil)) + "…"
+	}
+	return string(bytes.ToValidUTF8(b, nil))
+}
