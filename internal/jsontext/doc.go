@@ -2,7 +2,10 @@
 // working on raw bytes and never building a tree:
 //
 //   - [Scan] validates a document in one pass and records the spans of the
-//     first and last children of a top-level container (scan.go);
+//     first and last children of a top-level container (scan.go), and on
+//     request sparse indexes of it, [Marks] of an array's items and
+//     [KeyBlocks] of an object's keys, so that a lookup starts near what
+//     it names (offsets.go);
 //   - [Walker] walks a document, validating it, calling a [Visitor] for
 //     every scalar and keeping the JSON pointer of the value at hand
 //     (walk.go);

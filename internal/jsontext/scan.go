@@ -32,6 +32,9 @@ type Limits struct {
 	Head int // first children
 	Tail int // last children, at most MaxTail
 	Keys int // distinct keys of the object items of an array (see Items)
+	// Index asks for the Marks of a top-level array (or stream) and the
+	// KeyBlocks of a top-level object.
+	Index bool
 }
 
 // Largest is the number of largest children Scan records.
@@ -45,6 +48,8 @@ type Shape struct {
 	Head    []Child        // the first children, as many as Scan was asked for
 	Largest [Largest]Child // the largest children, largest first; zero spans past Count
 	Items   *Items         // for an array, its items; nil otherwise
+	Marks   Marks          // for an array, with Limits.Index: marks of its items
+	Blocks  KeyBlocks      // for an object, with Limits.Index: blocks of its keys
 	tail    [MaxTail]Child
 	ntail   int // the ring size: the number of last children asked for
 }
@@ -102,7 +107,9 @@ func SkipSpace(d []byte, i int) int {
 // Scan validates d as exactly one JSON value (surrounding whitespace
 // allowed, strings valid UTF-8) in one pass, and returns the span of the
 // value without the whitespace. For a top-level array or object it also
-// records its [Shape], as much as lim asks for. An error wraps [ErrSyntax]
+// records its [Shape], as much as lim asks for: with lim.Index, the
+// [Marks] of an array's items or the [KeyBlocks] of an object's keys, at
+// most 1/25 of its bytes. An error wraps [ErrSyntax]
 // and gives the byte offset of the problem.
 //
 // A top-level array of at least 4 MiB is scanned by two goroutines when
@@ -134,6 +141,7 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 	}
 	sc := scanner{d: d, head: lim.Head, stream: true, items: &itemsScan{max: lim.Keys}}
 	sc.sh.ntail = lim.Tail
+	sc.index(lim, 0, false)
 	_, err := sc.run(0, -1)
 	if err != nil {
 		return Shape{}, err
@@ -226,6 +234,13 @@ func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
 	if a.Items != nil && b.Items != nil {
 		sh.Items = mergeItems(d, a.Items, b.Items, lim.Keys)
 	}
+	if lim.Index {
+		sh.Marks = make(Marks, len(a.Marks), len(a.Marks)+len(b.Marks))
+		copy(sh.Marks, a.Marks)
+		for _, m := range b.Marks {
+			sh.Marks = append(sh.Marks, Mark{a.Count + m.Item, m.Off})
+		}
+	}
 	if sh.ntail == 0 {
 		return sh
 	}
@@ -235,6 +250,21 @@ func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
 		sh.tail[(sh.Count-len(last)+k)%sh.ntail] = c
 	}
 	return sh
+}
+
+// index sets sc up to record what lim.Index asks of the top-level value,
+// which starts at i (or, inArray, whose item starts at i: that item is
+// marked).
+func (sc *scanner) index(lim Limits, i int, inArray bool) {
+	switch {
+	case !lim.Index:
+	case inArray:
+		sc.marks, sc.markNext = true, i
+	case sc.stream || i < len(sc.d) && sc.d[i] == '[':
+		sc.marks, sc.markNext = true, i+MarkGap
+	case i < len(sc.d) && sc.d[i] == '{':
+		sc.keys = &keyIndexer{}
+	}
 }
 
 // scanFrom is the scanner. With inArray false it scans d from offset from
@@ -256,9 +286,13 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 	if inArray {
 		sc.stack = append(sc.stack, '[')
 	}
+	sc.index(lim, i, inArray)
 	top.Start = i
 	top.End, err = sc.run(i, stop)
 	sh = sc.sh
+	if sc.keys != nil && err == nil {
+		sh.Blocks = sc.keys.blocks
+	}
 	if sc.items != nil && err == nil {
 		sh.Items = sc.items.items()
 	}
@@ -290,6 +324,10 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 			sc.curStart = i
 			if sc.items != nil {
 				sc.items.item(d[i])
+			}
+			if sc.marks && i >= sc.markNext {
+				sc.sh.Marks = append(sc.sh.Marks, Mark{sc.sh.Count, i})
+				sc.markNext = i + MarkGap
 			}
 		}
 		switch c := d[i]; c {
@@ -329,9 +367,12 @@ type scanner struct {
 	curKey   Span   // key of the current depth-1 field
 	sh       Shape
 	head     int
-	items    *itemsScan // for a top-level array
-	stream   bool       // the input is a stream of values, the top-level "array" of ScanStream
-	stopped  bool       // run stopped at its stop offset
+	items    *itemsScan  // for a top-level array
+	stream   bool        // the input is a stream of values, the top-level "array" of ScanStream
+	stopped  bool        // run stopped at its stop offset
+	marks    bool        // record Marks of a top-level array's items
+	markNext int         // the offset from which the next item is marked
+	keys     *keyIndexer // records KeyBlocks of a top-level object
 }
 
 // key scans an object key at i and its colon, remembering it when it
@@ -347,6 +388,9 @@ func (sc *scanner) key(i int) (int, error) {
 		switch {
 		case len(sc.stack) == 1:
 			sc.curKey = k
+			if sc.keys != nil {
+				sc.keys.add(sc.d, k)
+			}
 		case len(sc.stack) == 2 && sc.items != nil:
 			if j := SkipSpace(sc.d, i); j < len(sc.d) {
 				sc.items.field(sc.d, k, sc.d[j])
