@@ -219,3 +219,103 @@ func BenchmarkObserve4KiBPreviewed(b *testing.B) {
 	benchObserve(b, 4096)
 }
 func BenchmarkObserve4KiBPreviewedBaseline(b *testing.B) { benchObserveBaseline(b, 4096) }
+
+// Reference lookups into one large value: many references into a 10 MB
+// top-level array of 100k objects, the shape the demo uses ("$r1.512.path"),
+// and one key near the end of a 10 MB object, each beside one
+// gjson.ValidBytes pass over the same value.
+
+// refsArray returns a ~10 MB JSON array of 100k objects.
+var refsArray = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"src/pkg%03d/file%06d.go","size":%d,"mode":"0644","mtime":"2026-01-%02dT10:00:00Z","kind":"file"}`, i%1000, i, i*37%100000, i%28+1)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+})
+
+// refsObject returns a ~10 MB JSON object of 100k keys.
+var refsObject = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"src/pkg%03d/file%06d.go":{"size":%d,"mode":"0644","mtime":"2026-01-%02dT10:00:00Z","kind":"file"}`, i%1000, i, i*37%100000, i%28+1)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+})
+
+// refsArgs returns tool arguments holding n references "$r1.I.path" to
+// items spread over the array of items items, in a scattered order.
+func refsArgs(n, items int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"paths":[`)
+	for k := range n {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"$r1.%d.path"`, (k*7919+512)%items)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+func benchResolveRefs(b *testing.B, value, args []byte, want int) {
+	s := New()
+	if _, err := s.Put(json.RawMessage(value)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, refs, err := s.Resolve(args)
+		if err != nil || len(refs) != want {
+			b.Fatalf("%d references resolved, %v; want %d", len(refs), err, want)
+		}
+	}
+}
+
+func benchValidBaseline(b *testing.B, value []byte) {
+	b.SetBytes(int64(len(value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !gjson.ValidBytes(value) {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+func BenchmarkResolveRefs100TopArray(b *testing.B) {
+	benchResolveRefs(b, refsArray(), refsArgs(100, 100_000), 100)
+}
+func BenchmarkResolveRefs1000TopArray(b *testing.B) {
+	benchResolveRefs(b, refsArray(), refsArgs(1000, 100_000), 1000)
+}
+func BenchmarkResolveRefs10000TopArray(b *testing.B) {
+	benchResolveRefs(b, refsArray(), refsArgs(10_000, 100_000), 10_000)
+}
+func BenchmarkResolveRefsTopArrayBaselineGJSONValid(b *testing.B) {
+	benchValidBaseline(b, refsArray())
+}
+
+// BenchmarkResolveRefs1000NestedArray is the 1000 references through an
+// array one level down ("$r1.rows.N.path").
+func BenchmarkResolveRefs1000NestedArray(b *testing.B) {
+	value := append(append([]byte(`{"rows":`), refsArray()...), '}')
+	args := bytes.ReplaceAll(refsArgs(1000, 100_000), []byte(`"$r1.`), []byte(`"$r1.rows.`))
+	benchResolveRefs(b, value, args, 1000)
+}
+
+func BenchmarkResolveRefsKeyNearEndTopObject(b *testing.B) {
+	benchResolveRefs(b, refsObject(), []byte(`{"size":"$r1.src/pkg998/file099998\\.go.size"}`), 1)
+}
+func BenchmarkResolveRefsTopObjectBaselineGJSONValid(b *testing.B) {
+	benchValidBaseline(b, refsObject())
+}
