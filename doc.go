@@ -83,10 +83,15 @@
 //
 // Put validates and indexes a value in one pass over its bytes (a JSON
 // array of 4 MiB or more by two goroutines) and keeps the slice it is
-// given, not a copy. A preview costs time proportional to the preview.
+// given, not a copy, and an index of at most 1/25 of its size: where one
+// item in 512 bytes of a large array starts, and a 32-byte filter of the
+// keys of every 1 KiB of a large object's fields. The index is not stored
+// durably: a value read back from a [Durable] is indexed again on its
+// first lookup. A preview costs time proportional to the preview.
 // Resolve makes one pass over the arguments, looks up each distinct
-// reference once per call (a path scans the stored JSON along the way,
-// skipping what it does not name, without decoding; see
+// reference once per call (a path starts from what Put recorded of a
+// large array or object, item marks and key blocks, and scans the stored
+// JSON from there, skipping what it does not name, without decoding; see
 // [SessionValues.Resolve] for what a call may scan), and copies each
 // substituted value once, with one allocation for the result: 1 KiB of
 // arguments holding three references to small values resolves in a few

@@ -2,6 +2,7 @@ package values
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
 )
@@ -85,8 +86,10 @@ type container struct {
 	last    []node // an object of more than 24 keys: its last keys
 	largest []node // an object: its largest fields, largest first
 	items   *jsontext.Items
-	dom     *dominant // the part previewed as a value of its own, if any
-	stream  bool      // raw is a stream of JSON values, its items, not an array
+	marks   jsontext.Marks     // an array's: where some of its items start (see offsetsSize)
+	blocks  jsontext.KeyBlocks // an object's: its keys in blocks (see offsetsSize)
+	dom     *dominant          // the part previewed as a value of its own, if any
+	stream  bool               // raw is a stream of JSON values, its items, not an array
 }
 
 // dominant is the part of a container that holds most of its bytes and is
@@ -125,6 +128,7 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	if raw[0] == '{' {
 		c.kind = KindObject
 	}
+	c.marks, c.blocks = offsets(sh, base)
 	c.dom = dominantOf(c, sh, base, depth)
 	rebase := func(ch jsontext.Child) jsontext.Child {
 		ch.Val.Start, ch.Val.End = ch.Val.Start-base, ch.Val.End-base
@@ -171,6 +175,50 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 		}
 	}
 	return c
+}
+
+// offsetsSize returns the bytes the marks and key blocks of c take, and
+// those of the parts it indexes as dominant. Marks are kept at most one
+// per jsontext.MarkGap (512) bytes of an array, 16 bytes each, and key
+// blocks one per jsontext.KeyBlockGap (1 KiB) of an object, 40 bytes each,
+// and a dominant part spans one block or no mark of its container's: so
+// they take at most 1/25 of the bytes of the value, plus a few blocks for
+// each level of dominant parts.
+func (c *container) offsetsSize() int {
+	n := 0
+	for ; c != nil; c = c.dom.index() {
+		n += cap(c.marks)*int(unsafe.Sizeof(jsontext.Mark{})) + cap(c.blocks)*int(unsafe.Sizeof(jsontext.KeyBlock{}))
+	}
+	return n
+}
+
+// index returns the index of the dominant part d; d may be nil.
+func (d *dominant) index() *container {
+	if d == nil {
+		return nil
+	}
+	return d.c
+}
+
+// offsets returns the marks and key blocks of sh, rebased by base, each
+// in a slice of its own length (so that the index keeps no spare capacity).
+func offsets(sh *jsontext.Shape, base int) (jsontext.Marks, jsontext.KeyBlocks) {
+	var marks jsontext.Marks
+	if len(sh.Marks) > 0 {
+		marks = make(jsontext.Marks, len(sh.Marks))
+		for i, m := range sh.Marks {
+			marks[i] = jsontext.Mark{Item: m.Item, Off: m.Off - base}
+		}
+	}
+	var blocks jsontext.KeyBlocks
+	if len(sh.Blocks) > 0 {
+		blocks = make(jsontext.KeyBlocks, len(sh.Blocks))
+		copy(blocks, sh.Blocks)
+		for i := range blocks {
+			blocks[i].Start -= base
+		}
+	}
+	return marks, blocks
 }
 
 // nodeAt returns the node of nodes whose value is val, or nil (a node
@@ -243,7 +291,7 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 }
 
 // scanLimits is what Put has a scan record of a container.
-var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys}
+var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys, Index: true}
 
 // jsonInString returns the index of the JSON array or object that the text
 // of the valid JSON string raw holds, and nil when it holds none. The text

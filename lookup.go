@@ -25,10 +25,26 @@ type walkEntry struct {
 	open   bool   // part runs on past the container's end
 	stream bool   // part is a stream of JSON values
 	count  int    // the container's items or keys when known, or -1
-	// For an array, where the item after the last one taken starts: its
-	// index and offset in part (0, 0 before any), so that ascending
-	// indexes ("$r1.rows.0.id", "$r1.rows.1.id", …) walk it once in all.
+	ix     *container
+	built  *builtIndex
+}
+
+// builtIndex is what the lookups of one call learn of a large container
+// that Put did not index, so that later lookups through it start near what
+// they name: for an array, marks of the items walked past (as Put records
+// for the arrays it indexes, at most one per jsontext.MarkGap bytes walked)
+// and how far the walks reached; for an object, its key blocks, built by
+// the first lookup of a key in it, which scans it whole as a lookup
+// without them would. What it holds takes at most 1/25 of the bytes
+// scanned, and lives as long as the call.
+type builtIndex struct {
+	marks jsontext.Marks
+	// The item after the furthest one walked to, and where it starts (0, 0
+	// before any walk): the walks have marked the items before it.
 	next, nextOff int
+	blocks        jsontext.KeyBlocks
+	end           int  // the end of the object the blocks index
+	indexed       bool // blocks were built
 }
 
 // Walk cache limits: a step of a lookup is remembered when it scanned at
@@ -68,20 +84,17 @@ func (c *walkCache) lookup(key string) (walkEntry, bool) {
 	return e, ok
 }
 
-// addKey remembers e under key.
-func (c *walkCache) addKey(key string, e walkEntry) {
+// addKey remembers e under key, with a builtIndex for a container that
+// Put did not index.
+func (c *walkCache) addKey(key string, e walkEntry) *builtIndex {
 	if c.m == nil {
 		c.m = make(map[string]walkEntry)
+	}
+	if e.ix == nil && (e.stream || e.part[0] == '[' || e.part[0] == '{') {
+		e.built = &builtIndex{}
 	}
 	c.m[key] = e
-}
-
-// add remembers that r.prefix(at) names e.
-func (c *walkCache) add(r refPath, at int, e walkEntry) {
-	if c.m == nil {
-		c.m = make(map[string]walkEntry)
-	}
-	c.m[r.key(at)] = e
+	return e.built
 }
 
 // errScanBudget is returned by lookupPath when a lookup would scan more
@@ -90,26 +103,44 @@ var errScanBudget = errors.New("values: scan budget exceeded")
 
 // lookupPath finds what r names. whole is the stored value; part is nil
 // when r has no path, and otherwise the JSON of the part of whole the path
-// names (a subslice of the stored bytes, which must not be modified). Its
-// errors wrap [ErrUnknownHandle], [ErrNoPath] or [ErrUnavailable].
+// names (a subslice of the stored bytes, or of its index, which must not
+// be modified). Its errors wrap [ErrUnknownHandle], [ErrNoPath] or
+// [ErrUnavailable].
 //
 // Within one call of Resolve it starts from the longest prefix of r that c
 // holds (c may be nil) and adds to c the values it reads back, the stored
-// value itself when large, and the containers it reaches by long scans. It
-// reports the bytes it scanned: nothing for a child of the stored value
-// that Put indexed (see indexedChild); each object it passes through whole
-// (the last of duplicate keys wins); each array up to the start of the
-// item it descends into, or the end of the item it returns, from where the
-// previous lookup through it in c stopped when that was before the item,
-// and whole first when a negative index needs its length; and the whole
-// value when it was read back from the durable store. When that would
-// exceed limit it fails with errScanBudget, having scanned at most one
-// array item past the limit.
+// value itself when large, and the containers it reaches by long scans,
+// with what it learns of them (see builtIndex).
+//
+// It reports the bytes it scanned, the work the budget is charged with:
+//   - nothing for a child that the index Put made answers (see
+//     indexedChild), nor for an index out of range of an array whose
+//     length is known;
+//   - for an item of an array Put indexed (the stored value, or the part
+//     of it that dominates its preview, or the JSON in such a string), the
+//     bytes from the last mark at or before the item (see jsontext.Marks)
+//     to the start of the item it descends into, or the end of the item it
+//     returns: less than jsontext.MarkGap bytes plus the item;
+//   - for a key of an object Put indexed, jsontext.KeyBlockFilterBytes for
+//     each of its key blocks tested, from the last one back, and the bytes
+//     of each block scanned, up to the last block that holds the key (the
+//     last of duplicate keys wins, as everywhere in the package);
+//   - for an object Put did not index, the whole object, once per call
+//     when c holds it (later keys are found through its blocks, as above);
+//   - for an array Put did not index, the bytes walked from the furthest
+//     point a lookup through it reached in c, or from the mark before the
+//     item, whichever is nearer, and first to its end when a negative index
+//     needs its length;
+//   - the whole value when it was read back from the durable store.
+//
+// When that would exceed limit it fails with errScanBudget, having scanned
+// at most one array item or key block past the limit.
 func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Value, part []byte, scanned int, err error) {
 	w := walker{r: r, limit: limit, count: -1, key: -1}
 	e, start, depth, ok := c.longest(r)
 	if ok {
 		w.whole, w.cur, w.open, w.stream, w.count, w.key, w.depth = e.whole, e.part, e.open, e.stream, e.count, start, depth
+		w.ix, w.built = e.ix, e.built
 	} else if done, err := s.walkFromValue(&w, c); done || err != nil {
 		return w.whole, nil, w.scanned, err
 	}
@@ -118,17 +149,16 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 		var seg string
 		seg, i = nextSegment(r.segs, i)
 		w.depth++
-		var found []byte
-		if at == 0 {
-			found = indexedChild(w.whole.get(), seg)
-		}
-		step, open := 0, false
-		if found == nil && w.cur[0] == '"' && !w.stream {
-			if err := w.intoString(c, at); err != nil {
+		if w.cur[0] == '"' && !w.stream {
+			if w.ix != nil { // a string whose JSON Put indexed
+				w.cur, w.open, w.count = w.ix.raw, false, w.ix.n
+			} else if err := w.intoString(c, at); err != nil {
 				return w.whole, nil, w.scanned, err
 			}
 		}
-		if found == nil {
+		found, known := w.ix.child(seg)
+		step, open := 0, false
+		if !known {
 			var err error
 			switch {
 			case w.stream || w.cur[0] == '[':
@@ -141,6 +171,8 @@ func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Va
 			if err != nil {
 				return w.whole, nil, w.scanned + step, err
 			}
+		} else if found == nil {
+			return w.whole, nil, w.scanned, w.missing(at, seg)
 		}
 		w.enter(c, i, found, open, step)
 	}
@@ -161,9 +193,11 @@ type walker struct {
 	whole  Value
 	cur    []byte // the container reached; runs on past its end when open
 	open   bool
-	stream bool // cur is a text holding a stream of JSON values, its items
-	count  int  // the length of the array cur, when known, or -1
-	key    int  // cur is the cache's entry for r.key(key), when at least 0
+	stream bool        // cur is a text holding a stream of JSON values, its items
+	count  int         // the length of the array cur, when known, or -1
+	key    int         // cur is the cache's entry for r.key(key), when at least 0
+	ix     *container  // the index Put made of cur, or of the JSON the string cur holds, if any
+	built  *builtIndex // what this call learned of cur, when the cache holds it and Put did not index it
 }
 
 // The walker's cache is passed to its methods rather than kept in it, so
@@ -200,19 +234,14 @@ func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err e
 			return true, errScanBudget
 		}
 	}
-	switch {
-	case x.kind == KindArray || x.kind == KindObject:
-		w.cur, w.count = x.raw, x.n // n was counted at Put
-	case x.index() != nil: // a text holding JSON, or a stream of JSON values
-		c := x.index()
-		w.cur, w.count, w.stream = c.raw, c.n, c.stream
-	default:
+	ix := x.index() // an array or object, a text holding JSON, or a stream of JSON values
+	if ix == nil {
 		return true, fmt.Errorf("values: %s: %w: $%s is %s, which has no fields or items", r.quoted(), ErrNoPath, jsontext.ClipString(r.handle), x.kind)
 	}
-	if c != nil && (w.whole.v != stored.v || len(w.cur) >= walkCacheMin) {
-		// Remember the value, so that a value read back is read once and
-		// the walks of later lookups through a large array resume.
-		c.add(r, 0, walkEntry{whole: w.whole, part: w.cur, count: w.count, stream: w.stream})
+	w.cur, w.count, w.stream, w.ix = ix.raw, ix.n, ix.stream, ix
+	if c != nil && w.whole.v != stored.v {
+		// Remember the value, so that a value read back is read once.
+		c.addKey(r.key(0), walkEntry{whole: w.whole, part: w.cur, count: w.count, stream: w.stream, ix: ix})
 		w.key = 0
 	}
 	return false, nil
@@ -223,10 +252,17 @@ func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err e
 // the cache when that scan was long or found is a large container.
 func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
 	w.scanned += step
-	w.cur, w.open, w.stream, w.count, w.key = found, open, false, -1, -1
+	ix := w.ix.dominant(found)
+	if ix != nil && found[0] != '"' {
+		found, open = ix.raw, false // the same bytes, ending where the child does
+	}
+	w.cur, w.open, w.stream, w.count, w.key, w.ix, w.built = found, open, false, -1, -1, ix, nil
+	if ix != nil {
+		w.count = ix.n
+	}
 	long := step >= walkCacheMin || !open && len(found) >= walkCacheMin
 	if c != nil && long && w.depth <= walkCacheDepth && (found[0] == '{' || found[0] == '[') {
-		c.add(w.r, i, walkEntry{whole: w.whole, part: found, open: open, count: -1})
+		w.built = c.addKey(w.r.key(i), walkEntry{whole: w.whole, part: found, open: open, count: w.count, ix: ix})
 		w.key = i
 	}
 }
@@ -240,7 +276,7 @@ func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
 func (w *walker) intoString(c *walkCache, at int) error {
 	key := w.r.key(at) + "\x00json"
 	if e, ok := c.lookup(key); ok {
-		w.cur, w.open, w.count, w.key = e.part, false, e.count, -1
+		w.cur, w.open, w.count, w.key, w.built = e.part, false, e.count, -1, e.built
 		return nil
 	}
 	str := w.cur[:jsontext.SkipString(w.cur, 0)]
@@ -254,16 +290,48 @@ func (w *walker) intoString(c *walkCache, at int) error {
 		return fmt.Errorf("values: %s: %w: %s is text, which has no fields or items (it does not hold a JSON array or object)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at))
 	}
 	text = text[i:jsontext.SkipValue(text, i)]
-	w.cur, w.open, w.count, w.key = text, false, -1, -1
+	w.cur, w.open, w.count, w.key, w.built = text, false, -1, -1, nil
 	if c != nil {
-		c.addKey(key, walkEntry{whole: w.whole, part: text, count: -1})
+		w.built = c.addKey(key, walkEntry{whole: w.whole, part: text, count: -1})
 	}
 	return nil
 }
 
 // field returns the value of the key seg in the object w.cur (the last of
-// duplicate keys), and the bytes scanned: the whole object.
+// duplicate keys), and the bytes scanned: see lookupPath.
 func (w *walker) field(at int, seg string) (found []byte, step int, err error) {
+	budget := w.limit - w.scanned
+	var blocks jsontext.KeyBlocks
+	obj := w.cur
+	switch b := w.built; {
+	case w.ix != nil:
+		blocks = w.ix.blocks
+	case b != nil && !b.indexed:
+		blocks, b.end = jsontext.IndexKeys(obj)
+		if step = b.end; step > budget {
+			return nil, 0, errScanBudget
+		}
+		b.blocks, b.indexed = blocks, true
+		obj = obj[:b.end]
+	case b != nil:
+		blocks, obj = b.blocks, obj[:b.end]
+	default:
+		return w.scanField(at, seg)
+	}
+	found, cost, over := blocks.Lookup(obj, seg, budget-step)
+	if over {
+		return nil, 0, errScanBudget
+	}
+	step += cost
+	if found == nil {
+		return nil, step, w.missing(at, seg)
+	}
+	return found, step, nil
+}
+
+// scanField is field for an object without key blocks: it scans the whole
+// object, and the last of duplicate keys wins.
+func (w *walker) scanField(at int, seg string) (found []byte, step int, err error) {
 	d := w.cur
 	budget := w.limit - w.scanned
 	i := jsontext.SkipSpace(d, 1)
@@ -286,32 +354,50 @@ func (w *walker) field(at int, seg string) (found []byte, step int, err error) {
 		return nil, 0, errScanBudget
 	}
 	if found == nil {
-		return nil, step, fmt.Errorf("values: %s: %w: %s has no key %s%s", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg), keyList(d))
+		return nil, step, w.missing(at, seg)
 	}
 	return found, step, nil
 }
 
+// missing returns the error for a segment seg that names nothing in w.cur,
+// the container named by the first at bytes of the path.
+func (w *walker) missing(at int, seg string) error {
+	if w.cur[0] == '{' && !w.stream {
+		return fmt.Errorf("values: %s: %w: %s has no key %s%s", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg), keyList(w.cur))
+	}
+	if _, ok := parseIndex(seg); !ok {
+		return fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg))
+	}
+	return fmt.Errorf("values: %s: %w: index %s is out of range for %s, an array of %d items", w.r.quoted(), ErrNoPath, seg, w.r.prefixShown(at), w.count)
+}
+
 // item returns the item of the array w.cur that the index seg names, and
-// the bytes scanned. When last is false the item is to be descended into:
-// it is returned open, running on past its end, so that a deep path is
-// not scanned once per level.
+// the bytes scanned (see lookupPath). When last is false the item is to be
+// descended into: it is returned open, running on past its end, so that a
+// deep path is not scanned once per level.
 func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte, step int, open bool, err error) {
 	idx, ok := parseIndex(seg)
 	if !ok {
-		return nil, 0, false, fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg))
+		return nil, 0, false, w.missing(at, seg)
 	}
-	var ce walkEntry // cur's cache entry
-	if w.key >= 0 {
-		ce = c.m[w.r.key(w.key)]
+	b := w.built
+	marks := b.marksOf()
+	if w.ix != nil {
+		marks = w.ix.marks
 	}
 	budget := w.limit - w.scanned
-	if idx < 0 && w.count < 0 {
-		_, end, _, n := walkArray(w.cur, 0, 0, maxInt, budget, false, w.stream)
+	if idx < 0 && w.count < 0 { // count the items, from as far as the walks reached
+		k, from := b.reach()
+		_, end, _, n := walkArray(w.cur, k, from, maxInt, budget, false, w.stream, b)
 		if end < 0 {
 			return nil, 0, false, errScanBudget
 		}
-		step, w.count = end, n
+		step, w.count = end-from, n
+		if b != nil {
+			b.next, b.nextOff = n, end
+		}
 		if w.key >= 0 {
+			ce := c.m[w.r.key(w.key)]
 			ce.count = n
 			c.m[w.r.key(w.key)] = ce
 		}
@@ -319,54 +405,79 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 	if idx < 0 {
 		idx += w.count
 	}
+	if idx < 0 || w.count >= 0 && idx >= w.count {
+		return nil, step, false, w.missing(at, seg)
+	}
 	k, from := 0, 0 // walk from item k at offset from
-	if ce.next > 0 && ce.next <= idx {
-		k, from = ce.next, ce.nextOff
+	if m, ok := marks.Before(idx); ok {
+		k, from = m.Item, m.Off
 	}
-	if idx >= 0 {
-		var end, next int
-		found, end, next, k = walkArray(w.cur, k, from, idx, budget-step, !last, w.stream)
-		if end < 0 {
-			return nil, 0, false, errScanBudget
-		}
-		step += end - from
-		if found != nil && w.key >= 0 {
-			ce.next, ce.nextOff = idx+1, next
-			if !last {
-				ce.next = idx // next is not known: resume at this item
-			}
-			c.m[w.r.key(w.key)] = ce
+	rec := (*builtIndex)(nil) // marks the items walked past the furthest reach
+	if next, nextOff := b.reach(); b != nil && next <= idx && next >= k {
+		k, from, rec = next, nextOff, b
+	}
+	found, end, next, n := walkArray(w.cur, k, from, idx, budget-step, !last, w.stream, rec)
+	if end < 0 {
+		return nil, 0, false, errScanBudget
+	}
+	step += end - from
+	if rec != nil {
+		switch {
+		case found == nil: // walked to the end
+			rec.next, rec.nextOff = n, end
+		case last:
+			rec.next, rec.nextOff = idx+1, next
+		default: // the item's end is not known: resume at it
+			rec.next, rec.nextOff = idx, next
 		}
 	}
-	if found == nil { // walked to the end, or not at all
+	if found == nil {
 		if w.count < 0 {
-			w.count = k
+			w.count = n
 		}
-		return nil, step, false, fmt.Errorf("values: %s: %w: index %s is out of range for %s, an array of %d items", w.r.quoted(), ErrNoPath, seg, w.r.prefixShown(at), w.count)
+		return nil, step, false, w.missing(at, seg)
 	}
 	return found, step, !last, nil
 }
 
-// indexedChild returns the child of the stored array or object x that seg
-// names when the index Put made of x holds it (a head or tail item of an
-// array, a field of an object small enough to be indexed whole, the last
-// of duplicate keys winning), and nil otherwise.
-func indexedChild(x *value, seg string) []byte {
-	c := x.index()
-	if c == nil {
+// marksOf returns the marks b holds; b may be nil.
+func (b *builtIndex) marksOf() jsontext.Marks {
+	if b == nil {
 		return nil
+	}
+	return b.marks
+}
+
+// reach returns the item after the furthest the walks through b reached,
+// and its offset; 0, 0 for a nil b.
+func (b *builtIndex) reach() (next, nextOff int) {
+	if b == nil {
+		return 0, 0
+	}
+	return b.next, b.nextOff
+}
+
+// child returns the child of the container c indexes that seg names, when
+// c's index answers for it, with known true: a head or tail item of an
+// array, a field of an object small enough to be indexed whole (the last
+// of duplicate keys winning), or nil for an index out of range or a key
+// such an object lacks. known is false when the child must be looked for;
+// c may be nil.
+func (c *container) child(seg string) (found []byte, known bool) {
+	if c == nil {
+		return nil, false
 	}
 	switch c.kind {
 	case KindArray:
 		idx, ok := parseIndex(seg)
 		if !ok {
-			return nil
+			return nil, true
 		}
 		if idx < 0 {
 			idx += c.n
 		}
 		if idx < 0 || idx >= c.n {
-			return nil
+			return nil, true
 		}
 		i := -1
 		switch {
@@ -378,22 +489,35 @@ func indexedChild(x *value, seg string) []byte {
 			i = arrayHeadItems + idx - (c.n - arrayTailItems)
 		}
 		if i < 0 {
-			return nil
+			return nil, false
 		}
-		return c.nodes[i].val.Of(c.raw)
+		return c.nodes[i].val.Of(c.raw), true
 	case KindObject:
 		if c.n != len(c.nodes) || c.n > objectFieldsMax {
-			return nil // only some keys are indexed
+			return nil, false // only some keys are indexed
 		}
-		var found []byte
 		for i := range c.nodes {
 			if jsontext.KeyEquals(c.nodes[i].key.Of(c.raw), seg) {
 				found = c.nodes[i].val.Of(c.raw)
 			}
 		}
-		return found
+		return found, true
 	}
-	return nil
+	return nil, false
+}
+
+// dominant returns the index of the child of the container c indexes
+// whose JSON starts where found does, when that child is c's dominant
+// part and Put indexed it (a container, or a string holding one), and
+// nil otherwise; c may be nil.
+func (c *container) dominant(found []byte) *container {
+	if c == nil || c.dom == nil || c.dom.c == nil || c.stream {
+		return nil
+	}
+	if v := c.dom.val; v.End > len(c.raw) || len(found) == 0 || &found[0] != &c.raw[v.Start] {
+		return nil
+	}
+	return c.dom.c
 }
 
 // walkArray walks the validated array d from its item k, which starts at
@@ -405,14 +529,27 @@ func indexedChild(x *value, seg string) []byte {
 // ends first, nil, the offset of its end and the number of items; or a
 // negative end when the walk would go past the limit. With stream, d is a
 // stream of JSON values, separated by white space, and they are its items.
-func walkArray(d []byte, k, from, idx, limit int, open, stream bool) (item []byte, end, next, n int) {
+// With rec, it marks in rec the items it passes, item idx included, that
+// start at least jsontext.MarkGap bytes past rec's last mark.
+func walkArray(d []byte, k, from, idx, limit int, open, stream bool, rec *builtIndex) (item []byte, end, next, n int) {
 	i := from
 	if i == 0 && !stream {
 		i = jsontext.SkipSpace(d, 1)
 	} else if i == 0 {
 		i = jsontext.SkipSpace(d, 0)
 	}
+	markAt := maxInt
+	if rec != nil {
+		markAt = jsontext.MarkGap
+		if m := rec.marks; len(m) > 0 {
+			markAt = m[len(m)-1].Off + jsontext.MarkGap
+		}
+	}
 	for ; i < len(d) && (stream || d[i] != ']'); k++ {
+		if i >= markAt {
+			rec.marks = append(rec.marks, jsontext.Mark{Item: k, Off: i})
+			markAt = i + jsontext.MarkGap
+		}
 		if k == idx && open {
 			if i-from > limit {
 				return nil, -1, 0, k

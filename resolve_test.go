@@ -854,7 +854,9 @@ func BenchmarkResolve50MBTextBaselineMarshal(b *testing.B) {
 // fuzzStore holds values of every kind for FuzzResolve: r1 an object with
 // awkward keys, r2 text, r3 binary, r4 a mixed array, r5 a number, r6 text
 // that looks like a reference, r7 JSON with escapes in its keys, r8 an
-// object large enough for lookups to remember what they scan in it.
+// object large enough for lookups to remember what they scan in it, r9 an
+// object whose keys Put indexes in blocks, with duplicate keys, and r10 an
+// array whose items Put marks.
 func fuzzStore(tb testing.TB, opts ...Option) *SessionValues {
 	tb.Helper()
 	s := New(opts...)
@@ -867,6 +869,8 @@ func fuzzStore(tb testing.TB, opts ...Option) *SessionValues {
 		"$r1",
 		json.RawMessage(`{"\u00e9":1,"a\"b":2,"\ud800":3,"\/":4}`),
 		json.RawMessage(fuzzLarge()),
+		json.RawMessage(fuzzManyKeys()),
+		json.RawMessage(fuzzLongArray()),
 	} {
 		if _, err := s.Put(v); err != nil {
 			tb.Fatal(err)
@@ -890,6 +894,38 @@ func fuzzLarge() string {
 	return b.String()
 }
 
+// fuzzManyKeys returns an object of about 20 KiB whose 300 keys, k0 to
+// k149 twice (the second time far after the first, with another value),
+// Put indexes in key blocks, and one of them holds an object of many keys.
+func fuzzManyKeys() string {
+	var b strings.Builder
+	b.WriteString(`{"k\u0031":"escaped",`)
+	for i := range 300 {
+		fmt.Fprintf(&b, `"k%d":{"i":%d,"pad":"%s"},`, i%150, i, strings.Repeat("p", i%60))
+	}
+	b.WriteString(`"many":{`)
+	for i := range 200 {
+		fmt.Fprintf(&b, `"m%d":[%d,{"x":%d}],`, i%120, i, i)
+	}
+	b.WriteString(`"end":true},"a.b":1}`)
+	return b.String()
+}
+
+// fuzzLongArray returns an array of 400 objects, about 24 KiB, whose items
+// Put marks.
+func fuzzLongArray() string {
+	var b strings.Builder
+	b.WriteString(`[`)
+	for i := range 400 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"dir/file%d","size":%d,"tags":["%s"]}`, i, i*7, strings.Repeat("t", i%13))
+	}
+	b.WriteString(`]`)
+	return b.String()
+}
+
 // FuzzResolve checks Resolve against a model that works on decoded values:
 // it never panics, its output is valid JSON equal (decoded) to the model's,
 // arguments without references come back unchanged, errors are the
@@ -908,6 +944,8 @@ func FuzzResolve(f *testing.F) {
 		{`["$r8.rows.3.id","$r8.rows.-1","$r8.rows.0.id","$r8.rows","$r8.rows.2.v.1","$r8.nope","$r8.rows.1.id","$r8.rows.300"]`, "$r8.rows.299.v.2.0"},
 		{`{"a":["$r8.dup.x.1.y","$r8.k.a\\.b.1.c.-1","$r8.rows.-300.v","$r8.rows.5","$r8.rows.4.id"],"b":"$r8.rows.7.v.-1"}`, "$r8.dup.x"},
 		{`["$r1..a","$r1.a.","$r8.rows.\\x","$$r8..x"]`, "$r8.rows.1\\"},
+		{`["$r9.k1","$r9.k149.i","$r9.k0.pad","$r9.many.m7.1.x","$r9.many.m119","$r9.nope","$r9.a\\.b"]`, "$r9.many.end"},
+		{`["$r10.399.path","$r10.200.size","$r10.-400.tags.0","$r10.7.path","$r10.400","$r10.-401"]`, "$r10.123.tags.-1"},
 	} {
 		f.Add([]byte(seed.args), seed.ref)
 	}
@@ -1185,21 +1223,22 @@ func modelLookup(s *SessionValues, segs []string) (any, bool) {
 	return cur, true
 }
 
-// Distinct paths into one large value each scan it; their total is bounded
-// too, at scanFactor times the bound.
+// Distinct paths into an object that Put did not index each scan it
+// (one too small for the call to remember); their total is bounded too,
+// at scanFactor times the bound.
 func TestResolveBoundsLookupWork(t *testing.T) {
 	s := New(WithMaxResolved(1000))
 	obj := `{` + strings.Repeat(`"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",`, 40)
 	for i := range 20 {
 		obj += fmt.Sprintf(`"k%d":%d,`, i, i)
 	}
-	h, _ := s.Put(json.RawMessage(strings.TrimSuffix(obj, ",") + `}`))
-	v, _ := s.Get(h)
-	fits := scanFactor * 1000 / v.Size()
+	obj = strings.TrimSuffix(obj, ",") + `}`
+	h, _ := s.Put(json.RawMessage(`[` + obj + `,1,2,3,4,5]`)) // the object is a head item
+	fits := scanFactor * 1000 / len(obj)
 	args := func(n int) []byte {
 		var b []string
 		for i := range n {
-			b = append(b, fmt.Sprintf(`"$%s.k%d"`, h, i), fmt.Sprintf(`"$%s.k%d"`, h, i)) // repeats are free
+			b = append(b, fmt.Sprintf(`"$%s.0.k%d"`, h, i), fmt.Sprintf(`"$%s.0.k%d"`, h, i)) // repeats are free
 		}
 		return []byte("[" + strings.Join(b, ",") + "]")
 	}
@@ -1268,17 +1307,23 @@ func TestResolvePathsChargeWhatTheyScan(t *testing.T) {
 			}
 		})
 	}
-	// Walking the rows array is charged up to the item taken, from where
-	// the previous path stopped when that is before it: ids far into it in
-	// descending order still exhaust the budget of 4 MiB. Each of these
-	// scans about 2 MiB, so the third fails.
-	last := seq(rows-10, rows)
-	if _, _, err := s.Resolve(idRefs(h, last...)); err != nil {
-		t.Errorf("ten paths to the last rows in ascending order: %v", err)
+	// The rows array dominates the value, so Put indexed it: a path into
+	// it is charged the walk from the mark before its item (less than
+	// jsontext.MarkGap bytes) and its row, in any order. Every fourth row,
+	// in descending order, costs less than the budget of 4 MiB.
+	some := []int{}
+	for i := rows - 1; i >= 0; i -= 4 {
+		some = append(some, i)
 	}
-	slices.Reverse(last)
-	if _, _, err := s.Resolve(idRefs(h, last...)); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("ten paths to the last rows in descending order: %v, want ErrTooLarge", err)
+	if _, refs, err := s.Resolve(idRefs(h, some...)); err != nil || len(refs) != len(some) {
+		t.Errorf("%d rows in descending order: %d refs, %v", len(some), len(refs), err)
+	}
+	for _, i := range []int{rows - 1, rows / 2, 12345, 3} {
+		row := fmt.Sprintf(`{"id":%d,"name":"row %d with some padding to make it longer"}`, i, i)
+		p, _ := parseRef(fmt.Sprintf("r1.rows.%d.id", i))
+		if _, part, scanned, err := s.lookupPath(p, nil, maxInt); err != nil || string(part) != strconv.Itoa(i) || scanned >= jsontext.MarkGap+len(row) {
+			t.Errorf("row %d: %s, %v, scanned %d bytes; want less than %d", i, part, err, scanned, jsontext.MarkGap+len(row))
+		}
 	}
 }
 
@@ -1311,8 +1356,8 @@ func TestLookupPathScanned(t *testing.T) {
 		{"$" + ha + ".0.k", `1`, len(`{"k":1}`)},
 		{"$" + ha + ".-1.1", `4`, len(`[3,4`)},
 		{"$" + ha + ".1.x", "", len(`{"k":2}`)},
-		{"$" + ha + ".5", "", len(arr) - 1},
-		{"$" + h + ".nope", "", len(obj)}, // scanned to list the keys
+		{"$" + ha + ".5", "", 0},   // its length is known
+		{"$" + h + ".nope", "", 0}, // every key is indexed
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {

@@ -110,8 +110,9 @@ func (x *keyIndexer) add(d []byte, k Span) {
 }
 
 // IndexKeys returns the key blocks of the valid object obj, with offsets
-// in obj. Its cost is one pass over obj, as [Member]'s.
-func IndexKeys(obj []byte) KeyBlocks {
+// in obj, and the offset after its closing brace (obj may run on past it).
+// Its cost is one pass over obj, as [Member]'s.
+func IndexKeys(obj []byte) (KeyBlocks, int) {
 	var x keyIndexer
 	i := SkipSpace(obj, 1)
 	for i < len(obj) && obj[i] != '}' {
@@ -123,7 +124,7 @@ func IndexKeys(obj []byte) KeyBlocks {
 			i = SkipSpace(obj, i+1)
 		}
 	}
-	return x.blocks
+	return x.blocks, min(i+1, len(obj))
 }
 
 // Lookup returns the value of the last field named key in the valid

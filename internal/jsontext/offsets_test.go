@@ -56,8 +56,12 @@ func offsetOf(outer, sub []byte) int { return cap(outer) - cap(sub) }
 // through them finds what Member finds for each key and for key.
 func checkBlocks(t *testing.T, obj []byte, blocks KeyBlocks, key string) {
 	t.Helper()
-	if diff := cmp.Diff(blocks, IndexKeys(obj), cmp.AllowUnexported(KeyBlock{})); diff != "" {
+	ib, end := IndexKeys(append(obj[:len(obj):len(obj)], `,"after":1}`...))
+	if diff := cmp.Diff(blocks, ib, cmp.AllowUnexported(KeyBlock{})); diff != "" {
 		t.Fatalf("Scan's blocks (-) and IndexKeys (+) differ:\n%s", diff)
+	}
+	if end != len(obj) {
+		t.Fatalf("IndexKeys ends at %d, want %d", end, len(obj))
 	}
 	var keys []string
 	seen := map[string]bool{}

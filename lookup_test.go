@@ -1,0 +1,295 @@
+package values
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/google/go-cmp/cmp"
+)
+
+// offsetValues returns values whose lookups go through what Put records
+// of large containers (marks of array items, key blocks of objects) and
+// what one call builds of those Put did not index, each with the paths to
+// check in it.
+func offsetValues() []struct {
+	name  string
+	value []byte
+	paths []string
+} {
+	rows := func(n int) string {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, `{"id":%d,"path":"dir/f%d","pad":"%s"}`, i, i, strings.Repeat("x", i*7%90))
+		}
+		b.WriteByte(']')
+		return b.String()
+	}
+	keys := func(n, distinct int) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			fmt.Fprintf(&b, `"d%d":{"i":%d,"pad":"%s"},`, i%distinct, i, strings.Repeat("y", i*11%70))
+		}
+		b.WriteString(`"\u0065sc":"escaped","a.b":[1,2]}`)
+		return b.String()
+	}
+	idx := func(n int) []string {
+		segs := []string{"0", "1", "2", "3", "-1", "-2", "-3", strconv.Itoa(n - 1), strconv.Itoa(n), strconv.Itoa(-n), strconv.Itoa(-n - 1), "01", "-0", "x"}
+		for i := 7; i < n; i += n / 23 {
+			segs = append(segs, strconv.Itoa(i), strconv.Itoa(-i))
+		}
+		return segs
+	}
+	dkeys := func(distinct int) []string {
+		segs := []string{"esc", `a\.b`, "nope", "d", "0"}
+		for i := 0; i < distinct+3; i += 7 {
+			segs = append(segs, "d"+strconv.Itoa(i))
+		}
+		return segs
+	}
+	under := func(prefix string, segs []string, suffixes ...string) []string {
+		var out []string
+		for _, s := range segs {
+			for _, suf := range append([]string{""}, suffixes...) {
+				out = append(out, prefix+s+suf)
+			}
+		}
+		return out
+	}
+	content, _ := json.Marshal(rows(2000))
+	var stream strings.Builder
+	for i := range 2500 {
+		fmt.Fprintf(&stream, "{\"n\":%d,\"s\":\"%s\"}\n", i, strings.Repeat("z", i%50))
+	}
+	return []struct {
+		name  string
+		value []byte
+		paths []string
+	}{
+		{"top-level array", []byte(rows(3000)), under("", idx(3000), ".id", ".path", ".nope")},
+		{"top-level object", []byte(keys(2000, 700)), under("", dkeys(700), ".i", ".pad")},
+		{"dominant array", []byte(`{"meta":{"n":3000},"rows":` + rows(3000) + `}`), append(under("rows.", idx(3000), ".id"), "meta.n", "rows")},
+		{"dominant object", []byte(`{"n":1,"all":` + keys(2000, 700) + `}`), under("all.", dkeys(700), ".i")},
+		{"JSON in a dominant string", []byte(`{"content":` + string(content) + `}`), append(under("content.", idx(2000), ".path"), "content")},
+		{"arrays and objects Put did not index", []byte(`[` + rows(2000) + `,` + keys(1500, 400) + `,` + rows(1500) + `]`),
+			append(append(under("0.", idx(2000), ".id"), under("1.", dkeys(400), ".i")...), under("2.", idx(1500))...)},
+		{"a stream of JSON values", []byte(stream.String()), under("", idx(2500), ".n")},
+	}
+}
+
+// modelPath looks up path in the decoded value v as the design says: the
+// last of duplicate keys wins (as encoding/json decodes them), a string
+// holding JSON is gone into, negative indexes count from the end.
+// Strings decoded are kept in decoded.
+func modelPath(v any, path string, decoded map[string]any) (any, bool) {
+	segs, ok := modelParse("r1." + path)
+	if !ok {
+		return nil, false
+	}
+	for _, seg := range segs[1:] {
+		if str, ok := v.(string); ok {
+			if v, ok = decoded[str]; !ok {
+				if v, ok = decodeNumbers([]byte(str)); !ok {
+					return nil, false
+				}
+				decoded[str] = v
+			}
+		}
+		switch c := v.(type) {
+		case map[string]any:
+			if v, ok = c[seg]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, ok := parseIndex(seg)
+			if !ok {
+				return nil, false
+			}
+			if i < 0 {
+				i += len(c)
+			}
+			if i < 0 || i >= len(c) {
+				return nil, false
+			}
+			v = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// decodeAll decodes b, one JSON value or a stream of them (as an array).
+func decodeAll(t *testing.T, b []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var all []any
+	for dec.More() {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, v)
+	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	return all
+}
+
+// Lookups that start from marks and key blocks find what the model finds,
+// in one call of Resolve (paths shuffled, through the walk cache), one at a
+// time, through Read, and in a session reopened from the durable store,
+// which keeps no marks or blocks: a value read back is indexed again, on
+// its first lookup.
+func TestLookupOffsets(t *testing.T) {
+	d := &memDurable{bodies: map[string][]byte{}, records: map[string][]Record{}}
+	durable, err := Open(d, "s", WithMemoryLimit(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := New()
+	vals := offsetValues()
+	for _, v := range vals {
+		mem.PutOutput(v.value)
+		durable.PutOutput(bytes.Clone(v.value))
+	}
+	reopened, err := Open(d, "s", WithMemoryLimit(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, st := range []struct {
+		name string
+		s    *SessionValues
+	}{{"in memory", mem}, {"durable", durable}, {"reopened", reopened}} {
+		for hi, v := range vals {
+			t.Run(st.name+"/"+v.name, func(t *testing.T) {
+				h := handleName(hi + 1)
+				model, decoded := decodeAll(t, v.value), map[string]any{}
+				var args []string
+				var want []any
+				for _, path := range v.paths {
+					ref := "$" + h + "." + path
+					m, ok := modelPath(model, path, decoded)
+					p, err := st.s.Read(ref, 0, MaxReadLimit)
+					switch {
+					case !ok && !errors.Is(err, ErrNoPath):
+						t.Errorf("Read(%s) = %.80q, %v; want ErrNoPath", ref, p.Content, err)
+					case ok && err != nil:
+						t.Errorf("Read(%s): %v", ref, err)
+					}
+					out, _, err := st.s.Resolve([]byte(strconv.Quote(ref)))
+					got, _ := decodeNumbers(out)
+					if !ok {
+						got, m = out, []byte(strconv.Quote(ref)) // left as written
+					}
+					if diff := cmp.Diff(m, got); err != nil || diff != "" {
+						t.Errorf("Resolve(%s): %v (-model +got):\n%.500s", ref, err, diff)
+					}
+					args = append(args, strconv.Quote(ref))
+					if ok {
+						want = append(want, m)
+					} else {
+						want = append(want, ref)
+					}
+				}
+				// All paths in one call, in an order that jumps about.
+				perm := rng.Perm(len(args))
+				shuffled, wantShuffled := make([]string, len(args)), make([]any, len(args))
+				for i, j := range perm {
+					shuffled[i], wantShuffled[i] = args[j], want[j]
+				}
+				out, _, err := st.s.Resolve([]byte("[" + strings.Join(shuffled, ",") + "]"))
+				got, _ := decodeNumbers(out)
+				if diff := cmp.Diff(wantShuffled, got); err != nil || diff != "" {
+					t.Errorf("Resolve of all paths: %v (-model +got):\n%.2000s", err, diff)
+				}
+			})
+		}
+	}
+}
+
+// What Put keeps of a large value's offsets (marks of array items, key
+// blocks of objects, in the value and in the parts it indexes as
+// dominant) takes at most a tenth of the value's bytes, whatever its items.
+func TestIndexOffsetsMemory(t *testing.T) {
+	build := func(n int, item func(i int) string, open, close string) []byte {
+		var b bytes.Buffer
+		b.WriteString(open)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(item(i))
+		}
+		b.WriteString(close)
+		return b.Bytes()
+	}
+	for _, tt := range []struct {
+		name  string
+		value []byte
+	}{
+		{"100k small objects", build(100_000, func(i int) string { return fmt.Sprintf(`{"id":%d,"ok":true}`, i) }, "[", "]")},
+		{"tiny items", build(300_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]")},
+		{"tiny fields", build(100_000, func(i int) string { return fmt.Sprintf(`"%d":0`, i) }, "{", "}")},
+		{"nested dominant parts", build(50_000, func(i int) string { return fmt.Sprintf(`"k%d":[%d]`, i, i) }, `{"a":{"b":{"c":{`, `}}},"x":1}`)},
+		{"JSON in a string", []byte(`{"content":` + strconv.Quote(string(build(100_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]"))) + `}`)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New()
+			h := s.PutOutput(tt.value)
+			v, _ := s.Get(h)
+			got := v.get().index().offsetsSize()
+			if got == 0 || got > len(tt.value)/10 {
+				t.Errorf("offsets take %d bytes of a %d-byte value (%.3f), want at most a tenth", got, len(tt.value), float64(got)/float64(len(tt.value)))
+			}
+			t.Logf("%d bytes, %.4f of the value", got, float64(got)/float64(len(tt.value)))
+		})
+	}
+}
+
+// The scan budget still refuses distinct paths whose lookups scan more
+// than it, now that each costs what it names: many keys of objects Put did
+// not index and too small to be remembered, and many items of an indexed
+// array, each charged its walk from the mark before it.
+func TestLookupOffsetsBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range 20_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"pad":"%s"}`, i, strings.Repeat("x", 40))
+	}
+	b.WriteByte(']')
+	s := New(WithMaxResolved(64 << 10)) // a scan budget of 256 KiB
+	h := s.PutOutput([]byte(b.String()))
+	refs := func(n int) []byte {
+		var a []string
+		for i := range n {
+			a = append(a, fmt.Sprintf(`"$%s.%d.id"`, h, (i*7919)%20_000))
+		}
+		return []byte("[" + strings.Join(a, ",") + "]")
+	}
+	// Each costs less than MarkGap + its item (60 bytes).
+	few := (256 << 10) / (jsontext.MarkGap + 60)
+	if _, got, err := s.Resolve(refs(few)); err != nil || len(got) != few {
+		t.Errorf("%d paths: %d resolved, %v", few, len(got), err)
+	}
+	if _, _, err := s.Resolve(refs(20_000)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("20,000 paths: %v, want ErrTooLarge", err)
+	}
+}
