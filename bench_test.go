@@ -319,3 +319,8 @@ func BenchmarkResolveRefsKeyNearEndTopObject(b *testing.B) {
 func BenchmarkResolveRefsTopObjectBaselineGJSONValid(b *testing.B) {
 	benchValidBaseline(b, refsObject())
 }
+
+// BenchmarkPutPreviewObject10MB stores and previews the 10 MB object of
+// 100k keys, whose key blocks Put records; its baseline is
+// BenchmarkResolveRefsTopObjectBaselineGJSONValid.
+func BenchmarkPutPreviewObject10MB(b *testing.B) { benchPutPreview(b, refsObject()) }

@@ -1,6 +1,7 @@
 package values
 
 import (
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -200,23 +201,29 @@ func (d *dominant) index() *container {
 	return d.c
 }
 
-// offsets returns the marks and key blocks of sh, rebased by base, each
-// in a slice of its own length (so that the index keeps no spare capacity).
+// offsets returns the marks and key blocks of sh, rebased by base. Scan
+// made each slice large enough for the whole value; one less than half
+// full (a container of large children) is copied to its length, so that
+// the index keeps little spare capacity.
 func offsets(sh *jsontext.Shape, base int) (jsontext.Marks, jsontext.KeyBlocks) {
-	var marks jsontext.Marks
-	if len(sh.Marks) > 0 {
-		marks = make(jsontext.Marks, len(sh.Marks))
-		for i, m := range sh.Marks {
-			marks[i] = jsontext.Mark{Item: m.Item, Off: m.Off - base}
-		}
+	marks, blocks := sh.Marks, sh.Blocks
+	switch {
+	case len(marks) == 0:
+		marks = nil
+	case cap(marks) > 2*len(marks):
+		marks = slices.Clone(marks)
 	}
-	var blocks jsontext.KeyBlocks
-	if len(sh.Blocks) > 0 {
-		blocks = make(jsontext.KeyBlocks, len(sh.Blocks))
-		copy(blocks, sh.Blocks)
-		for i := range blocks {
-			blocks[i].Start -= base
-		}
+	switch {
+	case len(blocks) == 0:
+		blocks = nil
+	case cap(blocks) > 2*len(blocks):
+		blocks = slices.Clone(blocks)
+	}
+	for i := range marks {
+		marks[i].Off -= base
+	}
+	for i := range blocks {
+		blocks[i].Start -= base
 	}
 	return marks, blocks
 }

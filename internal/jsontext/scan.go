@@ -235,8 +235,7 @@ func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
 		sh.Items = mergeItems(d, a.Items, b.Items, lim.Keys)
 	}
 	if lim.Index {
-		sh.Marks = make(Marks, len(a.Marks), len(a.Marks)+len(b.Marks))
-		copy(sh.Marks, a.Marks)
+		sh.Marks = a.Marks // made large enough for the whole array
 		for _, m := range b.Marks {
 			sh.Marks = append(sh.Marks, Mark{a.Count + m.Item, m.Off})
 		}
@@ -256,14 +255,19 @@ func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
 // which starts at i (or, inArray, whose item starts at i: that item is
 // marked).
 func (sc *scanner) index(lim Limits, i int, inArray bool) {
+	// The slices are made once, large enough for what the rest of the
+	// document can hold (marks at least MarkGap apart, blocks KeyBlockGap),
+	// rather than grown: no copies, and nothing past that bound is kept.
 	switch {
 	case !lim.Index:
 	case inArray:
 		sc.marks, sc.markNext = true, i
+		sc.sh.Marks = make(Marks, 0, (len(sc.d)-i)/MarkGap+1)
 	case sc.stream || i < len(sc.d) && sc.d[i] == '[':
 		sc.marks, sc.markNext = true, i+MarkGap
+		sc.sh.Marks = make(Marks, 0, (len(sc.d)-i)/MarkGap+1)
 	case i < len(sc.d) && sc.d[i] == '{':
-		sc.keys = &keyIndexer{}
+		sc.keys = &keyIndexer{blocks: make(KeyBlocks, 0, (len(sc.d)-i)/KeyBlockGap+1)}
 	}
 }
 
