@@ -264,7 +264,10 @@ func (r *resolver) run() error {
 	r.bound = r.s.maxResolved()
 	r.total = len(r.args)
 	if err := r.walker.Walk(r.args, r.scalar); err != nil {
-		return fmt.Errorf("values: %w", err)
+		if errors.Is(err, jsontext.ErrSyntax) {
+			return fmt.Errorf("values: %w", err)
+		}
+		return err // from r.scalar, which says "values: " itself
 	}
 	if len(r.edits) == 0 {
 		r.out = r.args
