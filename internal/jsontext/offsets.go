@@ -67,7 +67,10 @@ type KeyBlock struct {
 // in order. Of duplicate keys the last wins in a lookup, as in [Member];
 // a lookup through the blocks finds it by scanning, from the last block
 // back, only the blocks whose filter admits the key, and stops at the
-// first (from the end) that holds it.
+// first (from the end) that holds it. A filter never denies a key its
+// block holds; it admits others at a rate that grows as fields shrink (see
+// keyFilterWords): with fields of a few bytes it admits most keys, and a
+// lookup scans most of the object, as it would without blocks.
 type KeyBlocks []KeyBlock
 
 // MayHave reports whether the block may hold the key whose [KeyHash] is h.
