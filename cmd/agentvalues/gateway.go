@@ -65,6 +65,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a stdio server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
+	storeFlags := addStoreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -103,9 +104,17 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 
 		OriginalSchemas: *originalSchemas,
 	}
-	if *listen != "" {
+	vals, closeStore, err := storeFlags.open(*listen != "", values.WithMaxPreview(*maxPreview), storeErrors(stderr))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	switch {
+	case *listen != "":
 		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(*maxPreview)}
-	} else {
+	case vals != nil:
+		opts.Values = vals
+	default:
 		opts.Values = values.New(values.WithMaxPreview(*maxPreview))
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)

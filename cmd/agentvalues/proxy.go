@@ -34,6 +34,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or the server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	storeFlags := addStoreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -56,18 +57,26 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr // the server's own diagnostics stay visible
-	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	opts := &mcpproxy.Options{
 		Threshold: *threshold,
 		Log:       stderr,
 
 		OriginalSchemas: *originalSchemas,
 	}
-	if *listen != "" {
+	vals, closeStore, err := storeFlags.open(*listen != "", values.WithMaxPreview(*maxPreview), storeErrors(stderr))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	switch {
+	case *listen != "":
 		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(*maxPreview)}
-	} else {
+	case vals != nil:
+		opts.Values = vals
+	default:
 		opts.Values = values.New(values.WithMaxPreview(*maxPreview))
 	}
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage, TerminateDuration: terminateDuration}, opts)
 	cancel()
 	if err != nil {
