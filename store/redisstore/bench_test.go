@@ -24,6 +24,7 @@ import (
 // the Redis figures are the store's own cost over loopback, not a disk's;
 // the directory store fsyncs every body.
 func BenchmarkStore(b *testing.B) {
+	sessions := 0
 	r := testkit.StartRedis(b)
 	backends := []struct {
 		name string
@@ -77,7 +78,9 @@ func BenchmarkStore(b *testing.B) {
 	for _, be := range backends {
 		b.Run("open-10000/"+be.name, func(b *testing.B) {
 			st := be.open(b)
-			s, err := values.Open(st, "bench")
+			sessions++
+			session := fmt.Sprintf("bench-%d", sessions) // a new one each time the function runs
+			s, err := values.Open(st, session)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -85,7 +88,7 @@ func BenchmarkStore(b *testing.B) {
 				s.PutOutput(fmt.Appendf(nil, `{"i":%d,"name":"item %d"}`, i, i))
 			}
 			for b.Loop() {
-				again, err := values.Open(st, "bench")
+				again, err := values.Open(st, session)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -240,11 +240,7 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 	gk, hk := s.grantKey(session, key), s.handlesKey(session)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
 		p.Set(ctx, gk, grant, life) // 0: no TTL
-		if life > 0 {
-			p.ExpireGT(ctx, hk, life)
-		} else {
-			p.Persist(ctx, hk)
-		}
+		extend(ctx, p, hk, life)
 		return nil
 	})
 	if err != nil {
@@ -257,6 +253,16 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 // live at least life (0: for ever).
 func (s *Store) writeBody(ctx context.Context, key string, body []byte, life time.Duration) error {
 	bk := s.bodyKey(key)
+	if len(body) <= smallBody && len(body) <= s.chunk {
+		// One round trip: written if absent, and made to live as long as
+		// this grant either way.
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SetNX(ctx, bk, append([]byte{'i'}, body...), life)
+			extend(ctx, p, bk, life)
+			return nil
+		})
+		return err
+	}
 	n, err := s.rdb.Exists(ctx, bk).Result()
 	if err != nil {
 		return err
@@ -303,15 +309,25 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 			if i >= 0 {
 				k = s.chunkKey(key, i)
 			}
-			if life > 0 {
-				p.ExpireGT(ctx, k, life)
-			} else {
-				p.Persist(ctx, k)
-			}
+			extend(ctx, p, k, life)
 		}
 		return nil
 	})
 	return err
+}
+
+// smallBody is the size up to which PutBody sends a body without asking
+// first whether it is stored: one round trip, at the cost of sending the
+// bytes again for a body stored before.
+const smallBody = 64 << 10
+
+// extend makes key live at least life, or for ever for life 0.
+func extend(ctx context.Context, p redis.Pipeliner, key string, life time.Duration) {
+	if life > 0 {
+		p.ExpireGT(ctx, key, life)
+	} else {
+		p.Persist(ctx, key)
+	}
 }
 
 // parseManifest reads a chunked body's head: its size, chunk size and
@@ -357,14 +373,22 @@ func (s *Store) Body(session, key string) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	// One round trip for the grant and the body key (for a chunked body,
+	// its short manifest).
 	bk := s.bodyKey(key)
-	g, err := s.rdb.Get(ctx, s.grantKey(session, key)).Result()
+	var gcmd, bcmd *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		gcmd = p.Get(ctx, s.grantKey(session, key))
+		bcmd = p.Get(ctx, bk)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
+	}
+	g, err := gcmd.Result()
+	head, herr := bcmd.Bytes()
 	if errors.Is(err, redis.Nil) {
-		n, err := s.rdb.Exists(ctx, bk).Result()
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-		case n > 0:
+		if herr == nil {
 			return nil, fmt.Errorf("%w: session %q did not store %s", store.ErrDenied, session, key)
 		}
 		return nil, fmt.Errorf("%w: %s", store.ErrNotFound, key)
@@ -379,12 +403,11 @@ func (s *Store) Body(session, key string) ([]byte, error) {
 	if s.cfg.Now().UnixNano() >= expires {
 		return nil, fmt.Errorf("%w: grant of session %q on %s ran out at %s", store.ErrExpired, session, key, time.Unix(0, expires).UTC().Format(time.RFC3339))
 	}
-	head, err := s.rdb.Get(ctx, bk).Bytes()
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(herr, redis.Nil) {
 		return nil, fmt.Errorf("%w: body %s is missing", store.ErrIntegrity, key)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
+	if herr != nil {
+		return nil, fmt.Errorf("redisstore: body %s: %w", key, herr)
 	}
 	hsize, chunk, chunks, err := parseManifest(head)
 	if err != nil {
