@@ -27,9 +27,11 @@
 // [Dir] is the embedded default: a directory written with atomic,
 // fsynced, never-overwriting writes and read back with a digest check.
 // [Memory] keeps everything in memory. Both are safe for concurrent use,
-// and both give the guarantees below. A networked backend can implement
-// [values.Durable] too. The package storetest holds test aids for code
-// that persists through a values.Durable, such as a store whose every call
+// and both give the guarantees below. The package store/redisstore is a
+// third backend, on Redis or Redis Cluster, for fleets that share one
+// store. All three pass one conformance suite, store/storetest.Run, which
+// a new backend runs too; storetest also holds test aids for code that
+// persists through a values.Durable, such as a store whose every call
 // fails.
 //
 // # Guarantees
