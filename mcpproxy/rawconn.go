@@ -162,6 +162,8 @@ func (c *rawConn) read(ctx context.Context) (jsonrpc.Message, error) {
 		return r.msg, r.err
 	case msg := <-c.sse.msgs:
 		return msg, nil
+	case <-c.done: // closed: the pump may have stopped without closing in
+		return nil, mcp.ErrConnectionClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
