@@ -63,6 +63,15 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	defer context.AfterFunc(p.ctx, cancel)()
 	l := p.current()
 	res, err := l.down.CallTool(callCtx, params)
+	return p.finishCall(ctx, callCtx, l, m, vals, res, err)
+}
+
+// finishCall returns what the agent gets for a call of m made over the
+// link l under callCtx (a child of the call's ctx that Close cancels),
+// whose result went to vals: the result res presented, or, for err, the
+// result or error that says what went wrong. The SDK path and the raw
+// path (rawcall.go) both end here.
+func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -233,6 +234,17 @@ func (g *Gateway) startLate(s Downstream, wait time.Duration) {
 	}
 }
 
+// rawCall implements rawCaller: a call of a tool of one of the servers
+// takes that server's raw path.
+func (g *Gateway) rawCall(name string, args []byte) func(context.Context) *jsonrpc.Response {
+	for _, p := range g.served() {
+		if strings.HasPrefix(name, p.prefix) {
+			return p.rawCall(name, args)
+		}
+	}
+	return nil
+}
+
 // served returns the proxies of the servers served now.
 func (g *Gateway) served() []*Proxy {
 	g.mu.Lock()
@@ -275,7 +287,7 @@ func (g *Gateway) Run(ctx context.Context, upstream mcp.Transport) error {
 		}
 	})
 	defer stop()
-	err := g.server.Run(ctx, upstream)
+	err := g.server.Run(ctx, withRawCalls(upstream, g)) // see rawcall.go
 	if cerr := g.Close(); err == nil {
 		err = cerr
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -73,6 +74,8 @@ type LineTransport struct {
 	// Log receives one line for each inbound message that could not be
 	// answered (a malformed notification or response). Nil discards them.
 	Log io.Writer
+
+	raw rawCaller // set by Proxy.Run and Gateway.Run on their copy: see rawcall.go
 }
 
 // Connect returns the connection over Reader and Writer. Closing it does not
@@ -81,7 +84,11 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if t.Reader == nil || t.Writer == nil {
 		return nil, errors.New("mcpproxy: LineTransport needs a Reader and a Writer")
 	}
-	return newLineConn(t.Reader, t.Writer, nil, t.MaxMessage, true, t.Log), nil
+	c := newLineConn(t.Reader, t.Writer, nil, t.MaxMessage, true, t.Log)
+	if t.raw != nil {
+		c.up = newRawUpstream(t.raw)
+	}
+	return c, nil
 }
 
 // A lineConn is a connection of newline-delimited JSON-RPC messages that
@@ -103,6 +110,11 @@ type lineConn struct {
 	fix fixFunc
 
 	calls callTracker // client side: this connection's calls awaiting a response
+
+	up      *rawUpstream  // server side: the raw path for tools/call, or nil (rawcall.go)
+	rawWait sync.Map      // client side: jsonrpc.ID -> chan *jsonrpc.Response, the raw calls awaiting a response
+	rawSeq  atomic.Uint64 // client side: numbers the raw calls' own ids
+	wireSeq atomic.Int64  // client side: numbers the calls on the wire
 
 	start    sync.Once
 	incoming chan jsonrpc.Message
@@ -199,6 +211,14 @@ func (c *lineConn) readLoop() {
 // connection was closed first.
 func (c *lineConn) deliver(msg jsonrpc.Message) bool {
 	if msg == nil {
+		return true
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && isRawID(resp.ID) {
+		// A raw call's, never the SDK's: to its caller, or dropped when the
+		// call is over (cancelled).
+		if ch, ok := c.rawWait.LoadAndDelete(resp.ID); ok {
+			ch.(chan *jsonrpc.Response) <- resp
+		}
 		return true
 	}
 	select {
@@ -328,7 +348,7 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	}
 	if env, ok := plainEnvelope(data); ok {
 		if msg := c.fromEnvelope(env); msg != nil {
-			return msg
+			return c.offer(msg)
 		}
 	}
 	if c.server && !json.Valid(data) {
@@ -338,16 +358,27 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server {
-			c.settle(resp)
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp) {
+			// Its id is no call's (any more: a call cancelled is
+			// forgotten), and names none of the SDK's.
+			return nil
 		}
-		return msg
+		return c.offer(msg)
 	}
 	if c.server {
 		c.answer(data, err)
 		return nil
 	}
 	return c.salvage(data, err)
+}
+
+// offer shows a request from the client to the raw path, if any, and
+// returns the message to deliver: nil when the raw path took it.
+func (c *lineConn) offer(msg jsonrpc.Message) jsonrpc.Message {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.up != nil && c.up.take(c, req) {
+		return nil
+	}
+	return msg
 }
 
 // rawEnvelopeMin is the size from which the client side takes a response
@@ -430,18 +461,25 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 	return resp
 }
 
-// settle applies fix to a response to one of this connection's calls.
-func (c *lineConn) settle(resp *jsonrpc.Response) {
+// settle ends the call a response answers: it gives the response the
+// call's own id in place of the one on the wire, and applies fix. It
+// reports false when the response answers no pending call.
+func (c *lineConn) settle(resp *jsonrpc.Response) bool {
 	call, ok := c.calls.done(resp.ID)
-	if !ok || c.fix == nil || resp.Error != nil {
-		return
+	if !ok {
+		return false
+	}
+	resp.ID = call.id
+	if c.fix == nil || resp.Error != nil {
+		return true
 	}
 	res, werr := c.fix(call.method, call.vals, resp.Result)
 	if werr != nil {
 		resp.Result, resp.Error = nil, werr
-		return
+		return true
 	}
 	resp.Result = res
+	return true
 }
 
 // answer replies to a malformed message from the client, or logs it when
@@ -537,7 +575,8 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 			return resp
 		}
 	} else {
-		c.calls.done(id)
+		call, _ := c.calls.done(id)
+		resp.ID = call.id
 	}
 	resp.Result = nil
 	resp.Error = &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response could not be decoded: " + decodeProblem(data, decodeErr)}
@@ -559,8 +598,8 @@ func (c *lineConn) tooLarge(ln line) jsonrpc.Message {
 		return nil
 	}
 	if ok {
-		if _, pending := c.calls.done(id); pending {
-			return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response was dropped: " + why}}
+		if call, pending := c.calls.done(id); pending {
+			return &jsonrpc.Response{ID: call.id, Error: &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response was dropped: " + why}}
 		}
 	}
 	c.logf("dropped a message from the downstream server: %s", why)
@@ -569,22 +608,48 @@ func (c *lineConn) tooLarge(ln line) jsonrpc.Message {
 
 // Write sends msg on a line of its own. A call is remembered until its
 // response arrives, so that a response that cannot be taken still ends it.
+//
+// On the client side the connection numbers the calls on the wire itself,
+// the SDK's and the raw path's (rawcall.go) in one sequence, and gives each
+// response its call's own id back (settle): the two never collide, and the
+// server sees the ids it would see from the SDK alone. A cancellation names
+// the call by its number on the wire; one of a call already over is not
+// sent, since its number names no call of the SDK's.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	req, _ := msg.(*jsonrpc.Request)
+	var wire jsonrpc.ID
+	if req != nil && !c.server {
+		switch {
+		case req.IsCall():
+			wire = c.nextWireID()
+			c.calls.add(wire, pendingCall{method: req.Method, vals: valuesIn(ctx), id: req.ID})
+			r := *req
+			r.ID = wire
+			msg = &r
+		case req.Method == "notifications/cancelled":
+			r, ok := c.calls.cancelled(req)
+			if !ok {
+				return nil
+			}
+			msg = r
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
+		if wire.IsValid() {
+			c.calls.done(wire)
+		}
 		return fmt.Errorf("mcpproxy: encoding a message: %w", err)
 	}
 	data = append(data, '\n')
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.up != nil {
+		c.up.wrote(resp)
+	}
 	var args, after []byte
-	req, _ := msg.(*jsonrpc.Request)
 	if req != nil && !c.server {
-		if req.IsCall() {
-			c.calls.add(req.ID, req.Method, valuesIn(ctx))
-		}
-		c.calls.forgetCancelled(req)
 		if before, a, rest, ok := spliced(data); ok && req.Method == "tools/call" {
 			data, args, after = before, a, rest
 		}
@@ -597,21 +662,45 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		bufs := net.Buffers{data, args, after}
 		_, err = bufs.WriteTo(c.w)
 	}
-	if err != nil && req != nil && !c.server && req.IsCall() {
-		c.calls.done(req.ID) // never sent: no response will come
+	if err != nil && wire.IsValid() {
+		c.calls.done(wire) // never sent: no response will come
 	}
 	return err
 }
 
+// nextWireID returns the id on the wire of the connection's next call.
+func (c *lineConn) nextWireID() jsonrpc.ID {
+	id, _ := jsonrpc.MakeID(float64(c.wireSeq.Add(1)))
+	return id
+}
+
 // Close stops reading and closes the underlying streams, once.
+// On the server side it first waits for the calls the raw path is
+// answering, as the SDK's session waits for its handlers.
 func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		if c.up != nil {
+			c.up.wait()
+		}
 		if c.closer != nil {
 			c.closeErr = c.closer.Close()
 		}
 	})
 	return c.closeErr
+}
+
+// writeLine writes data, one or more whole lines, at once.
+func (c *lineConn) writeLine(data ...[]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(data) == 1 {
+		_, err := c.w.Write(data[0])
+		return err
+	}
+	bufs := net.Buffers(data)
+	_, err := bufs.WriteTo(c.w)
+	return err
 }
 
 func (c *lineConn) logf(format string, args ...any) {
@@ -620,31 +709,39 @@ func (c *lineConn) logf(format string, args ...any) {
 	}
 }
 
-// A callTracker remembers each call awaiting its response: its method, and
-// the store its result goes to. A call is forgotten when its response
-// comes, when it is cancelled, or when it could not be sent.
+// A callTracker remembers each call awaiting its response, by its id on
+// the wire: its method, the store its result goes to, and its own id. A
+// call is forgotten when its response comes, when it is cancelled, or when
+// it could not be sent.
 type callTracker struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]pendingCall
+	wire    map[jsonrpc.ID]jsonrpc.ID // the wire id of each pending call, by its own id
 }
 
-// A pendingCall is a call awaiting its response: its method, and the store
-// its result goes to (nil: the proxy's shared one).
+// A pendingCall is a call awaiting its response: its method, the store its
+// result goes to (nil: the proxy's shared one), and its own id, which its
+// response gets back (the same as on the wire on a connection that does
+// not renumber calls).
 type pendingCall struct {
 	method string
 	vals   *values.SessionValues
+	id     jsonrpc.ID
 }
 
 // fixFunc is the type of [Proxy.fixResult].
 type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 
-func (t *callTracker) add(id jsonrpc.ID, method string, vals *values.SessionValues) {
+// add remembers call, sent as wire.
+func (t *callTracker) add(wire jsonrpc.ID, call pendingCall) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pending == nil {
 		t.pending = make(map[jsonrpc.ID]pendingCall)
+		t.wire = make(map[jsonrpc.ID]jsonrpc.ID)
 	}
-	t.pending[id] = pendingCall{method, vals}
+	t.pending[wire] = call
+	t.wire[call.id] = wire
 }
 
 // method returns the method of the pending call id.
@@ -655,13 +752,51 @@ func (t *callTracker) method(id jsonrpc.ID) (string, bool) {
 	return m.method, ok
 }
 
-// done forgets the pending call id and returns it.
+// done forgets the pending call sent as id and returns it.
 func (t *callTracker) done(id jsonrpc.ID) (pendingCall, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m, ok := t.pending[id]
-	delete(t.pending, id)
+	if ok {
+		delete(t.pending, id)
+		if t.wire[m.id] == id {
+			delete(t.wire, m.id)
+		}
+	}
 	return m, ok
+}
+
+// cancelled returns the notifications/cancelled request req with the call
+// it names by its own id named by its id on the wire, and forgets the
+// call; it reports false when no pending call has that id (it is over).
+// A request it cannot read is returned as it is.
+func (t *callTracker) cancelled(req *jsonrpc.Request) (*jsonrpc.Request, bool) {
+	if len(req.Params) == 0 || jsontext.Valid(req.Params) != nil {
+		return req, true
+	}
+	v, ok := jsontext.Member(req.Params, "requestId")
+	if !ok {
+		return req, true
+	}
+	id, ok := idOf(v)
+	if !ok {
+		return req, true
+	}
+	t.mu.Lock()
+	wire, ok := t.wire[id]
+	t.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	t.done(wire)
+	raw, _ := json.Marshal(wire.Raw())
+	at := offsetIn(req.Params, v)
+	params := append([]byte(nil), req.Params[:at]...)
+	params = append(params, raw...)
+	params = append(params, req.Params[at+len(v):]...)
+	r := *req
+	r.Params = params
+	return &r, true
 }
 
 // forgetCancelled forgets the call a notifications/cancelled request names:

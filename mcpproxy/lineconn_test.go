@@ -98,7 +98,7 @@ func FuzzLineConnClient(f *testing.F) {
 		in = append(in, `{"jsonrpc":"2.0","id":"c","result":{"ok":true}}`+"\n"...)
 		c := newLineConn(bytes.NewReader(in), io.Discard, nil, 256, false, io.Discard)
 		id, _ := jsonrpc.MakeID("c")
-		c.calls.add(id, "tools/call", nil)
+		c.calls.add(id, pendingCall{method: "tools/call", id: id})
 		msgs, err := readAllMessages(c)
 		if !errors.Is(err, io.EOF) {
 			t.Fatalf("reading stopped with %v, want io.EOF at the end", err)
@@ -230,7 +230,7 @@ func FuzzPlainEnvelope(f *testing.F) {
 		c := newLineConn(bytes.NewReader(nil), io.Discard, nil, -1, false, io.Discard)
 		if env.id != nil {
 			if id, ok := idOf(env.id); ok {
-				c.calls.add(id, "ping", nil) // no fix: the result stays as sent
+				c.calls.add(id, pendingCall{method: "ping", id: id}) // no fix: the result stays as sent
 			}
 		}
 		msg := c.fromEnvelope(env)

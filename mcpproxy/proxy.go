@@ -93,7 +93,10 @@ type Proxy struct {
 	restart func() mcp.Transport // makes the transport to restart a dead server with; nil: none
 	prefix  string               // before the name of every tool offered upstream
 
-	tools map[string]*mirroredTool // by name, downstream tools seen; owned by syncTools
+	tools   map[string]*mirroredTool                 // by name, downstream tools seen; owned by syncTools
+	offered atomic.Pointer[map[string]*mirroredTool] // by upstream name, the tools offered; published by syncTools
+	rawOff  bool                                     // tests set it to keep every call on the SDK path
+	rawN    atomic.Int64                             // calls taken by the raw path, for tests
 
 	// Owned by syncCatalog: the downstream prompts by name, resources by URI
 	// and resource templates by URI template offered, as their definitions'
@@ -311,14 +314,16 @@ func (p *Proxy) Values() *values.SessionValues { return p.stores.shared }
 // cancelled downstream and answered upstream with an isError result, so Run
 // returns promptly even if the downstream server is stuck. For stdio use a
 // [LineTransport] over standard input and output: a malformed line from
-// the client is answered, not fatal, and arguments past the SDK's 16 MiB
-// line cap arrive.
+// the client is answered, not fatal, arguments past the SDK's 16 MiB line
+// cap arrive, and the nominal call of a mirrored tool is answered without
+// the SDK's decoding and dispatch on either side (the raw path: see
+// rawcall.go), with the same result.
 func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
 	// The server session waits for its handlers before it closes; cancelling
 	// p.ctx is what ends the handlers' downstream calls.
 	stop := context.AfterFunc(ctx, p.cancel)
 	defer stop()
-	err := p.server.Run(ctx, upstream)
+	err := p.server.Run(ctx, withRawCalls(upstream, p)) // see rawcall.go
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}

@@ -93,7 +93,7 @@ type readResult struct {
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if req.IsCall() {
-			c.calls.add(req.ID, req.Method, valuesIn(ctx))
+			c.calls.add(req.ID, pendingCall{method: req.Method, vals: valuesIn(ctx), id: req.ID})
 		}
 		c.calls.forgetCancelled(req)
 		if req.Method == "tools/call" {

@@ -154,6 +154,15 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 		}
 		current[m.name] = m
 	}
+	if len(changed) > 0 || len(removed) > 0 || p.offered.Load() == nil {
+		offered := make(map[string]*mirroredTool, len(current))
+		for _, m := range current {
+			if m.def != nil {
+				offered[m.up] = m
+			}
+		}
+		p.offered.Store(&offered)
+	}
 	return nil
 }
 
