@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,15 +33,22 @@ import (
 // as the SDK server encodes it. Tests hold the two paths to byte-identical
 // responses and stored values.
 //
-// Nominal means: the upstream session has been initialized (its
-// initialize answered at a protocol version before 2026-07-28 and
-// notifications/initialized received); the request's params are a name
-// and, at most, an arguments object (no _meta: no progress token, no
-// per-request protocol version); the tool is a mirrored one; the proxy
-// has one store (not Options.PerSession); the downstream server is up,
-// reached over the proxy's own line connection ([CommandTransport]) at a
-// protocol version before 2026-07-28; and the call's id is not one
-// already in flight on the raw path. Anything else takes the SDK path,
+// Nominal means: the request's params are a name, at most an arguments
+// object, and a _meta only as below (so no progress token); the upstream
+// session is initialized, either (before protocol 2026-07-28) by an
+// initialize the SDK answered and notifications/initialized, with the
+// request carrying no _meta, or (2026-07-28) by a server/discover the SDK
+// answered, with the request's _meta byte for byte that of the discover
+// request (the per-request protocol version, client info and
+// capabilities a client repeats on every request): the SDK's validation of
+// it is then known to pass, and the raw path adds to the result what the
+// SDK adds at that version (resultType, and the serverInfo the discover
+// response carried); the tool is a mirrored one; the proxy has one store
+// (not Options.PerSession); the downstream server is up, reached over the
+// proxy's own line connection ([CommandTransport]), and (at 2026-07-28)
+// was sent a server/discover by the SDK client, whose _meta the raw path's
+// requests carry too; and the call's id is not one already in flight on
+// the raw path. Anything else takes the SDK path,
 // untouched. Once taken, every outcome is the SDK path's: errors (bad
 // arguments, a downstream error, a result that is not a CallToolResult, the
 // server dying), and a result of any shape, which is decoded with the SDK's
@@ -55,12 +63,21 @@ import (
 // A rawCaller is what answers tools/call requests on the raw path: a
 // [Proxy], or a [Gateway] for its servers.
 type rawCaller interface {
-	// rawCall returns the function that makes the call of the tool name
-	// with the arguments args (a JSON object, or nil for none) and returns
-	// its response, without its id; or nil when the call is to take the SDK
-	// path. The function's context is cancelled when the client cancels the
-	// call.
-	rawCall(name string, args []byte) func(context.Context) *jsonrpc.Response
+	// rawCall returns the function that makes the call req and returns
+	// its response, without its id; or nil when the call is to take the
+	// SDK path. The function's context is cancelled when the client cancels
+	// the call.
+	rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response
+}
+
+// A rawRequest is a nominal tools/call, read from its params.
+type rawRequest struct {
+	name string
+	args []byte   // the arguments object; nil for none
+	meta mcp.Meta // the request's _meta, decoded as the SDK decodes it; nil for none
+	// serverInfo, at protocol 2026-07-28, is what the SDK server puts in
+	// every result's _meta under mcp.MetaKeyServerInfo; nil before.
+	serverInfo json.RawMessage
 }
 
 // withRawCalls returns upstream with the raw path answering for rc when it
@@ -86,17 +103,29 @@ type rawUpstream struct {
 	ctx    context.Context // ended by wait, when the connection closes
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
+	work   chan func() // to an idle worker; see run
 
 	mu       sync.Mutex
 	initID   *jsonrpc.ID                       // the initialize request's, until it is answered
 	version  string                            // the protocol version the initialize response gave
 	ready    bool                              // initialized at a version the raw path takes
+	discover map[jsonrpc.ID][]byte             // server/discover requests awaiting their response: their _meta
+	newMeta  []byte                            // the _meta of the last server/discover the SDK answered
+	newSeen  *rawNewProtocol                   // what the raw path needs of that discover, once answered
 	closing  bool                              // the connection is closing: no more raw calls
 	inFlight map[jsonrpc.ID]context.CancelFunc // the raw calls being answered
 }
 
+// rawNewProtocol is what the raw path keeps of a session initialized at
+// protocol 2026-07-28: the _meta a call must carry, decoded, and the
+// serverInfo results carry.
+type rawNewProtocol struct {
+	meta       mcp.Meta
+	serverInfo json.RawMessage
+}
+
 func newRawUpstream(rc rawCaller) *rawUpstream {
-	u := &rawUpstream{caller: rc, inFlight: make(map[jsonrpc.ID]context.CancelFunc)}
+	u := &rawUpstream{caller: rc, inFlight: make(map[jsonrpc.ID]context.CancelFunc), discover: make(map[jsonrpc.ID][]byte), work: make(chan func())}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
 }
@@ -115,6 +144,14 @@ func (u *rawUpstream) take(c *lineConn, req *jsonrpc.Request) bool {
 			if u.initID == nil && u.version == "" {
 				id := req.ID
 				u.initID = &id
+			}
+			u.mu.Unlock()
+		}
+	case "server/discover":
+		if meta, ok := paramsMeta(req.Params); ok && req.IsCall() {
+			u.mu.Lock()
+			if len(u.discover) < maxDiscoverPending {
+				u.discover[req.ID] = meta
 			}
 			u.mu.Unlock()
 		}
@@ -138,9 +175,26 @@ func (u *rawUpstream) take(c *lineConn, req *jsonrpc.Request) bool {
 
 // wrote notes the protocol version of the initialize response, when resp
 // is it.
+// It also notes the serverInfo of a server/discover response, and the
+// _meta of its request, when resp is one.
 func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if meta, ok := u.discover[resp.ID]; ok {
+		delete(u.discover, resp.ID)
+		if resp.Error == nil && len(resp.Result) > 0 && jsontext.Valid(resp.Result) == nil {
+			n := &rawNewProtocol{}
+			rmeta, _ := jsontext.Member(resp.Result, "_meta")
+			if len(rmeta) > 0 && rmeta[0] == '{' {
+				n.serverInfo, _ = jsontext.Member(rmeta, mcp.MetaKeyServerInfo)
+			}
+			if json.Unmarshal(meta, &n.meta) == nil && n.serverInfo != nil {
+				n.serverInfo = bytes.Clone(n.serverInfo)
+				u.newMeta, u.newSeen = meta, n
+			}
+		}
+		return
+	}
 	if u.initID == nil || *u.initID != resp.ID {
 		return
 	}
@@ -150,21 +204,50 @@ func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 	}
 }
 
+// maxDiscoverPending bounds the server/discover requests remembered while
+// they await their response, so that a client sending many cannot grow
+// the map without bound; past it, one is not remembered (its session
+// takes the SDK path until one is).
+const maxDiscoverPending = 16
+
+// paramsMeta returns the raw _meta of request params, if they are an
+// object that has one.
+func paramsMeta(params json.RawMessage) ([]byte, bool) {
+	p := bytes.TrimSpace(params)
+	if len(p) == 0 || p[0] != '{' || jsontext.Valid(p) != nil {
+		return nil, false
+	}
+	m, ok := jsontext.Member(p, "_meta")
+	if !ok || m[0] != '{' {
+		return nil, false
+	}
+	return bytes.Clone(m), true
+}
+
 // call takes the call req if it is nominal and runs it in a goroutine of
 // its own, which writes the response.
 func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
+	name, args, meta, ok := callParams(req.Params)
+	if !ok {
+		return false
+	}
+	r := &rawRequest{name: name, args: args}
 	u.mu.Lock()
-	ready := u.ready && !u.closing
+	ready := !u.closing
+	switch {
+	case meta == nil:
+		ready = ready && u.ready
+	case u.newSeen != nil && bytes.Equal(meta, u.newMeta):
+		r.meta, r.serverInfo = u.newSeen.meta, u.newSeen.serverInfo
+	default:
+		ready = false
+	}
 	_, busy := u.inFlight[req.ID]
 	u.mu.Unlock()
 	if !ready || busy {
 		return false
 	}
-	name, args, ok := callParams(req.Params)
-	if !ok {
-		return false
-	}
-	run := u.caller.rawCall(name, args)
+	run := u.caller.rawCall(r)
 	if run == nil {
 		return false
 	}
@@ -178,7 +261,7 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 	u.inFlight[req.ID] = cancel
 	u.calls.Add(1)
 	u.mu.Unlock()
-	go func() {
+	u.run(func() {
 		defer u.calls.Done()
 		resp := run(ctx)
 		u.mu.Lock()
@@ -186,13 +269,51 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 		u.mu.Unlock()
 		cancel()
 		resp.ID = req.ID
-		data, err := jsonrpc.EncodeMessage(resp)
-		if err != nil { // cannot happen: the result is JSON the proxy made
-			data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)})
-		}
-		c.writeLine(append(data, '\n')) // a failed write shows on the next one the session makes
-	}()
+		c.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
+	})
 	return true
+}
+
+// run runs call on an idle worker, or on a new one when none is idle. A
+// worker waits for its next call until the connection closes: there are
+// never more than the most calls in flight at once, and a worker's stack,
+// grown by the first call (schema validation, encoding), is not grown
+// again for every call, as a goroutine per call's would be.
+func (u *rawUpstream) run(call func()) {
+	select {
+	case u.work <- call:
+		return
+	default:
+	}
+	go func() {
+		for {
+			call()
+			select {
+			case call = <-u.work:
+			case <-u.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// encodeResponse returns the line of resp as the SDK writes it. A result
+// with a number id, the common case, is written around the result's bytes
+// (which the SDK would compact again: they are compact).
+func encodeResponse(resp *jsonrpc.Response) []byte {
+	if n, ok := resp.ID.Raw().(int64); ok && resp.Error == nil && len(resp.Result) > 0 {
+		b := make([]byte, 0, len(resp.Result)+48)
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, `,"result":`...)
+		b = append(b, resp.Result...)
+		return append(b, "}\n"...)
+	}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil { // cannot happen: the result is JSON the proxy made
+		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: resp.ID, Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)})
+	}
+	return append(data, '\n')
 }
 
 // wait waits for the raw calls in flight, once the connection is closing.
@@ -207,11 +328,12 @@ func (u *rawUpstream) wait() {
 }
 
 // callParams reads the params of a nominal tools/call: an object of a
-// string name and, if any, an arguments object, and nothing else.
-func callParams(params json.RawMessage) (name string, args []byte, ok bool) {
+// string name and, if any, an arguments object and a _meta object, and
+// nothing else.
+func callParams(params json.RawMessage) (name string, args, meta []byte, ok bool) {
 	p := bytes.TrimSpace(params)
 	if len(p) == 0 || p[0] != '{' || jsontext.Valid(p) != nil {
-		return "", nil, false
+		return "", nil, nil, false
 	}
 	var rawName []byte
 	ok = true
@@ -221,18 +343,20 @@ func callParams(params json.RawMessage) (name string, args []byte, ok bool) {
 			rawName = v
 		case jsontext.KeyEquals(k, "arguments") && args == nil && (v[0] == '{' || v[0] == 'n'):
 			args = v
+		case jsontext.KeyEquals(k, "_meta") && meta == nil && v[0] == '{':
+			meta = v
 		default:
 			ok = false
 		}
 		return ok
 	})
 	if !ok || rawName == nil {
-		return "", nil, false
+		return "", nil, nil, false
 	}
 	if len(args) > 0 && args[0] == 'n' {
 		args = nil // null: none, as toolArgs reads it
 	}
-	return string(jsontext.AppendUnquoted(nil, rawName)), args, true
+	return string(jsontext.AppendUnquoted(nil, rawName)), args, meta, true
 }
 
 // cancelledID returns the request id a notifications/cancelled names.
@@ -334,13 +458,13 @@ func (c *lineConn) callRaw(ctx context.Context, vals *values.SessionValues, para
 }
 
 // rawCall implements rawCaller for the proxy's mirrored tools.
-func (p *Proxy) rawCall(name string, args []byte) func(context.Context) *jsonrpc.Response {
+func (p *Proxy) rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response {
 	vals := p.stores.shared
 	tools := p.offered.Load()
 	if p.rawOff || vals == nil || tools == nil {
 		return nil
 	}
-	m := (*tools)[name]
+	m := (*tools)[req.name]
 	if m == nil || p.downstreamErr() != nil {
 		return nil
 	}
@@ -348,29 +472,46 @@ func (p *Proxy) rawCall(name string, args []byte) func(context.Context) *jsonrpc
 	if l.conn == nil {
 		return nil
 	}
-	if init := l.down.InitializeResult(); init == nil || init.ProtocolVersion >= protocolRaw {
+	init := l.down.InitializeResult()
+	if init == nil {
 		return nil
+	}
+	var downMeta mcp.Meta // the SDK client's own _meta at 2026-07-28
+	if init.ProtocolVersion >= protocolRaw {
+		if downMeta = l.conn.discoverMeta(); downMeta == nil {
+			return nil
+		}
 	}
 	p.rawN.Add(1)
 	return func(ctx context.Context) *jsonrpc.Response {
-		res, err := p.callToolRaw(ctx, vals, m, l, args)
+		res, err := p.callToolRaw(ctx, vals, m, l, req, downMeta)
 		if err != nil {
 			return &jsonrpc.Response{Error: err}
 		}
-		// As the SDK server encodes a result: HTML not escaped.
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
+		if req.serverInfo != nil { // as the SDK server annotates a result at 2026-07-28
+			if res.Meta == nil {
+				res.Meta = mcp.Meta{}
+			}
+			res.Meta[mcp.MetaKeyServerInfo] = req.serverInfo
+		}
+		out, err := encodeResult(res)
+		if err != nil {
 			return &jsonrpc.Response{Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)}
 		}
-		return &jsonrpc.Response{Result: bytes.TrimRight(b.Bytes(), "\n")}
+		if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
+			// Its resultType, which the SDK encodes after the other members.
+			out = append(out[:len(out)-1], `,"resultType":"complete"}`...)
+		}
+		return &jsonrpc.Response{Result: out}
 	}
 }
 
 // callToolRaw is callTool on the raw path: the same steps, results and
 // errors, over the link l's line connection.
-func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, args []byte) (*mcp.CallToolResult, error) {
+// downMeta, when not nil, is the SDK client's _meta, which the request
+// carries as the SDK client would add it.
+func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta mcp.Meta) (*mcp.CallToolResult, error) {
+	args := req.args
 	if args == nil {
 		args = []byte("{}")
 	}
@@ -380,7 +521,18 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	}
 	head := make([]byte, 0, 96+len(m.name))
 	head = append(head, '{')
-	if meta := p.requestMeta(nil); meta != nil {
+	meta := p.requestMeta(req.meta)
+	if downMeta != nil {
+		if meta == nil {
+			meta = make(mcp.Meta, len(downMeta))
+		}
+		for k, v := range downMeta { // as the SDK client adds its own: not over the caller's
+			if _, ok := meta[k]; !ok {
+				meta[k] = v
+			}
+		}
+	}
+	if meta != nil {
 		b, err := json.Marshal(meta)
 		if err != nil {
 			return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
@@ -471,4 +623,113 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 		return ok
 	})
 	return res, ok
+}
+
+// noteDiscover keeps the _meta of the SDK client's server/discover request
+// (params), which the raw path's requests carry too: the protocol version,
+// client info and capabilities the SDK client sends on every request at
+// protocol 2026-07-28.
+func (c *lineConn) noteDiscover(params json.RawMessage) {
+	raw, ok := paramsMeta(params)
+	if !ok {
+		return
+	}
+	var m mcp.Meta
+	if json.Unmarshal(raw, &m) == nil {
+		c.sdkMeta.Store(&m)
+	}
+}
+
+// discoverMeta returns what noteDiscover kept, or nil.
+func (c *lineConn) discoverMeta() mcp.Meta {
+	if m := c.sdkMeta.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// encodeResult encodes res as the SDK server does (encoding/json, HTML not
+// escaped around the result's own encoding, which escapes it). A result
+// of the shape the proxy builds most (a _meta of strings and raw JSON,
+// text blocks with no _meta or annotations, no structured content) is
+// written directly, each string and raw value encoded by encoding/json,
+// to the same bytes at a fraction of the reflection; tests hold the two
+// to the same bytes.
+func encodeResult(res *mcp.CallToolResult) ([]byte, error) {
+	if out, ok := appendResult(make([]byte, 0, 256), res); ok {
+		return out, nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// appendResult appends res's JSON to b, as CallToolResult.MarshalJSON
+// writes it, and reports false for a result it does not write.
+func appendResult(b []byte, res *mcp.CallToolResult) ([]byte, bool) {
+	if res.StructuredContent != nil || res.InputRequests != nil || res.RequestState != "" || res.NeedsInput() {
+		return nil, false
+	}
+	b = append(b, '{')
+	if len(res.Meta) > 0 {
+		keys := make([]string, 0, len(res.Meta))
+		for k := range res.Meta {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // as encoding/json orders a map's keys
+		b = append(b, `"_meta":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var enc []byte
+			switch v := res.Meta[k].(type) {
+			case string:
+				enc, _ = json.Marshal(v)
+			case json.RawMessage:
+				enc, _ = json.Marshal(v)
+			}
+			if enc == nil { // another type, or invalid raw JSON
+				return nil, false
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = append(b, enc...)
+		}
+		b = append(b, "},"...)
+	}
+	b = append(b, `"content":`...)
+	if res.Content == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, c := range res.Content {
+			tc, ok := c.(*mcp.TextContent)
+			if !ok || tc.Meta != nil || tc.Annotations != nil {
+				return nil, false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"text","text":`...)
+			b = appendString(b, tc.Text)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}'), true
+}
+
+// appendString appends s as encoding/json encodes a string (HTML
+// escaped), which cannot fail.
+func appendString(b []byte, s string) []byte {
+	enc, _ := json.Marshal(s)
+	return append(b, enc...)
 }

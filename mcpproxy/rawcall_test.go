@@ -22,6 +22,7 @@ import (
 // cancelled. Every line it reads goes to got.
 type scriptServer struct {
 	script map[string]string
+	v2     bool // answers server/discover, for protocol 2026-07-28
 	mu     sync.Mutex
 	got    []string
 	cancel chan struct{} // receives when a notifications/cancelled arrives
@@ -63,6 +64,12 @@ func (s *scriptServer) serve(r io.Reader, w io.WriteCloser) {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 		}
 		switch msg.Method {
+		case "server/discover":
+			if !s.v2 {
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+				continue
+			}
+			answer(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"script","version":"1"}},"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}`)
 		case "initialize":
 			answer(fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"script","version":"1"}}`, msg.Params.ProtocolVersion))
 		case "tools/list":
@@ -131,12 +138,31 @@ func (c *lineClient) initialize(t *testing.T) {
 	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
+// v2Meta is the _meta a client at protocol 2026-07-28 sends with every
+// request.
+const v2Meta = `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"lines","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+
+// discover opens a session at protocol 2026-07-28.
+func (c *lineClient) discover(t *testing.T) {
+	t.Helper()
+	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":`+v2Meta+`}}`)
+	if l := c.next(t); !strings.Contains(l, `"supportedVersions"`) {
+		t.Fatalf("server/discover: %s", l)
+	}
+}
+
 // startLineProxy runs a proxy with Run over a LineTransport, in front of
 // a scriptServer over the proxy's own line connection, with the raw path
 // off when rawOff is set.
 func startLineProxy(t *testing.T, script map[string]string, rawOff bool) (*Proxy, *lineClient, *scriptServer) {
+	return startLineProxyAt(t, script, rawOff, false)
+}
+
+// startLineProxyAt is startLineProxy with the server at protocol
+// 2026-07-28 when v2 is set.
+func startLineProxyAt(t *testing.T, script map[string]string, rawOff, v2 bool) (*Proxy, *lineClient, *scriptServer) {
 	t.Helper()
-	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16)}
+	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16), v2: v2}
 	sr, pw := io.Pipe()
 	pr, sw := io.Pipe()
 	go srv.serve(sr, sw)
@@ -226,6 +252,8 @@ func scriptCases() map[string]string {
 		"no result":           `{"jsonrpc":"2.0","id":%ID%}`,
 		"bad version":         `{"jsonrpc":"1.0","id":%ID%,"result":{"content":[]}}` + "\n" + `{"jsonrpc":"2.0","id":%ID%,"result":{"content":[` + text("after") + `]}}`,
 		"noise first":         "Server listening on port 3000\n" + result(`{"content":[`+text("after noise")+`]}`),
+		"v2 result":           result(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"content":[` + text("v2") + `],"resultType":"complete"}`),
+		"input required":      result(`{"content":[],"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`),
 		"wrong id then right": `{"jsonrpc":"2.0","id":999,"result":{"content":[]}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
 	}
 	return cases
@@ -239,12 +267,18 @@ type outcome struct {
 }
 
 // runScript makes each call, each on a fresh proxy, and returns what each
-// did; took counts the calls the raw path took.
-func runScript(t *testing.T, rawOff bool, calls map[string]string) (out map[string]outcome, took map[string]bool) {
+// did; took counts the calls the raw path took. With v2, both sides are
+// at protocol 2026-07-28, and each call carries the _meta it then carries.
+func runScript(t *testing.T, rawOff, v2 bool, calls map[string]string) (out map[string]outcome, took map[string]bool) {
 	out, took = map[string]outcome{}, map[string]bool{}
 	for name, line := range calls {
-		p, c, _ := startLineProxy(t, scriptCases(), rawOff)
-		c.initialize(t)
+		p, c, _ := startLineProxyAt(t, scriptCases(), rawOff, v2)
+		if v2 {
+			c.discover(t)
+			line = strings.Replace(line, `"params":{`, `"params":{"_meta":`+v2Meta+`,`, 1)
+		} else {
+			c.initialize(t)
+		}
 		c.send(t, line)
 		o := outcome{Line: c.next(t)}
 		vals := p.Values()
@@ -266,18 +300,25 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 		calls[name] = callLine(name)
 	}
 	calls["die"] = callLine("die")
-	sdk, _ := runScript(t, true, calls)
-	raw, took := runScript(t, false, calls)
-	for name := range calls {
-		if !took[name] {
-			t.Errorf("%s: the raw path did not take the call", name)
-		}
-		if diff := cmp.Diff(sdk[name], raw[name]); diff != "" {
-			t.Errorf("%s: raw path differs from SDK path (-sdk +raw):\n%s", name, diff)
-		}
-	}
-	if !strings.Contains(raw["die"].Line, "disconnected during the call of result") {
-		t.Errorf("die: %s", raw["die"].Line)
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) {
+			sdk, _ := runScript(t, true, v2, calls)
+			raw, took := runScript(t, false, v2, calls)
+			for name := range calls {
+				if !took[name] {
+					t.Errorf("%s: the raw path did not take the call", name)
+				}
+				if diff := cmp.Diff(sdk[name], raw[name]); diff != "" {
+					t.Errorf("%s: raw path differs from SDK path (-sdk +raw):\n%s", name, diff)
+				}
+			}
+			if !strings.Contains(raw["die"].Line, "disconnected during the call of result") {
+				t.Errorf("die: %s", raw["die"].Line)
+			}
+			if v2 && !strings.Contains(raw["text"].Line, `"resultType":"complete"`) {
+				t.Errorf("text at 2026-07-28: %s", raw["text"].Line)
+			}
+		})
 	}
 }
 
@@ -305,15 +346,19 @@ func TestRawCallFallsBack(t *testing.T) {
 		"method case":        `{"jsonrpc":"2.0","id":7,"method":"Tools/Call","params":{"name":"result","arguments":{"case":"text"}}}`,
 		"missing case (bad)": `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"result","arguments":{}}}`,
 	}
-	sdk, _ := runScript(t, true, calls)
-	raw, took := runScript(t, false, calls)
-	for name := range calls {
-		if took[name] != (name == "missing case (bad)") {
-			t.Errorf("%s: raw path taken: %v", name, took[name])
-		}
-		if diff := cmp.Diff(sdk[name], raw[name]); diff != "" {
-			t.Errorf("%s: raw path differs from SDK path (-sdk +raw):\n%s", name, diff)
-		}
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) {
+			sdk, _ := runScript(t, true, v2, calls)
+			raw, took := runScript(t, false, v2, calls)
+			for name := range calls {
+				if took[name] != (name == "missing case (bad)") {
+					t.Errorf("%s: raw path taken: %v", name, took[name])
+				}
+				if diff := cmp.Diff(sdk[name], raw[name]); diff != "" {
+					t.Errorf("%s: raw path differs from SDK path (-sdk +raw):\n%s", name, diff)
+				}
+			}
+		})
 	}
 }
 
