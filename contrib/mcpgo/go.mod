@@ -1,0 +1,24 @@
+module github.com/agentvalues/values/contrib/mcpgo
+
+go 1.26.8
+
+require (
+	github.com/agentvalues/values v0.0.0
+	github.com/google/go-cmp v0.7.0
+	github.com/mark3labs/mcp-go v1.2.1
+)
+
+require (
+	github.com/gabriel-vasile/mimetype v1.4.16 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/itchyny/gojq v0.12.20 // indirect
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
+	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)
+
+replace github.com/agentvalues/values => ../..
