@@ -64,8 +64,11 @@
 // first tool call, numbered past every handle handed out before, so a
 // handle of an ended session names nothing in a new one. The store is
 // dropped when mcp-go unregisters the session (stdio: when the connection
-// ends; Streamable HTTP: on DELETE or when its idle sweeper ends it;
-// in-process: when the client is closed). Calls without a session, or with
+// ends; in-process: when the client is closed; Streamable HTTP: on DELETE,
+// when [server.WithSessionIdleTTL] is set and the session idles past it, or
+// when a GET stream that registered the session ends. A client that
+// vanishes without DELETE keeps its store until then, with no idle TTL for
+// as long as the server runs). Calls without a session, or with
 // an empty session ID (stateless Streamable HTTP, protocol version
 // 2026-07-28, which has no sessions), share one store that lives as long as
 // the Values.

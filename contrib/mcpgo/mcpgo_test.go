@@ -443,3 +443,19 @@ func TestInputSchemaValidationRunsFirst(t *testing.T) {
 		t.Errorf("a reference in a string field under mcp-go's validation: isError %v, calls %v:\n%s", res.IsError, tl.calls(), text(res))
 	}
 }
+
+// TestThreshold checks that WithThreshold moves the line between a result
+// shown whole and a preview.
+func TestThreshold(t *testing.T) {
+	s, _ := newServer(mcpgo.New(mcpgo.WithThreshold(1 << 20)))
+	if got := text(send(t, connect(t, s), "list_users", `{}`)); !strings.HasPrefix(got, usersOutput+"\n[stored as r1:") {
+		t.Errorf("under a 1 MiB threshold list_users came back as:\n%.300s…", got)
+	}
+	s, _ = newServer(mcpgo.New(mcpgo.WithThreshold(-1)))
+	cl := connect(t, s)
+	send(t, cl, "list_users", `{}`)
+	got := text(send(t, cl, "send_email", `{"to":"$r1.rows.0.email"}`))
+	if !strings.HasPrefix(got, `r2 = text(`) || !strings.Contains(got, "sent to user0@example.com") {
+		t.Errorf("with a negative threshold a small result came back as:\n%s", got)
+	}
+}
