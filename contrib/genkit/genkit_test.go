@@ -302,3 +302,160 @@ func (m *scriptedModel) last() *ai.ModelRequest {
 	defer m.mu.Unlock()
 	return m.reqs[len(m.reqs)-1]
 }
+
+// TestParallelCalls has Genkit run three large results and a reference in
+// parallel, in one turn: each result gets a handle of its own, its preview
+// its own length, and the next turn's references name the right values.
+func TestParallelCalls(t *testing.T) {
+	ctx := context.Background()
+	g := genkit.Init(ctx)
+	rec := &recorder{}
+	var (
+		mu      sync.Mutex
+		failed  []string
+		handles = map[string]string{} // ref of the call -> handle of its result
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failed = append(failed, fmt.Sprintf(format, args...))
+	}
+	sizes := map[string]int{"a": 100, "b": 120, "c": 140}
+	model := defineScripted(g, "test/parallel", func(n int, req *ai.ModelRequest) []*ai.Part {
+		switch n {
+		case 0:
+			return []*ai.Part{call("first", "list_rows", `{"n":3}`)}
+		case 1:
+			var parts []*ai.Part
+			for ref, size := range sizes {
+				parts = append(parts, call(ref, "list_rows", fmt.Sprintf(`{"n":%d}`, size)))
+			}
+			return append(parts, call("mail", "send_mail", `{"to":"$r1.rows.-1.email"}`))
+		case 2:
+			out := outputs(t, req)
+			if !strings.HasPrefix(out["mail"], "sent to user2@example.com") {
+				fail("mail output: %q", out["mail"])
+			}
+			for ref, size := range sizes {
+				h, _, ok := strings.Cut(out[ref], " = ")
+				if !ok || !strings.Contains(out[ref], fmt.Sprintf("array(len=%d,", size)) {
+					fail("output of %s is not a preview of %d rows:\n%s", ref, size, out[ref])
+					continue
+				}
+				handles[ref] = h
+			}
+			var parts []*ai.Part
+			for ref := range sizes {
+				parts = append(parts, call("mail-"+ref, "send_mail", fmt.Sprintf(`{"to":"$%s.rows.-1.email"}`, handles[ref])))
+			}
+			return parts
+		case 3:
+			return []*ai.Part{ai.NewTextPart("done")}
+		}
+		return nil
+	})
+	vals := values.New()
+	if _, err := genkit.Generate(ctx, g, ai.WithModel(model), ai.WithPrompt("go"),
+		ai.WithTools(avgenkit.Tools(g, vals, rec.tools()...)...)); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	for _, f := range failed {
+		t.Error(f)
+	}
+	seen := map[string]bool{}
+	for ref, h := range handles {
+		if seen[h] {
+			t.Errorf("handle %s given to two results", h)
+		}
+		seen[h] = true
+		if h == "r1" {
+			t.Errorf("result %s got r1, the handle of the first turn's result", ref)
+		}
+	}
+	_, mails := rec.received()
+	got := map[string]int{}
+	for _, m := range mails {
+		got[m]++
+	}
+	want := map[string]int{"user2@example.com": 1, "user99@example.com": 1, "user119@example.com": 1, "user139@example.com": 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("send_mail received (-want +got):\n%s", diff)
+	}
+}
+
+// TestConcurrentRuns runs Generate twice at once, on one Genkit instance and
+// the same tools, each run with a store of its own: each run's "$r1" is its
+// own result.
+func TestConcurrentRuns(t *testing.T) {
+	ctx := context.Background()
+	g := genkit.Init(ctx)
+	rec := &recorder{}
+	tools := rec.tools()
+	model := defineScripted(g, "test/runs", func(n int, req *ai.ModelRequest) []*ai.Part {
+		size := len(req.Messages[0].Text()) * 10 // the prompt says how many rows
+		switch n {
+		case 0:
+			return []*ai.Part{call("list", "list_rows", fmt.Sprintf(`{"n":%d}`, size))}
+		case 1:
+			return []*ai.Part{call("mail", "send_mail", `{"to":"$r1.rows.-1.email"}`)}
+		case 2:
+			return []*ai.Part{ai.NewTextPart(outputs(t, req)["mail"])}
+		}
+		return nil
+	})
+	prompts := []string{"xxxxxxxxxx", "xxxxxxxxxxxxxxxxxxxx"} // 100 and 200 rows
+	texts := make([]string, len(prompts))
+	var wg sync.WaitGroup
+	for i, prompt := range prompts {
+		wg.Go(func() {
+			resp, err := genkit.Generate(ctx, g, ai.WithModel(model), ai.WithPrompt(prompt),
+				ai.WithTools(avgenkit.Tools(g, values.New(), tools...)...))
+			if err != nil {
+				t.Errorf("Generate %d: %v", i, err)
+				return
+			}
+			texts[i] = resp.Text()
+		})
+	}
+	wg.Wait()
+	for i, want := range []string{"sent to user99@example.com", "sent to user199@example.com"} {
+		if !strings.HasPrefix(texts[i], want) {
+			t.Errorf("run %d ended with %q, want %q…", i, texts[i], want)
+		}
+	}
+}
+
+// TestRegisteredToolPanics: a tool registered in g under the name would run
+// instead of its wrapper, so Tools refuses it.
+func TestRegisteredToolPanics(t *testing.T) {
+	g := genkit.Init(context.Background())
+	genkit.DefineTool(g, "send_mail", "Sends a mail.", func(_ *ai.ToolContext, in mailIn) (string, error) { return "", nil })
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), `"send_mail" is registered`) {
+			t.Errorf("Tools with a registered tool: recovered %v, want a panic naming send_mail", r)
+		}
+	}()
+	avgenkit.Tools(g, values.New(), (&recorder{}).tools()...)
+}
+
+// TestToolErrorEndsRun: an error of the tool itself is Genkit's to handle,
+// as without the adapter: it ends the run.
+func TestToolErrorEndsRun(t *testing.T) {
+	ctx := context.Background()
+	g := genkit.Init(ctx)
+	broken := ai.NewTool("broken", "Fails.", func(_ *ai.ToolContext, in mailIn) (string, error) {
+		return "", fmt.Errorf("disk on fire")
+	})
+	model := defineScripted(g, "test/broken", func(n int, req *ai.ModelRequest) []*ai.Part {
+		if n == 0 {
+			return []*ai.Part{call("b", "broken", `{"to":"x"}`)}
+		}
+		return []*ai.Part{ai.NewTextPart("went on")}
+	})
+	_, err := genkit.Generate(ctx, g, ai.WithModel(model), ai.WithPrompt("go"),
+		ai.WithTools(avgenkit.Tools(g, values.New(), broken)...))
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("Generate with a failing tool: %v, want the tool's error", err)
+	}
+}
