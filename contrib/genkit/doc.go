@@ -64,10 +64,10 @@
 //     a string (the transcript text), whatever the tool's own output schema.
 //   - An output supplied through [ai.WithToolResponses] when resuming an
 //     interrupt does not run the tool and is not stored.
-//   - When the input schema does not compile with [values.CompileSchema] (a
-//     "$ref" to a schema registered in g by name, say), references are still
-//     resolved and a bad one is still reported to the model, but only Genkit
-//     checks the schema, and a failure then ends the run as Genkit does.
+//   - When the input schema does not compile with [values.CompileSchema],
+//     references are still resolved and a bad one is still reported to the
+//     model, but only Genkit checks the schema, and a failure then ends the
+//     run as Genkit does.
 //
 // # Concurrency
 //

@@ -459,3 +459,34 @@ func TestToolErrorEndsRun(t *testing.T) {
 		t.Errorf("Generate with a failing tool: %v, want the tool's error", err)
 	}
 }
+
+// TestInterrupt: a wrapped tool's interrupt reaches Genkit as an interrupt,
+// and the interrupted call is kept as the model wrote it.
+func TestInterrupt(t *testing.T) {
+	ctx := context.Background()
+	g := genkit.Init(ctx)
+	confirm := ai.NewTool("confirm", "Asks the user.", func(tc *ai.ToolContext, in mailIn) (string, error) {
+		return "", tc.Interrupt(&ai.InterruptOptions{Metadata: map[string]any{"to": in.To}})
+	})
+	model := defineScripted(g, "test/interrupt", func(n int, req *ai.ModelRequest) []*ai.Part {
+		if n == 0 {
+			return []*ai.Part{call("c", "confirm", `{"to":"$$r1"}`)}
+		}
+		return nil
+	})
+	resp, err := genkit.Generate(ctx, g, ai.WithModel(model), ai.WithPrompt("go"),
+		ai.WithTools(avgenkit.Tools(g, values.New(), confirm)...))
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	ints := resp.Interrupts()
+	if resp.FinishReason != "interrupted" || len(ints) != 1 {
+		t.Fatalf("finish reason %q, %d interrupts; want interrupted, 1", resp.FinishReason, len(ints))
+	}
+	if diff := cmp.Diff(map[string]any{"to": "$r1"}, ints[0].Metadata["interrupt"]); diff != "" {
+		t.Errorf("interrupt metadata (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"to": "$$r1"}, ints[0].ToolRequest.Input); diff != "" {
+		t.Errorf("interrupted call (-want +got):\n%s", diff)
+	}
+}
