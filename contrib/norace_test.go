@@ -1,0 +1,5 @@
+//go:build !race
+
+package contrib
+
+const raceEnabled = false
