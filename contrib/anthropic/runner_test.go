@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -228,4 +229,66 @@ func TestToolRunner(t *testing.T) {
 	if len(pages) < 3 {
 		t.Errorf("read_value took %d pages of 1 KiB for %d bytes", len(pages), len(full))
 	}
+}
+
+// TestResultBlocks checks what the model receives for results that are not
+// one text block: text blocks are stored as one value and shown once, where
+// the first was; an image passes through; a tool's own error passes through.
+func TestResultBlocks(t *testing.T) {
+	image := sdk.BetaToolResultBlockParamContentUnion{OfImage: &sdk.BetaImageBlockParam{
+		Source: sdk.BetaImageBlockParamSourceUnion{OfBase64: &sdk.BetaBase64ImageSourceParam{Data: "iVBORw0KGgo=", MediaType: "image/png"}},
+	}}
+	big := strings.Repeat("x", 5000)
+	tools := []sdk.BetaTool{
+		blocksTool{name: "mixed", blocks: []sdk.BetaToolResultBlockParamContentUnion{textResult("HEAD" + big), image, textResult("TAIL")}},
+		blocksTool{name: "picture", blocks: []sdk.BetaToolResultBlockParamContentUnion{image}},
+		blocksTool{name: "broken", err: errors.New("disk full")},
+	}
+	model := &scriptedModel{}
+	var got map[string]wireBlock
+	model.turn = func(n int, req wireRequest) reply {
+		if n == 1 {
+			return useTools(call{"mixed", `{}`}, call{"picture", `{}`}, call{"broken", `{}`})(n)
+		}
+		got = req.results()
+		return answer("done")
+	}
+	client := model.start(t)
+	vals := values.New()
+	runner := client.Beta.Messages.NewToolRunner(avanthropic.Tools(vals, tools...), runnerParams())
+	if _, err := runner.RunToCompletion(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	mixed := got[useID(1, 0)]
+	if len(mixed.Content) != 2 || mixed.Content[0].Type != "text" || mixed.Content[1].Type != "image" {
+		t.Fatalf("mixed: the model got %+v, want a text block and the image", mixed.Content)
+	}
+	text := mixed.Content[0].Text
+	if !strings.HasPrefix(text, "r") || !strings.Contains(text, `head="HEADxxx`) || !strings.Contains(text, `xxx\nTAIL"`) || len(text) > 3000 {
+		t.Errorf("mixed: the model got %q, want the preview of both texts joined by a newline", text)
+	}
+	if picture := got[useID(1, 1)]; picture.IsError || len(picture.Content) != 1 || picture.Content[0].Type != "image" {
+		t.Errorf("picture: the model got %+v, want the image alone", picture)
+	}
+	if broken := got[useID(1, 2)]; !broken.IsError || broken.text() != "Error: disk full" {
+		t.Errorf("broken: the model got %q (is_error %v), want the tool's error as the runner words it", broken.text(), broken.IsError)
+	}
+	if vals.Len() != 1 {
+		t.Errorf("the store holds %d values, want 1: the texts of mixed", vals.Len())
+	}
+}
+
+// blocksTool is a tool of empty input that returns blocks, or err.
+type blocksTool struct {
+	name   string
+	blocks []sdk.BetaToolResultBlockParamContentUnion
+	err    error
+}
+
+func (b blocksTool) Name() string                              { return b.name }
+func (b blocksTool) Description() string                       { return "" }
+func (b blocksTool) InputSchema() sdk.BetaToolInputSchemaParam { return sdk.BetaToolInputSchemaParam{} }
+func (b blocksTool) Execute(context.Context, json.RawMessage) ([]sdk.BetaToolResultBlockParamContentUnion, error) {
+	return b.blocks, b.err
 }
