@@ -18,7 +18,7 @@
 //
 // # What happens to a call
 //
-// The runner calls [sdk.BetaTool.Execute] with the model's input. A wrapped
+// The runner calls the Execute method of a BetaTool with the model's input. A wrapped
 // tool resolves the references in it and validates the result against the
 // tool's own input schema ([values.SessionValues.Prepare]) before the wrapped
 // tool sees it, so the wrapped tool's unmarshal (and any check of its own)
@@ -51,8 +51,8 @@
 //     proxy's is. The API does not hold tool input to the schema, except for
 //     a tool defined with strict: a strict tool cannot be passed a reference
 //     where its schema asks for anything but a string.
-//   - Only the tools given to NewToolRunner (or AddTools) are seen. Tool
-//     definitions in Params.Tools that the runner does not execute (server
+//   - Only the tools wrapped are seen: wrap a tool given later to the
+//     runner's AddTools with [Tool] too. Tool definitions in Params.Tools that the runner does not execute (server
 //     tools, MCP toolsets run by the API) are not wrapped: their results never
 //     reach the client as tool calls the runner answers.
 //   - A tool the SDK's MCP helper made is traced by the runner as
