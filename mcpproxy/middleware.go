@@ -41,7 +41,13 @@ import (
 // dropped when it ends (Options.SessionOptions configure it; handles of a
 // new session start past every handle handed out before, as with
 // Options.PerSession), unless Options.Values is set: then every session
-// shares that one. Threshold, Values, SessionOptions, OriginalSchemas and
+// shares that one. A session a client abandons keeps its store until the
+// SDK ends it (StreamableHTTPOptions.SessionTimeout; without one, for as
+// long as the server runs). A stateless Streamable HTTP handler
+// (StreamableHTTPOptions.Stateless) makes every request a session of its
+// own, whose store ends with the request: a preview's handle would then
+// name nothing by the next call, so such a server must set Options.Values,
+// one store that every client can read. Threshold, Values, SessionOptions, OriginalSchemas and
 // Log are the Options used; nil opts means the defaults.
 func Middleware(opts *Options) mcp.Middleware {
 	if opts == nil {

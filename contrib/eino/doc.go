@@ -31,6 +31,11 @@
 //
 // # What Eino's hooks cannot express
 //
+// A ReAct agent's ToolReturnDirectly hands its caller what the tools node
+// returned: with the adapter, the transcript text (a large result's preview
+// and hint, the whole value staying in the store under its handle), not the
+// tool's raw output. Configure cannot see that map.
+//
 // Eino (v0.7.36) stops the whole graph run when a ToolArgumentsHandler
 // returns an error: the model never sees it. So ResolveArguments never
 // returns one: for arguments it cannot prepare it returns a marker that

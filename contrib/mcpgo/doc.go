@@ -14,9 +14,9 @@
 // as a tool handler middleware, [Values.FilterTools] as a tool filter (it
 // rewrites what tools/list advertises), the read_value and query_value
 // tools, and [Values.EndSession] as an OnUnregisterSession hook. Pass it
-// before the server's other options: middlewares run in the order they were
-// added, so the others then see resolved arguments and the result the
-// client gets.
+// before the server's other options: the middleware added first is the
+// outermost, so the others then see resolved arguments (and the tool's own
+// result, before it is stored and previewed).
 //
 // # What a client sees
 //
