@@ -16,7 +16,8 @@ import (
 // "$r1.rows.1.id", …) scan it, or read it back, once. The zero value is an
 // empty cache that allocates nothing until a lookup scans that much.
 type walkCache struct {
-	m map[string]walkEntry // keyed by refPath.key
+	m    map[string]walkEntry // keyed by refPath.key
+	json map[string]walkEntry // the JSON a string holds, keyed by the refPath.key of the string
 }
 
 type walkEntry struct {
@@ -75,12 +76,13 @@ func (c *walkCache) longest(r refPath) (e walkEntry, at, segs int, ok bool) {
 	return e, at, segs, ok
 }
 
-// lookup returns the entry under key, when c holds one. c may be nil.
-func (c *walkCache) lookup(key string) (walkEntry, bool) {
-	if c == nil || c.m == nil {
+// lookupJSON returns the entry of the JSON held in the string that the
+// reference key names, when c holds one. c may be nil.
+func (c *walkCache) lookupJSON(key string) (walkEntry, bool) {
+	if c == nil || c.json == nil {
 		return walkEntry{}, false
 	}
-	e, ok := c.m[key]
+	e, ok := c.json[key]
 	return e, ok
 }
 
@@ -90,10 +92,24 @@ func (c *walkCache) addKey(key string, e walkEntry) *builtIndex {
 	if c.m == nil {
 		c.m = make(map[string]walkEntry)
 	}
+	return c.add(c.m, key, e)
+}
+
+// addJSON remembers e, the JSON held in the string that the reference key
+// names, as addKey does. It has a map of its own: no suffix of a key could
+// set it apart, since a key may hold any character.
+func (c *walkCache) addJSON(key string, e walkEntry) *builtIndex {
+	if c.json == nil {
+		c.json = make(map[string]walkEntry)
+	}
+	return c.add(c.json, key, e)
+}
+
+func (c *walkCache) add(m map[string]walkEntry, key string, e walkEntry) *builtIndex {
 	if e.ix == nil && (e.stream || e.part[0] == '[' || e.part[0] == '{') {
 		e.built = &builtIndex{}
 	}
-	c.m[key] = e
+	m[key] = e
 	return e.built
 }
 
@@ -274,8 +290,8 @@ func (w *walker) enter(c *walkCache, i int, found []byte, open bool, step int) {
 // cache keeps it. A string that holds no such JSON is an error, as any
 // scalar with a path after it is.
 func (w *walker) intoString(c *walkCache, at int) error {
-	key := w.r.key(at) + "\x00json"
-	if e, ok := c.lookup(key); ok {
+	key := w.r.key(at)
+	if e, ok := c.lookupJSON(key); ok {
 		w.cur, w.open, w.count, w.key, w.built = e.part, false, e.count, -1, e.built
 		return nil
 	}
@@ -292,7 +308,7 @@ func (w *walker) intoString(c *walkCache, at int) error {
 	text = text[i:jsontext.SkipValue(text, i)]
 	w.cur, w.open, w.count, w.key, w.built = text, false, -1, -1, nil
 	if c != nil {
-		w.built = c.addKey(key, walkEntry{whole: w.whole, part: text, count: -1})
+		w.built = c.addJSON(key, walkEntry{whole: w.whole, part: text, count: -1})
 	}
 	return nil
 }

@@ -294,3 +294,19 @@ func TestLookupOffsetsBudget(t *testing.T) {
 		t.Errorf("20,000 paths: %v, want ErrTooLarge, said once", err)
 	}
 }
+
+// The JSON a string holds is remembered apart from the containers of the
+// walk cache: a key that ends as a suffix marking it might ("\u0000json")
+// names its own value, not the JSON of the string before it.
+func TestLookupStringJSONCacheKey(t *testing.T) {
+	s := New()
+	h, err := s.Put(json.RawMessage(`{"a":"[10,20]","a\u0000json":[30,40]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := `["$` + h + `.a.0","$` + h + `.a\u0000json.0","$` + h + `.a.1"]`
+	out, _, err := s.Resolve([]byte(args))
+	if err != nil || string(out) != `[10,30,20]` {
+		t.Errorf("Resolve(%s) = %s, %v; want [10,30,20]", args, out, err)
+	}
+}
