@@ -146,7 +146,8 @@ var errScanBudget = errors.New("values: scan budget exceeded")
 //   - for an array Put did not index, the bytes walked from the furthest
 //     point a lookup through it reached in c, or from the mark before the
 //     item, whichever is nearer, and first to its end when a negative index
-//     needs its length;
+//     needs its length (that walk marks its items, so the walk to the item
+//     then starts from the mark before it);
 //   - the whole value when it was read back from the durable store.
 //
 // When that would exceed limit it fails with errScanBudget, having scanned
@@ -397,21 +398,21 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 		return nil, 0, false, w.missing(at, seg)
 	}
 	b := w.built
-	marks := b.marksOf()
-	if w.ix != nil {
-		marks = w.ix.marks
-	}
 	budget := w.limit - w.scanned
+	var local builtIndex
 	if idx < 0 && w.count < 0 { // count the items, from as far as the walks reached
+		if b == nil {
+			// Marks for the walk to the item, once this one has counted
+			// them: it would otherwise walk the array twice.
+			b = &local
+		}
 		k, from := b.reach()
 		_, end, _, n := walkArray(w.cur, k, from, maxInt, budget, false, w.stream, b)
 		if end < 0 {
 			return nil, 0, false, errScanBudget
 		}
 		step, w.count = end-from, n
-		if b != nil {
-			b.next, b.nextOff = n, end
-		}
+		b.next, b.nextOff = n, end
 		if w.key >= 0 {
 			ce := c.m[w.r.key(w.key)]
 			ce.count = n
@@ -423,6 +424,10 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 	}
 	if idx < 0 || w.count >= 0 && idx >= w.count {
 		return nil, step, false, w.missing(at, seg)
+	}
+	marks := b.marksOf() // read after the count, which marks what it walks
+	if w.ix != nil {
+		marks = w.ix.marks
 	}
 	k, from := 0, 0 // walk from item k at offset from
 	if m, ok := marks.Before(idx); ok {

@@ -310,3 +310,40 @@ func TestLookupStringJSONCacheKey(t *testing.T) {
 		t.Errorf("Resolve(%s) = %s, %v; want [10,30,20]", args, out, err)
 	}
 }
+
+// A negative index into an array Put did not index walks it once: the
+// walk that counts its items marks them, and the walk to the item starts
+// from the mark before it, whether the call remembers the array or not.
+func TestLookupNegativeIndexWalksOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range 5000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"i":%d,"pad":"%s"}`, i, strings.Repeat("p", i%60))
+	}
+	b.WriteByte(']')
+	arr := b.String()
+	s := New()
+	s.PutOutput([]byte(`{"a":` + arr + `,"b":` + arr + `,"c":` + arr + `,"d":` + arr + `}`)) // no part dominates
+	s.PutOutput([]byte(`[1,2,3,4,` + arr + `,5,6,7]`))                                       // item 4 is walked to, open
+	for _, tt := range []struct{ ref, want string }{
+		{"r1.a.-2", `{"i":4998,"pad":"` + strings.Repeat("p", 4998%60) + `"}`},
+		{"r1.a.-5000.i", "0"},
+		{"r2.4.-2.i", "4998"},
+		{"r2.4.-4999.i", "1"},
+	} {
+		r, ok := parseRef(tt.ref)
+		if !ok {
+			t.Fatalf("parseRef(%s) failed", tt.ref)
+		}
+		_, part, scanned, err := s.lookupPath(r, &walkCache{}, maxInt)
+		if err != nil || string(part) != tt.want {
+			t.Errorf("$%s = %s, %v; want %s", tt.ref, part, err, tt.want)
+		}
+		if most := len(arr) + jsontext.MarkGap + 100; scanned > most {
+			t.Errorf("$%s scanned %d bytes of an array of %d, want at most %d", tt.ref, scanned, len(arr), most)
+		}
+	}
+}
