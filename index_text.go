@@ -33,9 +33,11 @@ func indexText(b []byte, lines int) (*container, *table) {
 }
 
 // newStream indexes the stream of JSON values b as a container of its
-// values, which it treats as the items of an array.
+// values, which it treats as the items of an array, marks included, so
+// that a lookup of an item starts near it as in an array.
 func newStream(b []byte, sh *jsontext.Shape) *container {
 	c := &container{raw: b, kind: KindArray, n: sh.Count, items: sh.Items, stream: true}
+	c.marks, _ = offsets(sh, 0)
 	var chs []jsontext.Child
 	if c.n <= arrayHeadItems+arrayTailItems {
 		chs = sh.Head

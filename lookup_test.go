@@ -246,6 +246,7 @@ func TestIndexOffsetsMemory(t *testing.T) {
 		{"tiny items", build(300_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]")},
 		{"tiny fields", build(100_000, func(i int) string { return fmt.Sprintf(`"%d":0`, i) }, "{", "}")},
 		{"nested dominant parts", build(50_000, func(i int) string { return fmt.Sprintf(`"k%d":[%d]`, i, i) }, `{"a":{"b":{"c":{`, `}}},"x":1}`)},
+		{"JSON Lines", bytes.ReplaceAll(build(100_000, func(i int) string { return fmt.Sprintf(`{"n":%d}`, i) }, "", ""), []byte("},{"), []byte("}\n{"))},
 		{"JSON in a string", []byte(`{"content":` + strconv.Quote(string(build(100_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]"))) + `}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,6 +345,35 @@ func TestLookupNegativeIndexWalksOnce(t *testing.T) {
 		}
 		if most := len(arr) + jsontext.MarkGap + 100; scanned > most {
 			t.Errorf("$%s scanned %d bytes of an array of %d, want at most %d", tt.ref, scanned, len(arr), most)
+		}
+	}
+}
+
+// An item of a stream of JSON values (JSON Lines) is found from the mark
+// Put recorded before it, as in an array.
+func TestLookupStreamMarks(t *testing.T) {
+	var b strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "{\"n\":%d,\"s\":\"%s\"}\n", i, strings.Repeat("z", 80))
+	}
+	s := New()
+	h := s.PutOutput([]byte(b.String()))
+	v, _ := s.Get(h)
+	if ix := v.get().index(); ix == nil || !ix.stream || len(ix.marks) < b.Len()/(2*jsontext.MarkGap) {
+		t.Fatalf("the stream's index has no marks")
+	}
+	for _, k := range []int{7, 9_000, 17_777, -1_234} {
+		r, _ := parseRef(fmt.Sprintf("%s.%d.n", h, k))
+		_, part, scanned, err := s.lookupPath(r, nil, maxInt)
+		want := k
+		if k < 0 {
+			want += 20_000
+		}
+		if err != nil || string(part) != strconv.Itoa(want) {
+			t.Errorf("item %d: %s, %v; want %d", k, part, err, want)
+		}
+		if scanned > jsontext.MarkGap+200 {
+			t.Errorf("item %d: scanned %d bytes, want less than a mark gap and the item", k, scanned)
 		}
 	}
 }
