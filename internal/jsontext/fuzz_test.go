@@ -301,7 +301,7 @@ func checkItemsOf(t *testing.T, arr, d []byte, got *Items, max int) {
 
 // FuzzStringEnds checks StringHead and StringTail against a full decoding:
 // a prefix and a suffix of it, within n bytes, and no shorter than n less
-// one character.
+// one character; and KeyEquals: true for the decoding only.
 func FuzzStringEnds(f *testing.F) {
 	for _, seed := range []string{`"plain text"`, `"a\nb\u00e9\ud83d\ude00\\\"x"`, `"\\\\\\u0041\u0041"`, `"日本語のテキスト"`, `"\u0000\u0001"`} {
 		f.Add([]byte(seed), 5)
@@ -324,6 +324,12 @@ func FuzzStringEnds(f *testing.F) {
 		}
 		if len(head) < min(n, len(dec))-utf8.UTFMax+1 || len(tail) < min(n, len(dec))-utf8.UTFMax+1 {
 			t.Fatalf("StringHead/StringTail(%s, %d) too short: %q / %q of %q", raw, n, head, tail, dec)
+		}
+		body := string(raw[1 : len(raw)-1])
+		for _, s := range []string{string(dec), string(dec[:min(n, len(dec))]), string(head) + "x", body} {
+			if got, want := KeyEquals(raw, s), s == string(dec); got != want {
+				t.Fatalf("KeyEquals(%s, %q) = %v, want %v", raw, s, got, want)
+			}
 		}
 	})
 }

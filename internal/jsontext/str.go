@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -224,16 +225,38 @@ func StringStats(raw []byte) (n, lines int) {
 }
 
 // KeyEquals reports whether the valid JSON string raw (quotes included)
-// decodes to s.
+// decodes to s. It decodes raw only as far as it agrees with s, without
+// allocating: however long raw is, it reads at most 6 bytes of it per byte
+// of s (\u0041 decodes to one byte), and one escape more.
 func KeyEquals(raw []byte, s string) bool {
-	body := raw[1 : len(raw)-1]
-	if bytes.IndexByte(body, '\\') < 0 {
-		return string(body) == s
-	}
-	if len(body) < len(s) { // escapes only ever shrink when decoded
+	b := raw[1 : len(raw)-1]
+	switch {
+	case len(b) < len(s): // an escape decodes to fewer bytes than it takes
 		return false
+	case len(b) == len(s): // so b matches only if it has none
+		return string(b) == s && strings.IndexByte(s, '\\') < 0
 	}
-	return string(AppendUnquoted(nil, raw)) == s
+	var buf [utf8.UTFMax]byte
+	j := 0
+	for i := 0; i < len(b); {
+		if j == len(s) {
+			return false
+		}
+		if b[i] != '\\' {
+			if b[i] != s[j] {
+				return false
+			}
+			i, j = i+1, j+1
+			continue
+		}
+		r, n := DecodeEscape(b, i)
+		m := utf8.EncodeRune(buf[:], r)
+		if m > len(s)-j || string(buf[:m]) != s[j:j+m] {
+			return false
+		}
+		i, j = i+n, j+m
+	}
+	return j == len(s)
 }
 
 // StringSeek returns the first character boundary pos ≥ off of the

@@ -2,6 +2,7 @@ package jsontext
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -48,5 +49,39 @@ func TestQuotedLenAgreesWithAppendQuote(t *testing.T) {
 		if got, want := QuotedLen(in), len(AppendQuote(nil, in)); got != want {
 			t.Errorf("QuotedLen(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+// KeyEquals agrees with decoding the key whole, for keys with and without
+// escapes, against what they decode to, their prefixes and extensions,
+// and their raw bodies.
+func TestKeyEquals(t *testing.T) {
+	raws := []string{`""`, `"a"`, `"ab"`, `"\n"`, `"\\n"`, `"a\u0041"`, `"\u00e9t\u00e9"`, `"\ud83d\ude00!"`,
+		`"\ud800"`, `"\ud800x"`, `"\"q\""`, `"\/"`, `"日本"`, `"x\u0000json"`, `"` + strings.Repeat(`\u0041`, 40) + `"`}
+	for _, raw := range raws {
+		dec := string(AppendUnquoted(nil, []byte(raw)))
+		body := raw[1 : len(raw)-1]
+		cands := []string{dec, body, "", "A", dec + "x", "x" + dec, `\n`, "\n", "\uFFFD", "\uFFFDx"}
+		for i := range len(dec) {
+			cands = append(cands, dec[:i], dec[:i]+"?")
+		}
+		for _, s := range cands {
+			if got, want := KeyEquals([]byte(raw), s), dec == s; got != want {
+				t.Errorf("KeyEquals(%s, %q) = %v, want %v", raw, s, got, want)
+			}
+		}
+	}
+}
+
+// KeyEquals allocates nothing, however long the key and its escapes: a
+// lookup compares many keys with one reference.
+func TestKeyEqualsAllocs(t *testing.T) {
+	raw := []byte(`"\u0041` + strings.Repeat("k", 64<<10) + `"`)
+	if n := testing.AllocsPerRun(10, func() {
+		if KeyEquals(raw, "Akk") || KeyEquals(raw, "nokey") {
+			t.Fatal("KeyEquals matched a different key")
+		}
+	}); n != 0 {
+		t.Errorf("KeyEquals allocated %v times, want 0", n)
 	}
 }
