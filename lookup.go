@@ -3,6 +3,7 @@ package values
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/agentvalues/values/internal/jsontext"
 )
@@ -44,8 +45,9 @@ type builtIndex struct {
 	// before any walk): the walks have marked the items before it.
 	next, nextOff int
 	blocks        jsontext.KeyBlocks
-	end           int  // the end of the object the blocks index
-	indexed       bool // blocks were built
+	end           int    // the end of the object the blocks index
+	indexed       bool   // blocks were built
+	keys          string // the object's keyList, once a key was missing
 }
 
 // Walk cache limits: a step of a lookup is remembered when it scanned at
@@ -149,6 +151,12 @@ var errScanBudget = errors.New("values: scan budget exceeded")
 //     needs its length (that walk marks its items, so the walk to the item
 //     then starts from the mark before it);
 //   - the whole value when it was read back from the durable store.
+//
+// Work that does not grow with the stored value is not charged: comparing
+// a segment with the keys Put's index holds of an object of up to 24 keys
+// (jsontext.KeyEquals reads no more of a key than about the segment's
+// length), and listing the first keys of an object that lacks the key
+// (see keyList).
 //
 // When that would exceed limit it fails with errScanBudget, having scanned
 // at most one array item or key block past the limit.
@@ -380,7 +388,7 @@ func (w *walker) scanField(at int, seg string) (found []byte, step int, err erro
 // the container named by the first at bytes of the path.
 func (w *walker) missing(at int, seg string) error {
 	if w.cur[0] == '{' && !w.stream {
-		return fmt.Errorf("values: %s: %w: %s has no key %s%s", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg), keyList(w.cur))
+		return fmt.Errorf("values: %s: %w: %s has no key %s%s", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg), w.keyList())
 	}
 	if _, ok := parseIndex(seg); !ok {
 		return fmt.Errorf("values: %s: %w: %s is an array; %s is not an index (0, 1, … or -1 for the last item)", w.r.quoted(), ErrNoPath, w.r.prefixShown(at), jsontext.QuoteClipped(seg))
@@ -597,26 +605,94 @@ func walkArray(d []byte, k, from, idx, limit int, open, stream bool, rec *builtI
 // that the model can correct its path without reading the value.
 const keyListMax = 8
 
+// keyList returns "; its keys: a, b, …" for the object w.cur, which has no
+// key a lookup asked for, at a cost that does not grow with the object:
+// listed from the keys the index Put made of it records, reading none of
+// its values; or, for an object this call indexed in blocks, listed once,
+// by a walk over its first fields, charged with the scan that indexed it,
+// and kept; or, for other objects, by that walk, which reads less than
+// the scan of the whole object that the lookup was charged.
+func (w *walker) keyList() string {
+	if ix := w.ix; ix != nil && ix.kind == KindObject {
+		var l keyLister
+		for i := range ix.nodes {
+			if !l.add(ix.nodes[i].key.Of(ix.raw)) {
+				break
+			}
+		}
+		return l.String()
+	}
+	if b := w.built; b != nil && b.indexed {
+		if b.keys == "" {
+			b.keys = keyList(w.cur[:b.end])
+		}
+		return b.keys
+	}
+	return keyList(w.cur)
+}
+
 // keyList returns "; its keys: a, b, …" for the validated object obj.
 func keyList(obj []byte) string {
-	b := []byte("; its keys: ")
-	n := 0
-	jsontext.EachChild(obj, func(k, _ []byte) bool {
-		if n == keyListMax {
-			b = append(b, ", "+jsontext.Ellipsis...)
-			return false
-		}
-		if n > 0 {
-			b = append(b, ", "...)
-		}
-		b = appendKey(b, k)
-		n++
-		return true
-	})
-	if n == 0 {
+	var l keyLister
+	jsontext.EachChild(obj, func(k, _ []byte) bool { return l.add(k) })
+	return l.String()
+}
+
+// keyLister builds a keyList from keys given in order.
+type keyLister struct {
+	b []byte
+	n int
+}
+
+// add appends the key k (a valid JSON string, quotes included), and
+// reports whether more are wanted.
+func (l *keyLister) add(k []byte) bool {
+	if l.n == keyListMax {
+		l.b = append(l.b, ", "+jsontext.Ellipsis...)
+		return false
+	}
+	if l.n == 0 {
+		l.b = append(l.b, "; its keys: "...)
+	} else {
+		l.b = append(l.b, ", "...)
+	}
+	var buf [2*keyBudget + 8]byte
+	l.b = appendKey(l.b, shownKey(buf[:0], k))
+	l.n++
+	return true
+}
+
+func (l *keyLister) String() string {
+	if l.n == 0 {
 		return "; it is empty"
 	}
-	return string(b)
+	return string(l.b)
+}
+
+// shownKey returns the key raw (a valid JSON string, quotes included), or,
+// when it is too long to be shown whole, its first characters as a JSON
+// string appended to buf, more than appendKey shows of a key: so that
+// showing a key reads no more of it than that. (A key that holds a
+// character a key is shown quoted for only past those is shown unquoted.)
+func shownKey(buf, raw []byte) []byte {
+	if len(raw) <= 2*keyBudget {
+		return raw
+	}
+	i := 1
+	for i <= keyBudget+1 { // a body longer than keyBudget, so that appendKey clips it
+		switch {
+		case raw[i] == '\\' && raw[i+1] == 'u':
+			i += 6
+		case raw[i] == '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+	for !utf8.RuneStart(raw[i]) {
+		i++
+	}
+	return append(append(buf, raw[:i]...), '"')
 }
 
 // storedRange describes the handles of a store holding n > 0 values.

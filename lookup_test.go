@@ -377,3 +377,72 @@ func TestLookupStreamMarks(t *testing.T) {
 		}
 	}
 }
+
+// The error for a missing key lists the object's first keys at a cost
+// that does not grow with the object: from the keys Put's index records,
+// without walking the values between them, whether the index answers for
+// every key (up to 24) or the key blocks do; and for an object this call
+// indexed, listed once and kept. The test sees a walk by rewriting the
+// stored bytes of a large value after they were indexed, so that a walk
+// over them finds a key ("zz") that the index does not hold.
+func TestLookupMissingKeyList(t *testing.T) {
+	obj := func(fields int) []byte {
+		var b bytes.Buffer
+		b.WriteByte('{')
+		for i := range 8 {
+			fmt.Fprintf(&b, `"big%d":"%s",`, i, strings.Repeat("A", 8<<10))
+		}
+		for i := range fields - 9 {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(`"\u0041` + strings.Repeat("k", 300) + `":0}`)
+		return b.Bytes()
+	}
+	rewrite := func(stored []byte) { // inside the value of big0
+		at := bytes.Index(stored, []byte(`"big0":"`)) + 20
+		copy(stored[at:], `","zz":"`)
+	}
+	const want = "; its keys: big0, big1, big2, big3, big4, big5, big6, big7, …"
+	for _, tt := range []struct {
+		name   string
+		value  []byte
+		prefix string
+		fields int
+	}{
+		{"every key indexed", obj(20), "", 20},
+		{"key blocks", obj(40), "", 40},
+		{"indexed in this call", append(append([]byte(`[0,`), obj(40)...), ']'), "1.", 40},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New()
+			h := s.PutOutput(tt.value)
+			v, _ := s.Get(h)
+			v.get().index()
+			var c walkCache
+			lookup := func(path string) error {
+				r, _ := parseRef(h + "." + tt.prefix + path)
+				_, _, _, err := s.lookupPath(r, &c, maxInt)
+				return err
+			}
+			if err := lookup("no1"); err == nil || !strings.HasSuffix(err.Error(), want) {
+				t.Fatalf("before the rewrite: %v; want it to end %q", err, want)
+			}
+			rewrite(tt.value)
+			if err := lookup("no2"); err == nil || !strings.HasSuffix(err.Error(), want) {
+				t.Errorf("%v; want it to end %q", err, want)
+			}
+			if err := lookup("zz"); !errors.Is(err, ErrNoPath) {
+				t.Errorf("zz: %v; want ErrNoPath", err)
+			}
+		})
+	}
+	// A long key is shown clipped, read no further than shown.
+	s := New()
+	h := s.PutOutput([]byte(`{"` + strings.Repeat("k", 1000) + `":1,"\u0041` + strings.Repeat("k", 1000) + `":2}`))
+	r, _ := parseRef(h + ".nokey")
+	_, _, _, err := s.lookupPath(r, nil, maxInt)
+	wantLong := "; its keys: " + strings.Repeat("k", 61) + "…, " + `"\u0041` + strings.Repeat("k", 53) + `…"`
+	if err == nil || !strings.HasSuffix(err.Error(), wantLong) {
+		t.Errorf("%v; want it to end %q", err, wantLong)
+	}
+}
