@@ -159,7 +159,7 @@ var errScanBudget = errors.New("values: scan budget exceeded")
 // (see keyList).
 //
 // When that would exceed limit it fails with errScanBudget, having scanned
-// at most one array item or key block past the limit.
+// at most one array item, key block or field past the limit.
 func (s *SessionValues) lookupPath(r refPath, c *walkCache, limit int) (whole Value, part []byte, scanned int, err error) {
 	w := walker{r: r, limit: limit, count: -1, key: -1}
 	e, start, depth, ok := c.longest(r)
@@ -332,10 +332,11 @@ func (w *walker) field(at int, seg string) (found []byte, step int, err error) {
 	case w.ix != nil:
 		blocks = w.ix.blocks
 	case b != nil && !b.indexed:
-		blocks, b.end = jsontext.IndexKeys(obj)
-		if step = b.end; step > budget {
+		var over bool
+		if blocks, b.end, over = jsontext.IndexKeys(obj, budget); over {
 			return nil, 0, errScanBudget
 		}
+		step = b.end
 		b.blocks, b.indexed = blocks, true
 		obj = obj[:b.end]
 	case b != nil:

@@ -114,20 +114,27 @@ func (x *keyIndexer) add(d []byte, k Span) {
 
 // IndexKeys returns the key blocks of the valid object obj, with offsets
 // in obj, and the offset after its closing brace (obj may run on past it).
-// Its cost is one pass over obj, as [Member]'s.
-func IndexKeys(obj []byte) (KeyBlocks, int) {
+// Its cost is one pass over obj, as [Member]'s. It gives up, reporting
+// over, as soon as it has scanned more than limit bytes of obj (at most
+// one field more): obj's end need not be known to bound the scan.
+func IndexKeys(obj []byte, limit int) (blocks KeyBlocks, end int, over bool) {
 	var x keyIndexer
 	i := SkipSpace(obj, 1)
 	for i < len(obj) && obj[i] != '}' {
 		end := SkipString(obj, i)
 		x.add(obj, Span{i, end})
 		i = SkipSpace(obj, SkipSpace(obj, end)+1) // the colon
-		i = SkipSpace(obj, SkipValue(obj, i))
+		if i = SkipSpace(obj, SkipValue(obj, i)); i > limit {
+			return nil, i, true
+		}
 		if i < len(obj) && obj[i] == ',' {
 			i = SkipSpace(obj, i+1)
 		}
 	}
-	return x.blocks, min(i+1, len(obj))
+	if end = min(i+1, len(obj)); end > limit {
+		return nil, end, true
+	}
+	return x.blocks, end, false
 }
 
 // Lookup returns the value of the last field named key in the valid

@@ -57,7 +57,13 @@ func offsetOf(outer, sub []byte) int { return cap(outer) - cap(sub) }
 // through them finds what Member finds for each key and for key.
 func checkBlocks(t *testing.T, obj []byte, blocks KeyBlocks, key string) {
 	t.Helper()
-	ib, end := IndexKeys(append(obj[:len(obj):len(obj)], `,"after":1}`...))
+	ib, end, over := IndexKeys(append(obj[:len(obj):len(obj)], `,"after":1}`...), len(obj))
+	if over {
+		t.Fatalf("IndexKeys gave up within a limit of the object's size")
+	}
+	if _, _, over := IndexKeys(obj, len(obj)-1); !over {
+		t.Fatalf("IndexKeys did not give up past a limit one byte short of the object")
+	}
 	if diff := cmp.Diff(blocks, ib, cmp.AllowUnexported(KeyBlock{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("Scan's blocks (-) and IndexKeys (+) differ:\n%s", diff)
 	}
@@ -257,4 +263,25 @@ func FuzzScanIndex(f *testing.F) {
 		}
 		checkBlocks(t, d, sh.Blocks, key)
 	})
+}
+
+// IndexKeys stops within one field of its limit, in an object whose end
+// it has not reached (a lookup indexes an object it has not measured).
+func TestIndexKeysLimit(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := range 10_000 {
+		fmt.Fprintf(&b, `"k%d":"%s",`, i, strings.Repeat("v", i%50))
+	}
+	b.WriteString(`"z":0}`)
+	obj := b.Bytes()
+	for _, limit := range []int{0, 1, 100, 4096, len(obj) / 2, len(obj) - 1} {
+		blocks, end, over := IndexKeys(obj, limit)
+		if !over || blocks != nil || end <= limit || end > limit+70 {
+			t.Errorf("IndexKeys(obj, %d) = %d blocks, %d, %v; want to give up within a field past the limit", limit, len(blocks), end, over)
+		}
+	}
+	if blocks, end, over := IndexKeys(obj, len(obj)); over || end != len(obj) || len(blocks) == 0 {
+		t.Errorf("IndexKeys(obj, len(obj)) = %d blocks, %d, %v; want them all, %d", len(blocks), end, over, len(obj))
+	}
 }
