@@ -83,10 +83,12 @@
 //
 // Put validates and indexes a value in one pass over its bytes (a JSON
 // array of 4 MiB or more by two goroutines) and keeps the slice it is
-// given, not a copy, and an index of at most 1/25 of its size: where one
-// item in 512 bytes of a large array starts, and a 32-byte filter of the
-// keys of every 1 KiB of a large object's fields. The index is not stored
-// durably: a value read back from a [Durable] is indexed again on its
+// given, not a copy, and an index: a description of its first and last
+// children, and where one item in 512 bytes of a large array starts and a
+// 32-byte filter of the keys of every 1 KiB of a large object's fields,
+// for the value and for the part of it that dominates its preview, which
+// take at most 1/25 of its size plus a few hundred bytes. The index is not
+// stored durably: a value read back from a [Durable] is indexed again on its
 // first lookup. A preview costs time proportional to the preview.
 // Resolve makes one pass over the arguments, looks up each distinct
 // reference once per call (a path starts from what Put recorded of a

@@ -1,7 +1,6 @@
 package values
 
 import (
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -129,8 +128,8 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	if raw[0] == '{' {
 		c.kind = KindObject
 	}
-	c.marks, c.blocks = offsets(sh, base)
 	c.dom = dominantOf(c, sh, base, depth)
+	c.marks, c.blocks = offsets(sh, base, c.dom.index() != nil)
 	rebase := func(ch jsontext.Child) jsontext.Child {
 		ch.Val.Start, ch.Val.End = ch.Val.Start-base, ch.Val.End-base
 		if ch.Key != (jsontext.Span{}) {
@@ -181,10 +180,14 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 // offsetsSize returns the bytes the marks and key blocks of c take, and
 // those of the parts it indexes as dominant. Marks are kept at most one
 // per jsontext.MarkGap (512) bytes of an array, 16 bytes each, and key
-// blocks one per jsontext.KeyBlockGap (1 KiB) of an object, 40 bytes each,
-// and a dominant part spans one block or no mark of its container's: so
-// they take at most 1/25 of the bytes of the value, plus a few blocks for
-// each level of dominant parts.
+// blocks one per jsontext.KeyBlockGap (1 KiB) of an object, 40 bytes each:
+// each container's take at most 1/25 of its bytes, plus one block. A
+// dominant part is indexed again, over its own bytes, but the bytes of its
+// container's that it spans hold no mark or block start, and those of a
+// container with an indexed dominant part are kept at their length (see
+// offsets): so the marks and blocks of a value and of all its dominant
+// parts take at most 1/25 of the value's bytes, plus two blocks (80 bytes)
+// for each container indexed (at most 1 + dominantDepth).
 func (c *container) offsetsSize() int {
 	n := 0
 	for ; c != nil; c = c.dom.index() {
@@ -202,22 +205,24 @@ func (d *dominant) index() *container {
 }
 
 // offsets returns the marks and key blocks of sh, rebased by base. Scan
-// made each slice large enough for the whole value; one less than half
-// full (a container of large children) is copied to its length, so that
-// the index keeps little spare capacity.
-func offsets(sh *jsontext.Shape, base int) (jsontext.Marks, jsontext.KeyBlocks) {
+// made each slice large enough for the whole value. One is copied to its
+// length when it is less than half full (a container of large children),
+// so that the index keeps little spare capacity, and whenever trim is set
+// (a container whose dominant part is indexed too: the room made for the
+// bytes of that part would count them twice).
+func offsets(sh *jsontext.Shape, base int, trim bool) (jsontext.Marks, jsontext.KeyBlocks) {
 	marks, blocks := sh.Marks, sh.Blocks
 	switch {
 	case len(marks) == 0:
 		marks = nil
-	case cap(marks) > 2*len(marks):
-		marks = slices.Clone(marks)
+	case trim && cap(marks) > len(marks) || cap(marks) > 2*len(marks):
+		marks = append(make(jsontext.Marks, 0, len(marks)), marks...)
 	}
 	switch {
 	case len(blocks) == 0:
 		blocks = nil
-	case cap(blocks) > 2*len(blocks):
-		blocks = slices.Clone(blocks)
+	case trim && cap(blocks) > len(blocks) || cap(blocks) > 2*len(blocks):
+		blocks = append(make(jsontext.KeyBlocks, 0, len(blocks)), blocks...)
 	}
 	for i := range marks {
 		marks[i].Off -= base

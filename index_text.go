@@ -37,7 +37,7 @@ func indexText(b []byte, lines int) (*container, *table) {
 // that a lookup of an item starts near it as in an array.
 func newStream(b []byte, sh *jsontext.Shape) *container {
 	c := &container{raw: b, kind: KindArray, n: sh.Count, items: sh.Items, stream: true}
-	c.marks, _ = offsets(sh, 0)
+	c.marks, _ = offsets(sh, 0, false)
 	var chs []jsontext.Child
 	if c.n <= arrayHeadItems+arrayTailItems {
 		chs = sh.Head

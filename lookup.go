@@ -37,8 +37,9 @@ type walkEntry struct {
 // for the arrays it indexes, at most one per jsontext.MarkGap bytes walked)
 // and how far the walks reached; for an object, its key blocks, built by
 // the first lookup of a key in it, which scans it whole as a lookup
-// without them would. What it holds takes at most 1/25 of the bytes
-// scanned, and lives as long as the call.
+// without them would. Grown by append, what it holds takes at most twice
+// the 1/32 (marks) or 1/25 (blocks) of the bytes scanned that Put's index
+// would, and lives as long as the call.
 type builtIndex struct {
 	marks jsontext.Marks
 	// The item after the furthest one walked to, and where it starts (0, 0

@@ -224,7 +224,9 @@ func TestLookupOffsets(t *testing.T) {
 
 // What Put keeps of a large value's offsets (marks of array items, key
 // blocks of objects, in the value and in the parts it indexes as
-// dominant) takes at most a tenth of the value's bytes, whatever its items.
+// dominant) takes at most a tenth of the value's bytes, whatever its
+// items: at most 1/25, and two blocks for each level of dominant parts
+// (see offsetsSize), however the value splits into them.
 func TestIndexOffsetsMemory(t *testing.T) {
 	build := func(n int, item func(i int) string, open, close string) []byte {
 		var b bytes.Buffer
@@ -238,6 +240,24 @@ func TestIndexOffsetsMemory(t *testing.T) {
 		b.WriteString(close)
 		return b.Bytes()
 	}
+	// halves returns an object of about size bytes whose small fields take
+	// a little more than half of it and whose last field, its dominant
+	// part, the rest: the same again, levels deep, then small fields.
+	var halves func(levels, size int) []byte
+	halves = func(levels, size int) []byte {
+		var b bytes.Buffer
+		b.WriteByte('{')
+		for i := 0; b.Len() < size*55/100 || levels == 0 && b.Len() < size-20; i++ {
+			fmt.Fprintf(&b, `"f%d":%d,`, i, i)
+		}
+		if levels > 0 {
+			b.WriteString(`"dom":`)
+			b.Write(halves(levels-1, size-b.Len()-8))
+			b.WriteByte(',')
+		}
+		b.WriteString(`"z":0}`)
+		return b.Bytes()
+	}
 	for _, tt := range []struct {
 		name  string
 		value []byte
@@ -246,6 +266,8 @@ func TestIndexOffsetsMemory(t *testing.T) {
 		{"tiny items", build(300_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]")},
 		{"tiny fields", build(100_000, func(i int) string { return fmt.Sprintf(`"%d":0`, i) }, "{", "}")},
 		{"nested dominant parts", build(50_000, func(i int) string { return fmt.Sprintf(`"k%d":[%d]`, i, i) }, `{"a":{"b":{"c":{`, `}}},"x":1}`)},
+		{"a dominant part beside small fields", halves(1, 4<<20)},
+		{"dominant parts beside small fields, nested", halves(4, 4<<20)},
 		{"JSON Lines", bytes.ReplaceAll(build(100_000, func(i int) string { return fmt.Sprintf(`{"n":%d}`, i) }, "", ""), []byte("},{"), []byte("}\n{"))},
 		{"JSON in a string", []byte(`{"content":` + strconv.Quote(string(build(100_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]"))) + `}`)},
 	} {
@@ -256,6 +278,9 @@ func TestIndexOffsetsMemory(t *testing.T) {
 			got := v.get().index().offsetsSize()
 			if got == 0 || got > len(tt.value)/10 {
 				t.Errorf("offsets take %d bytes of a %d-byte value (%.3f), want at most a tenth", got, len(tt.value), float64(got)/float64(len(tt.value)))
+			}
+			if most := len(tt.value)/25 + 80*(1+dominantDepth); got > most {
+				t.Errorf("offsets take %d bytes of a %d-byte value, want at most 1/25 of it and 80 bytes a level: %d", got, len(tt.value), most)
 			}
 			t.Logf("%d bytes, %.4f of the value", got, float64(got)/float64(len(tt.value)))
 		})

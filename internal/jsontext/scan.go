@@ -108,9 +108,10 @@ func SkipSpace(d []byte, i int) int {
 // allowed, strings valid UTF-8) in one pass, and returns the span of the
 // value without the whitespace. For a top-level array or object it also
 // records its [Shape], as much as lim asks for: with lim.Index, the
-// [Marks] of an array's items or the [KeyBlocks] of an object's keys, at
-// most 1/25 of its bytes. An error wraps [ErrSyntax]
-// and gives the byte offset of the problem.
+// [Marks] of an array's items or the [KeyBlocks] of an object's keys, in
+// slices made once with room for as many as d could hold: at most 1/25 of
+// its bytes, plus one block. An error wraps [ErrSyntax] and gives the byte
+// offset of the problem.
 //
 // A top-level array of at least 4 MiB is scanned by two goroutines when
 // GOMAXPROCS allows, each over about half of it; both have ended when Scan
