@@ -179,6 +179,12 @@ func (c *lineConn) broken() bool {
 }
 
 func (c *lineConn) readLoop() {
+	ended := false // the stream ended, rather than the connection closing
+	defer func() {
+		if ended && c.up != nil {
+			c.up.readEnded() // last: a raw call it cancels sees broken()
+		}
+	}()
 	// readDone first: a call failed by the end of incoming sees broken().
 	defer close(c.incoming)
 	defer close(c.readDone)
@@ -202,7 +208,7 @@ func (c *lineConn) readLoop() {
 			}
 		}
 		if err != nil {
-			c.readErr = err
+			c.readErr, ended = err, true
 			return
 		}
 	}
@@ -620,6 +626,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.up != nil {
+		c.up.wrote(resp) // first: its id is free once the client can see it
+	}
 	req, _ := msg.(*jsonrpc.Request)
 	var wire jsonrpc.ID
 	if req != nil && !c.server {
@@ -649,9 +658,6 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("mcpproxy: encoding a message: %w", err)
 	}
 	data = append(data, '\n')
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.up != nil {
-		c.up.wrote(resp)
-	}
 	var args, after []byte
 	if req != nil && !c.server {
 		if before, a, rest, ok := spliced(data); ok && req.Method == "tools/call" {

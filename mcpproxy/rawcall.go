@@ -47,15 +47,22 @@ import (
 // (not Options.PerSession); the downstream server is up, reached over the
 // proxy's own line connection ([CommandTransport]), and (at 2026-07-28)
 // was sent a server/discover by the SDK client, whose _meta the raw path's
-// requests carry too; and the call's id is not one already in flight on
-// the raw path. Anything else takes the SDK path,
-// untouched. Once taken, every outcome is the SDK path's: errors (bad
+// requests carry too. Anything else takes the SDK path, untouched. Once
+// taken, every outcome is the SDK path's: errors (bad
 // arguments, a downstream error, a result that is not a CallToolResult, the
 // server dying), and a result of any shape, which is decoded with the SDK's
 // own types unless it is only text blocks, the common case, which is read
 // from its bytes. An upstream notifications/cancelled for a raw call
 // cancels it, and the downstream server is sent notifications/cancelled
 // with the raw call's id, as the SDK client sends one with its own.
+//
+// The upstream connection keeps the ids of the requests in flight on
+// either path, and drops a request whose id is one of them, as the SDK
+// does when it alone reads the connection: the tool is not called a second
+// time. When the client's side of the connection ends (standard input
+// closed), the raw calls in flight are cancelled, downstream too, and
+// their responses are not written, as the SDK cancels its handlers and
+// writes nothing once reading has stopped.
 //
 // Middleware added to the SDK server ([Proxy.Server]) does not see the
 // calls the raw path answers.
@@ -114,6 +121,7 @@ type rawUpstream struct {
 	newSeen  *rawNewProtocol                   // what the raw path needs of that discover, once answered
 	closing  bool                              // the connection is closing: no more raw calls
 	inFlight map[jsonrpc.ID]context.CancelFunc // the raw calls being answered
+	sdkCalls map[jsonrpc.ID]struct{}           // the requests handed to the SDK, until their response is written
 }
 
 // rawNewProtocol is what the raw path keeps of a session initialized at
@@ -125,7 +133,13 @@ type rawNewProtocol struct {
 }
 
 func newRawUpstream(rc rawCaller) *rawUpstream {
-	u := &rawUpstream{caller: rc, inFlight: make(map[jsonrpc.ID]context.CancelFunc), discover: make(map[jsonrpc.ID][]byte), work: make(chan func())}
+	u := &rawUpstream{
+		caller:   rc,
+		inFlight: make(map[jsonrpc.ID]context.CancelFunc),
+		sdkCalls: make(map[jsonrpc.ID]struct{}),
+		discover: make(map[jsonrpc.ID][]byte),
+		work:     make(chan func()),
+	}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
 }
@@ -134,10 +148,27 @@ func newRawUpstream(rc rawCaller) *rawUpstream {
 // the session's initialization, cancels a raw call the client cancels, and
 // takes a nominal tools/call, reporting true; the connection then delivers
 // nothing to the SDK and the call's response is written by the raw path.
+// A call whose id is in flight, on either path, is dropped (reporting
+// true), as the SDK drops one: answering it would give the client two
+// responses of one id.
 func (u *rawUpstream) take(c *lineConn, req *jsonrpc.Request) bool {
+	if req.IsCall() {
+		u.mu.Lock()
+		_, raw := u.inFlight[req.ID]
+		_, sdk := u.sdkCalls[req.ID]
+		u.mu.Unlock()
+		if raw || sdk {
+			c.logf("ignored a %s request from the client: its id %v is that of a request still in flight", clipText(req.Method), req.ID.Raw())
+			return true
+		}
+		if req.Method == "tools/call" && u.call(c, req) {
+			return true
+		}
+		u.mu.Lock()
+		u.sdkCalls[req.ID] = struct{}{}
+		u.mu.Unlock()
+	}
 	switch req.Method {
-	case "tools/call":
-		return req.IsCall() && u.call(c, req)
 	case "initialize":
 		if req.IsCall() {
 			u.mu.Lock()
@@ -150,9 +181,13 @@ func (u *rawUpstream) take(c *lineConn, req *jsonrpc.Request) bool {
 	case "server/discover":
 		if meta, ok := paramsMeta(req.Params); ok && req.IsCall() {
 			u.mu.Lock()
-			if len(u.discover) < maxDiscoverPending {
-				u.discover[req.ID] = meta
+			if len(u.discover) >= maxDiscoverPending {
+				for id := range u.discover { // one the SDK never answered, most likely
+					delete(u.discover, id)
+					break
+				}
 			}
+			u.discover[req.ID] = meta
 			u.mu.Unlock()
 		}
 	case "notifications/initialized":
@@ -173,13 +208,14 @@ func (u *rawUpstream) take(c *lineConn, req *jsonrpc.Request) bool {
 	return false
 }
 
-// wrote notes the protocol version of the initialize response, when resp
-// is it.
-// It also notes the serverInfo of a server/discover response, and the
-// _meta of its request, when resp is one.
+// wrote notes a response the SDK writes: its request is no longer in
+// flight. It also notes the protocol version of the initialize response,
+// when resp is it, and the serverInfo of a server/discover response, and
+// the _meta of its request, when resp is one.
 func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	delete(u.sdkCalls, resp.ID)
 	if meta, ok := u.discover[resp.ID]; ok {
 		delete(u.discover, resp.ID)
 		if resp.Error == nil && len(resp.Result) > 0 && jsontext.Valid(resp.Result) == nil {
@@ -206,8 +242,8 @@ func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 
 // maxDiscoverPending bounds the server/discover requests remembered while
 // they await their response, so that a client sending many cannot grow
-// the map without bound; past it, one is not remembered (its session
-// takes the SDK path until one is).
+// the map without bound; at it, one remembered is forgotten (should it be
+// answered after all, its session takes the SDK path until another is).
 const maxDiscoverPending = 16
 
 // paramsMeta returns the raw _meta of request params, if they are an
@@ -242,9 +278,8 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 	default:
 		ready = false
 	}
-	_, busy := u.inFlight[req.ID]
 	u.mu.Unlock()
-	if !ready || busy {
+	if !ready {
 		return false
 	}
 	run := u.caller.rawCall(r)
@@ -268,10 +303,23 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
 		cancel()
+		if c.broken() {
+			return // as the SDK writes no response once reading has stopped
+		}
 		resp.ID = req.ID
 		c.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
 	})
 	return true
+}
+
+// readEnded cancels the raw calls in flight once the client's side of the
+// connection has ended, as the SDK cancels its handlers then: no
+// cancellation can come any more, and no response be written.
+func (u *rawUpstream) readEnded() {
+	u.mu.Lock()
+	u.closing = true
+	u.mu.Unlock()
+	u.cancel()
 }
 
 // run runs call on an idle worker, or on a new one when none is idle. A
@@ -318,7 +366,8 @@ func encodeResponse(resp *jsonrpc.Response) []byte {
 
 // wait waits for the raw calls in flight, once the connection is closing.
 // They are not cancelled, as the SDK does not cancel its handlers when a
-// session ends; Proxy.Close cancels them downstream.
+// session is closed; Proxy.Close cancels them downstream. (When the
+// client's side ended, readEnded has cancelled them.)
 func (u *rawUpstream) wait() {
 	u.mu.Lock()
 	u.closing = true

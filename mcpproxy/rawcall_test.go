@@ -30,9 +30,13 @@ type scriptServer struct {
 	mu     sync.Mutex
 	got    []string
 	cancel chan struct{} // receives when a notifications/cancelled arrives
+	gone   chan struct{} // closed, if not nil, when serve returns
 }
 
 func (s *scriptServer) serve(r io.Reader, w io.WriteCloser) {
+	if s.gone != nil {
+		defer close(s.gone)
+	}
 	in := bufio.NewReader(r)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -108,8 +112,43 @@ func (s *scriptServer) lines(sub string) []string {
 
 // A lineClient is an agent that speaks to a proxy's Run in lines.
 type lineClient struct {
-	w     io.Writer
+	w     io.WriteCloser
 	lines chan string
+	ran   chan struct{} // closed when Run has returned
+}
+
+// newLineClient returns a client of run, which serves the transport it is
+// given in a goroutine of its own until it returns.
+func newLineClient(run func(*LineTransport)) *lineClient {
+	ur, cw := io.Pipe()
+	cr, uw := io.Pipe()
+	c := &lineClient{w: cw, lines: make(chan string, 64), ran: make(chan struct{})}
+	go func() {
+		in := bufio.NewReader(cr)
+		for {
+			l, err := in.ReadString('\n')
+			if err != nil {
+				return
+			}
+			c.lines <- strings.TrimSuffix(l, "\n")
+		}
+	}()
+	go func() {
+		defer close(c.ran)
+		defer uw.Close()
+		run(&LineTransport{Reader: ur, Writer: uw})
+	}()
+	return c
+}
+
+// within returns the next line the proxy writes within d, if any.
+func (c *lineClient) within(d time.Duration) (string, bool) {
+	select {
+	case l := <-c.lines:
+		return l, true
+	case <-time.After(d):
+		return "", false
+	}
 }
 
 // send writes one line.
@@ -166,7 +205,7 @@ func startLineProxy(t *testing.T, script map[string]string, rawOff bool) (*Proxy
 // 2026-07-28 when v2 is set.
 func startLineProxyAt(t *testing.T, script map[string]string, rawOff, v2 bool) (*Proxy, *lineClient, *scriptServer) {
 	t.Helper()
-	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16), v2: v2}
+	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16), gone: make(chan struct{}), v2: v2}
 	sr, pw := io.Pipe()
 	pr, sw := io.Pipe()
 	go srv.serve(sr, sw)
@@ -176,29 +215,11 @@ func startLineProxyAt(t *testing.T, script map[string]string, rawOff, v2 bool) (
 		t.Fatal(err)
 	}
 	p.rawOff = rawOff
-	ur, cw := io.Pipe()
-	cr, uw := io.Pipe()
-	c := &lineClient{w: cw, lines: make(chan string, 64)}
-	go func() {
-		in := bufio.NewReader(cr)
-		for {
-			l, err := in.ReadString('\n')
-			if err != nil {
-				return
-			}
-			c.lines <- strings.TrimSuffix(l, "\n")
-		}
-	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.Run(ctx, &LineTransport{Reader: ur, Writer: uw})
-	}()
+	c := newLineClient(func(lt *LineTransport) { p.Run(ctx, lt) })
 	t.Cleanup(func() {
 		cancel()
-		cw.Close()
-		<-done
-		uw.Close()
+		c.w.Close()
+		<-c.ran
 		sw.Close()
 	})
 	return p, c, srv
@@ -316,8 +337,12 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 					t.Errorf("%s: raw path differs from SDK path (-sdk +raw):\n%s", name, diff)
 				}
 			}
-			if !strings.Contains(raw["die"].Line, "disconnected during the call of result") {
-				t.Errorf("die: %s", raw["die"].Line)
+			for name, want := range map[string]string{
+				"die": "disconnected during the call of result",
+			} {
+				if !strings.Contains(raw[name].Line, want) {
+					t.Errorf("%s: %s\nwant it to hold %s", name, raw[name].Line, want)
+				}
 			}
 			if v2 && !strings.Contains(raw["text"].Line, `"resultType":"complete"`) {
 				t.Errorf("text at 2026-07-28: %s", raw["text"].Line)
@@ -427,6 +452,80 @@ func TestRawCallCancelled(t *testing.T) {
 	}
 	if lines[0] != lines[1] {
 		t.Errorf("cancelled call: SDK path answered\n%s\nraw path\n%s", lines[0], lines[1])
+	}
+}
+
+// TestRawCallClientGone: when the client's side of the connection ends
+// (standard input closed) during a call, Run returns at once on both
+// paths, having closed the downstream connection (a cancellation of the
+// call may come first), and no response is written.
+func TestRawCallClientGone(t *testing.T) {
+	for _, rawOff := range []bool{true, false} {
+		t.Run(fmt.Sprintf("rawOff=%v", rawOff), func(t *testing.T) {
+			p, c, srv := startLineProxy(t, scriptCases(), rawOff)
+			c.initialize(t)
+			c.send(t, callLine("hang"))
+			waitFor(t, func() bool { return len(srv.lines(`"hang"`)) == 1 })
+			c.w.Close()
+			select {
+			case <-c.ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run still running 10 s after the client went away")
+			}
+			select {
+			case <-srv.gone:
+			case <-time.After(10 * time.Second):
+				t.Error("the downstream connection is still open")
+			}
+			if l, ok := c.within(100 * time.Millisecond); ok {
+				t.Errorf("a response was written after the client went away: %s", l)
+			}
+			if took := p.rawN.Load() > 0; took == rawOff {
+				t.Errorf("raw path taken: %v", took)
+			}
+		})
+	}
+}
+
+// TestRawCallDuplicateID: a call whose id is that of a call still in
+// flight, on either path, is dropped, as the SDK alone drops it: the tool
+// is not called again and the client gets one response for the id.
+func TestRawCallDuplicateID(t *testing.T) {
+	firsts := map[string]string{
+		"raw first": callLine("hang"),
+		"sdk first": `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"result","arguments":{"case":"hang"},"_meta":{"progressToken":"p"}}}`,
+	}
+	for name, first := range firsts {
+		for _, rawOff := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/rawOff=%v", name, rawOff), func(t *testing.T) {
+				p, c, srv := startLineProxy(t, scriptCases(), rawOff)
+				c.initialize(t)
+				c.send(t, first)
+				waitFor(t, func() bool { return len(srv.lines(`"hang"`)) == 1 })
+				c.send(t, callLine("text"))
+				c.send(t, `{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+				if l := c.next(t); l != `{"jsonrpc":"2.0","id":8,"result":{}}` {
+					t.Errorf("the line after the duplicate: %s, want the ping's response", l)
+				}
+				if n := len(srv.lines(`"text"`)); n != 0 {
+					t.Errorf("the call whose id is in flight reached the server (%d times)", n)
+				}
+				want := int64(0)
+				if name == "raw first" && !rawOff {
+					want = 1
+				}
+				if n := p.rawN.Load(); n != want {
+					t.Errorf("the raw path took %d calls, want %d", n, want)
+				}
+				// Once the first is answered, its id is free again.
+				c.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+				c.next(t)
+				c.send(t, callLine("text"))
+				if l := c.next(t); !strings.Contains(l, "hello") {
+					t.Errorf("the id used again after its call ended: %s", l)
+				}
+			})
+		}
 	}
 }
 
