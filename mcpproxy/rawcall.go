@@ -34,7 +34,8 @@ import (
 // responses and stored values.
 //
 // Nominal means: the request's params are a name, at most an arguments
-// object, and a _meta only as below (so no progress token); the upstream
+// object, and a _meta only as below, with no progress token (the SDK path
+// gives the downstream call a token of the proxy's own); the upstream
 // session is initialized, either (before protocol 2026-07-28) by an
 // initialize the SDK answered and notifications/initialized, with the
 // request carrying no _meta, or (2026-07-28) by a server/discover the SDK
@@ -224,7 +225,9 @@ func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 			if len(rmeta) > 0 && rmeta[0] == '{' {
 				n.serverInfo, _ = jsontext.Member(rmeta, mcp.MetaKeyServerInfo)
 			}
-			if json.Unmarshal(meta, &n.meta) == nil && n.serverInfo != nil {
+			// A progress token in it would be on every call: those take the
+			// SDK path, which gives the downstream call a token of its own.
+			if json.Unmarshal(meta, &n.meta) == nil && n.serverInfo != nil && !hasKey(n.meta, progressTokenKey) {
 				n.serverInfo = bytes.Clone(n.serverInfo)
 				u.newMeta, u.newSeen = meta, n
 			}
@@ -310,6 +313,16 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 		c.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
 	})
 	return true
+}
+
+// progressTokenKey is the _meta key of a progress token, which the SDK
+// path replaces with one of the proxy's own (see Proxy.progressToken).
+const progressTokenKey = "progressToken"
+
+// hasKey reports whether m has the key k.
+func hasKey(m mcp.Meta, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // readEnded cancels the raw calls in flight once the client's side of the

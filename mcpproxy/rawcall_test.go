@@ -529,6 +529,66 @@ func TestRawCallDuplicateID(t *testing.T) {
 	}
 }
 
+// TestRawCallDownstreamRequest: the downstream server is sent the same
+// request on both paths, whatever the session set up before the call; a
+// progress token in the _meta every call repeats at 2026-07-28 takes the
+// SDK path, which gives the server a token of the proxy's own.
+func TestRawCallDownstreamRequest(t *testing.T) {
+	discoverWith := func(extra string) string {
+		return `{"jsonrpc":"2.0","id":51,"method":"server/discover","params":{"_meta":{` + extra + v2Meta[1:] + `}}`
+	}
+	callWith := func(extra string) string {
+		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{` + extra + v2Meta[1:] + `,"name":"result","arguments":{"case":"text"}}}`
+	}
+	cases := []struct {
+		name string
+		v2   bool
+		pre  []string
+		call string
+		raw  bool // taken by the raw path
+	}{
+		{"plain", false, nil, callLine("text"), true},
+		{"after setLevel", false, []string{`{"jsonrpc":"2.0","id":50,"method":"logging/setLevel","params":{"level":"debug"}}`}, callLine("text"), true},
+		{"v2 plain", true, nil, callWith(""), true},
+		{"v2 progress token in discover", true, []string{discoverWith(`"progressToken":"tok",`)}, callWith(`"progressToken":"tok",`), false},
+		{"v2 progress token agentvalues-1", true, []string{discoverWith(`"progressToken":"agentvalues-1",`)}, callWith(`"progressToken":"agentvalues-1",`), false},
+		{"v2 logLevel in discover", true, []string{discoverWith(`"io.modelcontextprotocol/logLevel":"debug",`)}, callWith(`"io.modelcontextprotocol/logLevel":"debug",`), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent, answer [2]string
+			for i, rawOff := range []bool{true, false} {
+				p, c, srv := startLineProxyAt(t, scriptCases(), rawOff, tc.v2)
+				if tc.v2 {
+					c.discover(t)
+				} else {
+					c.initialize(t)
+				}
+				for _, l := range tc.pre {
+					c.send(t, l)
+					c.next(t)
+				}
+				c.send(t, tc.call)
+				answer[i] = c.next(t)
+				if ls := srv.lines(`"tools/call"`); len(ls) == 1 {
+					sent[i] = ls[0]
+				} else {
+					t.Errorf("rawOff=%v: the server was sent %d calls", rawOff, len(ls))
+				}
+				if took := p.rawN.Load() > 0; took != (tc.raw && !rawOff) {
+					t.Errorf("rawOff=%v: raw path taken: %v", rawOff, took)
+				}
+			}
+			if diff := cmp.Diff(sent[0], sent[1]); diff != "" {
+				t.Errorf("the downstream request differs (-sdk +raw):\n%s", diff)
+			}
+			if diff := cmp.Diff(answer[0], answer[1]); diff != "" {
+				t.Errorf("the response differs (-sdk +raw):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestRawCallsConcurrent: calls in flight together on the raw path, some
 // answered out of order, each get their own result.
 func TestRawCallsConcurrent(t *testing.T) {
