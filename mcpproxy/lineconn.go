@@ -367,8 +367,9 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	if err == nil {
 		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp) {
 			// Its id is no call's (any more: a call cancelled is
-			// forgotten), and names none of the SDK's.
-			return nil
+			// forgotten), and names none of the SDK's; unless it is a
+			// call's number written as a string.
+			return c.mistyped(resp.ID)
 		}
 		return c.offer(msg)
 	}
@@ -552,13 +553,20 @@ func (c *lineConn) reply(id *jsonrpc.ID, code int64, msg string) {
 }
 
 // salvage handles a line from the server that the SDK cannot decode. A
-// line that is not JSON (a log line on standard output) is logged and
-// skipped. A response to a pending call is rebuilt from its parts when it
-// is only too deep for the SDK (fix, applied first, may make it shallow
-// enough) and otherwise answered with an error, so the call does not wait
-// for ever; anything else is logged and skipped.
+// line that is not JSON is, when it begins as a response to a pending call
+// (its id found as tooLarge finds one), the end of that call, with an
+// error, so the call does not wait for ever; any other (a log line on
+// standard output) is logged and skipped. A response to a pending call is
+// rebuilt from its parts when it is only too deep for the SDK (fix,
+// applied first, may make it shallow enough) and otherwise answered with
+// an error; anything else is logged and skipped.
 func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	if !json.Valid(data) {
+		if id, ok := brokenResponseID(data); ok {
+			if call, pending := c.calls.done(id); pending {
+				return &jsonrpc.Response{ID: call.id, Error: &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response is " + jsonProblem(data)}}
+			}
+		}
 		c.logf("ignored a line from the downstream server that is not JSON-RPC: %s", clipText(string(data)))
 		return nil
 	}
@@ -588,6 +596,26 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	resp.Result = nil
 	resp.Error = &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response could not be decoded: " + decodeProblem(data, decodeErr)}
 	return resp
+}
+
+// mistyped ends with an error the pending call whose number on the wire
+// the string id spells ("4" for 4), which JSON-RPC holds to be another id:
+// the call would otherwise wait for ever. It returns nil for any other id.
+func (c *lineConn) mistyped(id jsonrpc.ID) jsonrpc.Message {
+	s, ok := id.Raw().(string)
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
+		return nil
+	}
+	wire, _ := jsonrpc.MakeID(float64(n))
+	call, pending := c.calls.done(wire)
+	if !pending {
+		return nil
+	}
+	return &jsonrpc.Response{ID: call.id, Error: &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's response has the id %q, a string; the call's id is the number %d", s, n)}}
 }
 
 // tooLarge handles a line over the bound: the server side answers the
@@ -875,6 +903,35 @@ func headID(head []byte) (jsonrpc.ID, bool) {
 		return nil
 	})
 	return found, ok
+}
+
+// brokenResponseID finds the id of a line that is not valid JSON but
+// begins as a response: an object whose id comes before the fault, with
+// no method before it, or whose id ends it (see tailID).
+func brokenResponseID(data []byte) (jsonrpc.ID, bool) {
+	if data[0] != '{' {
+		return jsonrpc.ID{}, false
+	}
+	found, ok, method := jsonrpc.ID{}, false, false
+	var w jsontext.Walker
+	w.Walk(data, func(start, end int) error { // data is not JSON: the walk ends in an error
+		if w.Depth() == 1 {
+			switch w.Pointer(data) {
+			case "/id":
+				found, ok = idOf(data[start:end])
+			case "/method":
+				method = true
+			}
+		}
+		return nil
+	})
+	if method {
+		return jsonrpc.ID{}, false
+	}
+	if ok {
+		return found, true
+	}
+	return tailID(data)
 }
 
 // errFound ends a walk that found what it looked for.

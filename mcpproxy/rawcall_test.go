@@ -280,6 +280,9 @@ func scriptCases() map[string]string {
 		"v2 result":           result(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"content":[` + text("v2") + `],"resultType":"complete"}`),
 		"input required":      result(`{"content":[],"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`),
 		"wrong id then right": `{"jsonrpc":"2.0","id":999,"result":{"content":[]}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
+		"not json":            `{"jsonrpc":"2.0","id":%ID%,"result":{"content":[{"type":"text","text":"a` + "\t" + `b"}]}}`,
+		"not json, id last":   `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"a` + "\t" + `b"}]},"id":%ID%}`,
+		"id a string":         `{"jsonrpc":"2.0","id":"%ID%","result":{"content":[` + text("x") + `]}}`,
 	}
 	return cases
 }
@@ -338,7 +341,10 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 				}
 			}
 			for name, want := range map[string]string{
-				"die": "disconnected during the call of result",
+				"die":               "disconnected during the call of result",
+				"not json":          `result ran, but the proxy could not take its result: the downstream server's response is not valid JSON: \"invalid character '\\\\t' in string literal\"`,
+				"not json, id last": "the downstream server's response is not valid JSON",
+				"id a string":       `has the id \"4\", a string; the call's id is the number 4`,
 			} {
 				if !strings.Contains(raw[name].Line, want) {
 					t.Errorf("%s: %s\nwant it to hold %s", name, raw[name].Line, want)
@@ -630,6 +636,9 @@ func TestRawCallsConcurrent(t *testing.T) {
 func FuzzRawCall(f *testing.F) {
 	for _, c := range scriptCases() {
 		line := strings.ReplaceAll(c, "%ID%", "1")
+		if !json.Valid([]byte(line)) {
+			continue
+		}
 		if r, ok := jsontext.Member([]byte(line), "result"); ok {
 			f.Add(r, []byte(`{"name":"t","arguments":{"a":1}}`))
 		}
