@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -717,5 +718,98 @@ func TestGatewayLogging(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"warning web/tester from web", "info files/tester from files"}, msgs); diff != "" {
 		t.Errorf("log messages (-want +got):\n%s", diff)
+	}
+}
+
+// startLineGateway runs a gateway with Run over a LineTransport, in front
+// of two scriptServers, "a" and "b", over the proxy's own line
+// connections, with the raw path off when rawOff is set. took reports
+// whether the raw path took a call.
+func startLineGateway(t *testing.T, rawOff bool) (c *lineClient, srvs []*scriptServer, took func() bool) {
+	t.Helper()
+	var ds []Downstream
+	var outs []io.Closer
+	for _, n := range []string{"a", "b"} {
+		srv := &scriptServer{script: scriptCases(), cancel: make(chan struct{}, 16), gone: make(chan struct{})}
+		sr, pw := io.Pipe()
+		pr, sw := io.Pipe()
+		go srv.serve(sr, sw)
+		srvs, outs = append(srvs, srv), append(outs, sw)
+		ds = append(ds, Downstream{Name: n, Transport: lineDownstream{pr, pw}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := ConnectGateway(ctx, ds, &Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range g.served() {
+		p.rawOff = rawOff
+	}
+	c = newLineClient(func(lt *LineTransport) { g.Run(ctx, lt) })
+	t.Cleanup(func() {
+		cancel()
+		c.w.Close()
+		<-c.ran
+		for _, o := range outs {
+			o.Close()
+		}
+	})
+	took = func() bool {
+		for _, p := range g.served() {
+			if p.rawN.Load() > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	return c, srvs, took
+}
+
+// TestGatewayRawCall: a gateway run over a LineTransport answers the
+// nominal call of a server's tool on the raw path, with the response the
+// SDK path gives, a cancelled call included; and returns at once when the
+// client goes away during a call.
+func TestGatewayRawCall(t *testing.T) {
+	for _, name := range []string{"text", "structured", "error", "long error", "deep", "not json", "hang"} {
+		t.Run(name, func(t *testing.T) {
+			var lines [2]string
+			for i, rawOff := range []bool{true, false} {
+				c, srvs, took := startLineGateway(t, rawOff)
+				c.initialize(t)
+				c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"b__result","arguments":{"case":%q}}}`, name))
+				if name == "hang" {
+					waitFor(t, func() bool { return len(srvs[1].lines(`"hang"`)) == 1 })
+					c.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`)
+				}
+				lines[i] = c.next(t)
+				if took() == rawOff {
+					t.Errorf("rawOff=%v: raw path taken: %v", rawOff, took())
+				}
+			}
+			if diff := cmp.Diff(lines[0], lines[1]); diff != "" {
+				t.Errorf("raw path differs from SDK path (-sdk +raw):\n%s", diff)
+			}
+		})
+	}
+	for _, rawOff := range []bool{true, false} {
+		t.Run(fmt.Sprintf("client gone/rawOff=%v", rawOff), func(t *testing.T) {
+			c, srvs, _ := startLineGateway(t, rawOff)
+			c.initialize(t)
+			c.send(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"b__result","arguments":{"case":"hang"}}}`)
+			waitFor(t, func() bool { return len(srvs[1].lines(`"hang"`)) == 1 })
+			c.w.Close()
+			select {
+			case <-c.ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run still running 10 s after the client went away")
+			}
+			for _, srv := range srvs {
+				select {
+				case <-srv.gone:
+				case <-time.After(10 * time.Second):
+					t.Error("a downstream connection is still open")
+				}
+			}
+		})
 	}
 }
