@@ -544,8 +544,8 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response
 			return nil
 		}
 	}
-	p.rawN.Add(1)
 	return func(ctx context.Context) *jsonrpc.Response {
+		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		res, err := p.callToolRaw(ctx, vals, m, l, req, downMeta)
 		if err != nil {
 			return &jsonrpc.Response{Error: err}
