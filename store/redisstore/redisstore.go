@@ -24,9 +24,9 @@
 //
 // With the default prefix "av":
 //
-//	av:b:{KEY}       a body: "i" and its bytes, or, for a body over the chunk
-//	                 size, "c" and "SIZE CHUNK N", its manifest
-//	av:b:{KEY}:I     chunk I (from 0) of a chunked body
+//	av:b:{KEY}          a body: "i" and its bytes, or, for a body over the
+//	                    chunk size, "c" and "SIZE CHUNK N", its manifest
+//	av:b:{KEY}:CHUNK:I  chunk I (from 0) of a body in chunks of CHUNK bytes
 //	av:s:{SESSION}:g:KEY   the session's grant on KEY: "EXPIRES SIZE"
 //	av:s:{SESSION}:h       the session's handle table, a list of records
 //
@@ -39,9 +39,14 @@
 //
 // PutBody writes the chunks first, then the body key (the manifest), each
 // with SET NX: the body key is the commit point, so a reader never sees a
-// body whose chunks are not all written, and a body once written is never
-// overwritten. A writer that dies between the two leaves chunks without a
-// body key; the next PutBody of the same bytes completes them. Chunks
+// body whose chunks are not all written. A writer that dies between the two
+// leaves chunks without a body key; the next PutBody of the same bytes
+// completes them (chunk keys name their chunk size, so workers configured
+// with different sizes never mix their chunks). A body stored before is
+// read back and compared, as the directory store compares its file: one
+// that no longer reads back as the bytes being stored (damaged, torn) is
+// written again with SET, so that PutBody returns a key only for a body
+// Body can read. A grant is renewed only if that lengthens it. Chunks
 // (WithChunkSize, default 4 MiB) keep each Redis string far below its 512
 // MB limit and each command short, so that a large body does not block the
 // server for other clients. A body whose chunk is missing or altered (a
@@ -67,7 +72,11 @@
 //
 // # Redis settings
 //
-// The guarantees hold as far as Redis keeps what it acknowledged:
+// Redis 7.0 or later (EXPIRE GT and NX). As with the directory store, a
+// session has one writer at a time; Redis holds no lock for it, so two
+// processes writing one session at once would hand out the same handle
+// numbers (give each run its own session id). The guarantees hold as far
+// as Redis keeps what it acknowledged:
 //
 //   - appendonly yes with appendfsync always: an acknowledged PutBody or
 //     AppendRecord survives a crash of Redis or its machine.
@@ -160,24 +169,25 @@ func New(rdb redis.UniversalClient, cfg Config, opts ...store.Option) *Store {
 // them). It fails when Redis does not answer a PING within 10 s.
 func OpenURL(url string, opts ...store.Option) (*Store, error) {
 	var rdb redis.UniversalClient
+	var where string // the address(es), without the URL's password
 	if rest, ok := strings.CutPrefix(url, "redis+cluster://"); ok {
 		o, err := redis.ParseClusterURL("redis://" + rest)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		rdb = redis.NewClusterClient(o)
+		rdb, where = redis.NewClusterClient(o), strings.Join(o.Addrs, ",")
 	} else {
 		o, err := redis.ParseURL(url)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		rdb = redis.NewClient(o)
+		rdb, where = redis.NewClient(o), o.Addr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redisstore: %s does not answer: %w", url, err)
+		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", where, err)
 	}
 	s := New(rdb, Config{}, opts...)
 	s.owned = true
@@ -195,8 +205,8 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) bodyKey(key string) string { return s.prefix + ":b:{" + key + "}" }
-func (s *Store) chunkKey(key string, i int) string {
-	return s.prefix + ":b:{" + key + "}:" + strconv.Itoa(i)
+func (s *Store) chunkKey(key string, chunk, i int) string {
+	return s.prefix + ":b:{" + key + "}:" + strconv.Itoa(chunk) + ":" + strconv.Itoa(i)
 }
 func (s *Store) grantKey(session, key string) string {
 	return s.prefix + ":s:{" + session + "}:g:" + key
@@ -236,10 +246,10 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 	if s.cfg.TTL >= 0 && now.UnixNano() <= math.MaxInt64-int64(s.cfg.TTL) {
 		expires = now.UnixNano() + int64(s.cfg.TTL)
 	}
-	grant := strconv.FormatInt(expires, 10) + " " + strconv.Itoa(len(body))
+	grant := fmt.Sprintf("%019d %d", expires, len(body)) // fixed width: compared as text
 	gk, hk := s.grantKey(session, key), s.handlesKey(session)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
-		p.Set(ctx, gk, grant, life) // 0: no TTL
+		renewGrant.Eval(ctx, p, []string{gk}, grant, life.Milliseconds()) // Eval, not EvalSha: within a transaction
 		extend(ctx, p, hk, life)
 		return nil
 	})
@@ -249,76 +259,122 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 	return key, nil
 }
 
-// writeBody writes body under key unless it is there, and makes its keys
-// live at least life (0: for ever).
+// renewGrant sets a grant unless the one stored expires later: a renewal
+// never shortens a grant, whatever TTL or clock the renewing store has.
+// KEYS[1] is the grant key; ARGV[1] the grant, ARGV[2] its Redis TTL in
+// milliseconds (0: none).
+var renewGrant = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and string.sub(cur, 1, 19) >= string.sub(ARGV[1], 1, 19) then
+	return 0
+end
+if ARGV[2] == '0' then
+	redis.call('SET', KEYS[1], ARGV[1])
+else
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+`)
+
+// writeBody writes body under key unless it is there whole, and makes its
+// keys live at least life (0: for ever). A body stored before is read back
+// and compared (as the directory store compares its file): one that is
+// damaged, torn or of another layout that does not read back as body is
+// written again, so that a key is returned only for a body Body can read.
 func (s *Store) writeBody(ctx context.Context, key string, body []byte, life time.Duration) error {
 	bk := s.bodyKey(key)
+	var head []byte
 	if len(body) <= smallBody && len(body) <= s.chunk {
-		// One round trip: written if absent, and made to live as long as
-		// this grant either way.
+		// One round trip when it is new: written if absent, and the stored
+		// head read back in the same pipeline.
+		inline := append([]byte{'i'}, body...)
+		var set *redis.BoolCmd
+		var get *redis.StringCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.SetNX(ctx, bk, append([]byte{'i'}, body...), life)
-			extend(ctx, p, bk, life)
+			set = p.SetNX(ctx, bk, inline, life)
+			get = p.Get(ctx, bk)
 			return nil
 		})
-		return err
-	}
-	n, err := s.rdb.Exists(ctx, bk).Result()
-	if err != nil {
-		return err
-	}
-	chunks := 0
-	if len(body) > s.chunk {
-		chunks = (len(body) + s.chunk - 1) / s.chunk
-	}
-	if n == 0 {
-		var head []byte
-		if chunks == 0 {
-			head = append([]byte{'i'}, body...)
-		} else {
-			for i := range chunks {
-				part := body[i*s.chunk : min((i+1)*s.chunk, len(body))]
-				if err := s.rdb.SetNX(ctx, s.chunkKey(key, i), part, life).Err(); err != nil {
-					return err
-				}
-			}
-			head = fmt.Appendf([]byte{'c'}, "%d %d %d", len(body), s.chunk, chunks)
-		}
-		if err := s.rdb.SetNX(ctx, bk, head, life).Err(); err != nil {
-			return err
-		}
-	}
-	// Stored before: make it live as long as this grant, in the layout it
-	// was written in (a store with another chunk size may have written
-	// it), read from the head of its body key.
-	if n != 0 {
-		head, err := s.rdb.GetRange(ctx, bk, 0, 63).Bytes()
 		if err != nil {
 			return err
 		}
-		chunks = 0
-		if len(head) > 0 && head[0] == 'c' {
-			if _, _, c, err := parseManifest(head); err == nil {
-				chunks = c
-			}
+		if set.Val() {
+			return nil
+		}
+		head, _ = get.Bytes()
+	} else {
+		var err error
+		head, err = s.rdb.Get(ctx, bk).Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return s.write(ctx, key, body, life, false)
+		case err != nil:
+			return err
 		}
 	}
+	chunk, chunks, same, err := s.matches(ctx, key, head, body)
+	if err != nil {
+		return err
+	}
+	if !same {
+		return s.write(ctx, key, body, life, true)
+	}
+	// Stored whole before: make it live as long as this grant.
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the body's
-		for i := -1; i < chunks; i++ {
-			k := bk
-			if i >= 0 {
-				k = s.chunkKey(key, i)
-			}
-			extend(ctx, p, k, life)
+		extend(ctx, p, bk, life)
+		for i := range chunks {
+			extend(ctx, p, s.chunkKey(key, chunk, i), life)
 		}
 		return nil
 	})
 	return err
 }
 
+// write stores body under key in this store's layout: the chunks first,
+// then the body key, the commit point; with SET NX for a new body (a body
+// is written once), or SET over one that does not read back as itself.
+func (s *Store) write(ctx context.Context, key string, body []byte, life time.Duration, over bool) error {
+	set := func(k string, v []byte) error {
+		if over {
+			return s.rdb.Set(ctx, k, v, life).Err()
+		}
+		return s.rdb.SetNX(ctx, k, v, life).Err()
+	}
+	if len(body) <= s.chunk {
+		return set(s.bodyKey(key), append([]byte{'i'}, body...))
+	}
+	chunks := (len(body) + s.chunk - 1) / s.chunk
+	for i := range chunks {
+		if err := set(s.chunkKey(key, s.chunk, i), body[i*s.chunk:min((i+1)*s.chunk, len(body))]); err != nil {
+			return err
+		}
+	}
+	return set(s.bodyKey(key), fmt.Appendf([]byte{'c'}, "%d %d %d", len(body), s.chunk, chunks))
+}
+
+// matches reports whether the stored head (and chunks) of key read back as
+// body, and the layout they are in.
+func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chunk, chunks int, same bool, err error) {
+	size, chunk, chunks, perr := parseManifest(head)
+	if perr != nil || size != len(body) {
+		return 0, 0, false, nil
+	}
+	if chunks == 0 {
+		return 0, 0, bytes.Equal(head[1:], body), nil
+	}
+	stored, rerr := s.readChunks(ctx, key, size, chunk, chunks)
+	if errors.Is(rerr, store.ErrIntegrity) {
+		return chunk, chunks, false, nil
+	}
+	if rerr != nil {
+		return 0, 0, false, rerr
+	}
+	return chunk, chunks, bytes.Equal(stored, body), nil
+}
+
 // smallBody is the size up to which PutBody sends a body without asking
-// first whether it is stored: one round trip, at the cost of sending the
-// bytes again for a body stored before.
+// first whether it is stored: one round trip for a new body, at the cost of
+// sending the bytes again for a body stored before.
 const smallBody = 64 << 10
 
 // extend makes key live at least life, or for ever for life 0.
@@ -438,7 +494,7 @@ func (s *Store) readChunks(ctx context.Context, key string, size, chunk, chunks 
 	for first := 0; first < chunks; first += batch {
 		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := first; i < min(first+batch, chunks); i++ {
-				p.Get(ctx, s.chunkKey(key, i))
+				p.Get(ctx, s.chunkKey(key, chunk, i))
 			}
 			return nil
 		})

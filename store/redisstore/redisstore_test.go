@@ -59,7 +59,7 @@ func conformance(t *testing.T, mk func() redis.UniversalClient) {
 			ctx := context.Background()
 			k := s.bodyKey(key)
 			if head, _ := s.rdb.GetRange(ctx, k, 0, 0).Result(); head == "c" {
-				k = s.chunkKey(key, 0)
+				k = s.chunkKey(key, testChunk, 0)
 			}
 			b, err := s.rdb.Get(ctx, k).Bytes()
 			if err != nil {
@@ -137,7 +137,8 @@ func TestKeysAndTTLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"av:b:{" + key + "}", "av:b:{" + key + "}:0", "av:b:{" + key + "}:1", "av:b:{" + key + "}:2", "av:s:{run-1}:g:" + key, "av:s:{run-1}:h"}
+	c := "av:b:{" + key + "}:" + strconv.Itoa(testChunk) + ":"
+	want := []string{"av:b:{" + key + "}", c + "0", c + "1", c + "2", "av:s:{run-1}:g:" + key, "av:s:{run-1}:h"}
 	slicesSort(keys)
 	if strings.Join(keys, " ") != strings.Join(want, " ") {
 		t.Fatalf("keys %q, want %q", keys, want)
@@ -193,8 +194,8 @@ func TestTornChunks(t *testing.T) {
 	ctx := context.Background()
 	st := New(rdb, Config{ChunkSize: testChunk})
 	for i, damage := range []func(key string){
-		func(key string) { rdb.Del(ctx, st.chunkKey(key, 1)) },
-		func(key string) { rdb.Set(ctx, st.chunkKey(key, 2), "short", 0) },
+		func(key string) { rdb.Del(ctx, st.chunkKey(key, testChunk, 1)) },
+		func(key string) { rdb.Set(ctx, st.chunkKey(key, testChunk, 2), "short", 0) },
 		func(key string) { rdb.Set(ctx, st.bodyKey(key), "c1 2 3", 0) },
 		func(key string) { rdb.Set(ctx, st.bodyKey(key), "x", 0) },
 		func(key string) { rdb.Del(ctx, st.bodyKey(key)) },
@@ -214,7 +215,7 @@ func TestTornChunks(t *testing.T) {
 	body := storetest.RandomBytes(3*testChunk, 99)
 	key := store.KeyOf(body)
 	for i := range 2 {
-		rdb.Set(ctx, st.chunkKey(key, i), body[i*testChunk:(i+1)*testChunk], 0)
+		rdb.Set(ctx, st.chunkKey(key, testChunk, i), body[i*testChunk:(i+1)*testChunk], 0)
 	}
 	if _, err := st.PutBody("s", body); err != nil {
 		t.Fatal(err)
@@ -470,4 +471,71 @@ func fleetWorker(spec string) error {
 		}
 	}
 	return nil
+}
+
+// TestMixedChunkSizes stores one body from workers with different chunk
+// sizes at once, and after a writer of another size died mid-body: every
+// key returned reads back, from either.
+func TestMixedChunkSizes(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	small := New(rdb, Config{ChunkSize: 64 << 10})
+	large := New(rdb, Config{ChunkSize: 100 << 10})
+	for i := range 20 {
+		body := storetest.RandomBytes(1<<20, uint64(1000+i))
+		var wg sync.WaitGroup
+		for j, st := range []*Store{small, large} {
+			wg.Go(func() {
+				if _, err := st.PutBody(fmt.Sprintf("w%d", j), body); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for j, st := range []*Store{small, large} {
+			if got, err := st.Body(fmt.Sprintf("w%d", j), store.KeyOf(body)); err != nil || !bytes.Equal(got, body) {
+				t.Fatalf("body %d, worker %d: %d bytes, %v", i, j, len(got), err)
+			}
+		}
+	}
+	// A writer with 128 KiB chunks died after its first chunk.
+	body := storetest.RandomBytes(1<<20, 7)
+	key := store.KeyOf(body)
+	rdb.Set(context.Background(), small.chunkKey(key, 128<<10, 0), body[:128<<10], 0)
+	if _, err := small.PutBody("s", body); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := small.Body("s", key); err != nil || !bytes.Equal(got, body) {
+		t.Errorf("after a torn write of another chunk size: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestRenewalExtendsChunks renews a chunked body from a store that would
+// store it whole: its chunks live as long as the new grant too.
+func TestRenewalExtendsChunks(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	chunked := New(rdb, Config{ChunkSize: 16 << 10}, store.WithTTL(time.Hour))
+	whole := New(rdb, Config{}, store.WithTTL(100*time.Hour))
+	body := storetest.RandomBytes(40<<10, 3)
+	key, err := chunked.PutBody("a", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := whole.PutBody("b", body); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{chunked.bodyKey(key), chunked.chunkKey(key, 16<<10, 0), chunked.chunkKey(key, 16<<10, 2)} {
+		if ttl, _ := rdb.PTTL(ctx, k).Result(); ttl < 100*time.Hour {
+			t.Errorf("%s has TTL %v after a 100 h grant", k, ttl)
+		}
+	}
+	if got, err := whole.Body("b", key); err != nil || !bytes.Equal(got, body) {
+		t.Errorf("Body: %d bytes, %v", len(got), err)
+	}
 }

@@ -52,6 +52,7 @@ func Run(t *testing.T, b Backend) {
 		{"Dedupe", testDedupe},
 		{"BodyErrors", testBodyErrors},
 		{"Renewal", testRenewal},
+		{"RenewalNeverShortens", testRenewalNeverShortens},
 		{"NeverExpires", testNeverExpires},
 		{"DefaultTTL", testDefaultTTL},
 		{"Records", testRecords},
@@ -59,11 +60,12 @@ func Run(t *testing.T, b Backend) {
 		{"InvalidSession", testInvalidSession},
 		{"Reopen", testReopen},
 		{"Corrupt", testCorrupt},
+		{"PutRepairs", testPutRepairs},
 		{"Concurrent", testConcurrent},
 		{"ValuesOpen", testValuesOpen},
 		{"Closed", testClosed},
 	} {
-		if tc.name == "Corrupt" && b.Corrupt == nil {
+		if (tc.name == "Corrupt" || tc.name == "PutRepairs") && b.Corrupt == nil {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
@@ -241,6 +243,20 @@ func testRenewal(t *testing.T, b Backend) {
 	}
 }
 
+// testRenewalNeverShortens renews a grant from a store with a shorter TTL
+// (another process's, say): the longer grant stands.
+func testRenewalNeverShortens(t *testing.T, b Backend) {
+	clk := NewClock()
+	st := b.Open(t, store.WithTTL(10*time.Hour), store.WithClock(clk.Now))
+	key := mustPut(t, st, "a", []byte("long"))
+	st = b.Reopen(t, st, store.WithTTL(time.Hour), store.WithClock(clk.Now))
+	mustPut(t, st, "a", []byte("long"))
+	clk.Advance(2 * time.Hour)
+	if _, err := st.Body("a", key); err != nil {
+		t.Fatalf("Body 2 h after a 10 h grant was renewed for 1 h: %v", err)
+	}
+}
+
 func testNeverExpires(t *testing.T, b Backend) {
 	clk := NewClock()
 	st := b.Open(t, store.WithTTL(-1), store.WithClock(clk.Now))
@@ -398,6 +414,22 @@ func testCorrupt(t *testing.T, b Backend) {
 		got, err := st.Body("s", key)
 		if !errors.Is(err, store.ErrIntegrity) || got != nil {
 			t.Errorf("Body of a corrupted %d-byte body = %d bytes, %v; want ErrIntegrity", n, len(got), err)
+		}
+	}
+}
+
+// testPutRepairs stores a body again after it was damaged: PutBody writes
+// it again, so that the key it returns reads back.
+func testPutRepairs(t *testing.T, b Backend) {
+	sizes := append([]int{1, 10_000}, b.Sizes...)
+	st := b.Open(t)
+	for i, n := range sizes {
+		body := RandomBytes(n, uint64(400+i))
+		key := mustPut(t, st, "s", body)
+		b.Corrupt(t, st, key)
+		mustPut(t, st, "s", body)
+		if got, err := st.Body("s", key); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("Body of a %d-byte body put again after damage = %d bytes, %v", n, len(got), err)
 		}
 	}
 }
