@@ -123,11 +123,12 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	wg.Wait()
 
 	var reached []int // indexes in servers
+	var left []int    // indexes in servers of those left out
 	var instructions strings.Builder
 	for i, s := range servers {
 		p := proxies[i]
 		if errs[i] != nil {
-			g.leaveOut(s, errs[i])
+			left = append(left, i)
 			continue
 		}
 		reached = append(reached, i)
@@ -136,6 +137,9 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		}
 	}
 	if len(reached) == 0 {
+		for _, i := range left {
+			fmt.Fprintf(logOf(&g.opts), "agentvalues: the server %q: %v\n", servers[i].Name, errs[i])
+		}
 		g.Close()
 		return nil, errors.New("mcpproxy: no server of the gateway could be reached")
 	}
@@ -145,6 +149,9 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		name = "agentvalues-gateway"
 	}
 	g.server = newServer(name, instructions.String(), st, g.served)
+	for _, i := range left { // now that g.server is there for them to be served on
+		g.leaveOut(servers[i], errs[i])
+	}
 	for _, i := range reached {
 		p := proxies[i]
 		if err := p.serveOn(ctx, g.server); err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,13 +22,16 @@ import (
 // only for a connection it knows by an unexported method, which the
 // proxy's wrapper (rawConn) hides (go-sdk issue #657), so rawConn opens it
 // itself: once the session is initialized, for protocol versions before
-// 2026-07-28 (which drop the stream), with the transport's HTTP client (and
-// so the configured headers). A server that answers the GET with 405 offers
-// no stream; any other refusal is logged once and the stream is not tried
-// again. A stream that ends is opened again after 1 s, doubling to 30 s
-// while it keeps failing, resuming after the last event ID it saw, until
-// the connection closes. An event over maxStandaloneEvent ends the stream
-// (logged); one that is not a JSON-RPC message is logged and skipped.
+// 2026-07-28 (which drop the stream), unless the transport sets
+// DisableStandaloneSSE, with the transport's HTTP client (and so the
+// configured headers). A stream that ends, or a GET the server refuses
+// (405: it offers no stream; 409: it still holds an earlier one; 5xx), is
+// tried again after 1 s, doubling to 30 s while it keeps failing, resuming
+// after the last event ID it saw, until the connection closes; a 404 (the
+// session is gone) ends it, and a refusal is logged once. An event over
+// maxStandaloneEvent ends the stream for good (logged: a server replaying it
+// would only fail again); one that is not a JSON-RPC message is logged and
+// skipped.
 
 // maxStandaloneEvent bounds one event of the standalone stream.
 const maxStandaloneEvent = 16 << 20
@@ -39,6 +43,7 @@ type standalone struct {
 	log      io.Writer
 
 	msgs   chan jsonrpc.Message // the stream's messages, for rawConn.Read
+	wait   time.Duration        // the first wait before opening the stream again
 	ctx    context.Context
 	cancel context.CancelFunc
 	once   sync.Once
@@ -46,7 +51,7 @@ type standalone struct {
 }
 
 func newStandalone(t *mcp.StreamableClientTransport, log io.Writer) *standalone {
-	s := &standalone{endpoint: t.Endpoint, client: t.HTTPClient, log: log, msgs: make(chan jsonrpc.Message)}
+	s := &standalone{endpoint: t.Endpoint, client: t.HTTPClient, log: log, msgs: make(chan jsonrpc.Message), wait: time.Second}
 	if s.client == nil {
 		s.client = http.DefaultClient
 	}
@@ -73,18 +78,25 @@ func (s *standalone) close() {
 
 func (s *standalone) run(sessionID, version string) {
 	var lastID string
-	wait := time.Second
+	wait := s.wait
+	told := false // a refusal was logged
 	for {
 		got, err := s.open(sessionID, version, &lastID)
 		if s.ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		var r refused
+		switch {
+		case errors.As(err, &r) && r.again && !told:
+			fmt.Fprintf(s.log, "agentvalues: the standalone stream of %s: %v; trying again\n", s.endpoint, err)
+			told = true
+		case errors.As(err, &r) && r.again:
+		case err != nil:
 			fmt.Fprintf(s.log, "agentvalues: the standalone stream of %s: %v\n", s.endpoint, err)
 			return
 		}
 		if got {
-			wait = time.Second
+			wait = s.wait
 		}
 		select {
 		case <-s.ctx.Done():
@@ -119,8 +131,10 @@ func (s *standalone) open(sessionID, version string, lastID *string) (got bool, 
 	switch {
 	case resp.StatusCode == http.StatusMethodNotAllowed:
 		return false, nil // no stream offered; trying again costs one request per 30 s
+	case resp.StatusCode == http.StatusNotFound:
+		return false, refused{resp.Status + ": the session is gone", false}
 	case resp.StatusCode != http.StatusOK:
-		return false, fmt.Errorf("the server answered %s; not tried again", resp.Status)
+		return false, refused{"the server answered " + resp.Status, true}
 	}
 	err = readEvents(resp.Body, func(id string, data []byte) bool {
 		got = true
@@ -142,11 +156,27 @@ func (s *standalone) open(sessionID, version string, lastID *string) (got bool, 
 			return false
 		}
 	})
+	if errors.Is(err, errEventTooLarge) {
+		return got, err // ends the stream: a replay would fail again
+	}
 	if err != nil && s.ctx.Err() == nil {
 		fmt.Fprintf(s.log, "agentvalues: the standalone stream of %s: %v\n", s.endpoint, err)
 	}
 	return got, nil
 }
+
+// A refused is a GET the server answered with another status than 200 or
+// 405; again says whether to try again.
+type refused struct {
+	why   string
+	again bool
+}
+
+func (r refused) Error() string { return r.why }
+
+// errEventTooLarge is wrapped by the error for an event over
+// maxStandaloneEvent.
+var errEventTooLarge = errors.New("an event of the stream is too large")
 
 // readEvents reads Server-Sent Events from r and calls each with its id
 // (the last one set, or "") and data, until r ends, each returns false, or
@@ -195,7 +225,7 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 		chunk, err := br.ReadSlice('\n')
 		line = append(line, chunk...)
 		if len(line) > limit+2 {
-			return nil, fmt.Errorf("an event is over %d bytes", maxStandaloneEvent)
+			return nil, fmt.Errorf("%w: over %d bytes", errEventTooLarge, maxStandaloneEvent)
 		}
 		switch err {
 		case nil:

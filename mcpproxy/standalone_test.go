@@ -1,10 +1,17 @@
 package mcpproxy
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestReadEvents(t *testing.T) {
@@ -68,4 +75,54 @@ func FuzzReadEvents(f *testing.F) {
 			return true
 		})
 	})
+}
+
+// TestStandaloneRetries opens a standalone stream on a server that first
+// refuses it with 409 (it still holds an earlier stream), then serves it:
+// the stream is tried again and its message arrives, the headers carrying
+// the session and protocol version; a 404 ends it.
+func TestStandaloneRetries(t *testing.T) {
+	var mu sync.Mutex
+	gets := 0
+	var headers []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gets++
+		n := gets
+		headers = append(headers, r.Header.Get("Mcp-Session-Id")+" "+r.Header.Get("Mcp-Protocol-Version"))
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "conflict", http.StatusConflict)
+			return
+		}
+		if n > 2 {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+	}))
+	defer srv.Close()
+	log := &syncBuffer{}
+	s := newStandalone(&mcp.StreamableClientTransport{Endpoint: srv.URL}, log)
+	s.wait = time.Millisecond // no need to wait a second between attempts here
+	defer s.close()
+	s.start("sid-1", "2025-11-25")
+	select {
+	case msg := <-s.msgs:
+		if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != "notifications/tools/list_changed" {
+			t.Errorf("message %#v", msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no message; log:\n%s", log.String())
+	}
+	waitLog(t, log, "the session is gone")
+	mu.Lock()
+	defer mu.Unlock()
+	if gets != 3 || headers[1] != "sid-1 2025-11-25" {
+		t.Errorf("%d GETs, headers %q", gets, headers)
+	}
+	if !strings.Contains(log.String(), "409 Conflict; trying again") {
+		t.Errorf("log:\n%s", log.String())
+	}
 }
