@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	values "github.com/agentvalues/values"
@@ -13,7 +14,7 @@ import (
 )
 
 // referenceNote ends the description of every mirrored tool.
-const referenceNote = `(Via agentvalues: any argument may be a stored-result reference such as "$r1" or "$r1.items.0.path"; the stored value is substituted before the call.)`
+const referenceNote = values.ReferenceNote
 
 // listTimeout bounds one re-listing of the downstream tools after a
 // list_changed notification, so a stuck server cannot stall later refreshes.
@@ -220,18 +221,12 @@ func mirror(t *mcp.Tool, name string, admit bool, logUnchanged func(why string))
 	if admit && compiled != nil {
 		// Only a schema that compiled is rewritten, and the rewriting kept
 		// only if it compiles too.
-		var why string
-		if ref := localRef(schema); ref != "" {
-			why = fmt.Sprintf("it points into its own fields ($ref %q), which the rewriting would move", ref)
-		} else if a, err := json.Marshal(admitReferences(schema)); err != nil {
-			why = err.Error()
-		} else if _, err := values.CompileSchema(a); err != nil {
-			why = "the rewritten schema does not compile: " + err.Error()
+		if a, err := values.AdmitReferences(raw); err != nil {
+			if logUnchanged != nil {
+				logUnchanged(strings.TrimPrefix(err.Error(), values.ErrNotRewritten.Error()+": "))
+			}
 		} else {
 			advertised = a
-		}
-		if why != "" && logUnchanged != nil {
-			logUnchanged(why)
 		}
 	}
 	desc := referenceNote

@@ -1,35 +1,68 @@
-package mcpproxy
+package values
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
-
-	values "github.com/agentvalues/values"
 )
 
-// Some clients enforce a tool's input schema before they send a call, so a
-// model cannot write "$r3" where the schema asks for an array. The proxy
-// advertises each input schema with a reference string admitted beside
-// every field whose schema would refuse one:
+// Some clients and model providers enforce a tool's input schema before a
+// call is sent, so a model cannot write "$r3" where the schema asks for an
+// array. AdmitReferences rewrites an input schema so that a reference
+// string is admitted beside every field whose schema would refuse one:
 //
 //	{"type":"array","items":{"type":"integer"}}
 //	→ {"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"string","pattern":ReferencePattern}]}
 //
-// Arguments are still validated against the original schema, after the
-// references are resolved. Options.OriginalSchemas turns this off.
+// The arguments are still to be validated against the original schema,
+// after the references are resolved ([SessionValues.Prepare]). The MCP
+// proxy and gateway advertise rewritten schemas, as the framework adapters
+// that can do.
+
+// ReferenceNote is the sentence a tool's description gains where
+// references are admitted, so that the model knows it may write one.
+const ReferenceNote = `(Via agentvalues: any argument may be a stored-result reference such as "$r1" or "$r1.items.0.path"; the stored value is substituted before the call.)`
+
+// ErrNotRewritten is wrapped by the error of [AdmitReferences] for a schema
+// it leaves as it is.
+var ErrNotRewritten = errors.New("schema not rewritten to admit references")
+
+// AdmitReferences returns the JSON of the tool input schema raw in which
+// the schema of every property, pattern property, additional property and
+// array item, at every depth, also admits a reference string (see
+// [ReferencePattern]). The object itself does not (a call's arguments are
+// an object), and definitions ($defs, definitions) are left as they are: a
+// field whose schema is only a $ref admits a reference, the fields inside
+// the definition do not. raw is not modified.
+//
+// It fails with an error wrapping [ErrNotRewritten] when raw is not a JSON
+// object, when it points into its own fields ($ref "#/properties/…", which
+// the rewriting would move) or when the rewritten schema does not compile;
+// the caller then offers the schema as it is.
+func AdmitReferences(raw []byte) ([]byte, error) {
+	var s map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber() // numbers are kept as written
+	if err := dec.Decode(&s); err != nil || s == nil {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrNotRewritten)
+	}
+	if ref := localRef(s); ref != "" {
+		return nil, fmt.Errorf("%w: it points into its own fields ($ref %q), which the rewriting would move", ErrNotRewritten, ref)
+	}
+	out, err := json.Marshal(admitChildren(s))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotRewritten, err)
+	}
+	if _, err := CompileSchema(out); err != nil {
+		return nil, fmt.Errorf("%w: the rewritten schema does not compile: %v", ErrNotRewritten, err)
+	}
+	return out, nil
+}
 
 // refString is the schema of a reference string.
 func refString() map[string]any {
-	return map[string]any{"type": "string", "pattern": values.ReferencePattern}
-}
-
-// admitReferences returns a copy of the tool input schema s in which the
-// schema of every property, pattern property, additional property and
-// array item, at every depth, also admits a reference string. The object
-// itself does not (a call's arguments are an object), and definitions
-// ($defs, definitions) are left as they are: a field whose schema is only
-// a $ref admits a reference, the fields inside the definition do not.
-func admitReferences(s map[string]any) map[string]any {
-	return admitChildren(s)
+	return map[string]any{"type": "string", "pattern": ReferencePattern}
 }
 
 // admitChildren returns a copy of the schema s whose subschemas of fields
