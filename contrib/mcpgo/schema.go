@@ -3,7 +3,6 @@ package mcpgo
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	values "github.com/agentvalues/values"
@@ -12,7 +11,7 @@ import (
 
 // referenceNote ends the description of every tool tools/list advertises,
 // as the proxy's does.
-const referenceNote = `(Via agentvalues: any argument may be a stored-result reference such as "$r1" or "$r1.items.0.path"; the stored value is substituted before the call.)`
+const referenceNote = values.ReferenceNote
 
 // FilterTools is the [server.ToolFilterFunc] that rewrites the tools mcp-go
 // lists (and checks at call time) as a client should see them: every tool
@@ -112,129 +111,8 @@ func newToolSchema(raw []byte) *toolSchema {
 		return &toolSchema{}
 	}
 	s := &toolSchema{compiled: compiled}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil || m == nil || localRef(m) != "" {
-		return s
-	}
-	a, err := json.Marshal(admitChildren(m))
-	if err != nil {
-		return s
-	}
-	if _, err := values.CompileSchema(a); err == nil {
+	if a, err := values.AdmitReferences(raw); err == nil {
 		s.advertised = a
 	}
 	return s
-}
-
-// admitChildren returns a copy of the schema s whose subschemas of
-// properties, pattern properties, additional properties and array items
-// admit references, at every depth. The object itself does not (a call's
-// arguments are an object), and definitions ($defs, definitions) are left
-// as they are: a field whose schema is only a $ref admits a reference, the
-// fields inside the definition do not.
-func admitChildren(s map[string]any) map[string]any {
-	out := make(map[string]any, len(s))
-	for k, x := range s {
-		switch k {
-		case "properties", "patternProperties":
-			if m, ok := x.(map[string]any); ok {
-				props := make(map[string]any, len(m))
-				for name, sub := range m {
-					props[name] = admitValue(sub)
-				}
-				x = props
-			}
-		case "additionalProperties", "additionalItems", "unevaluatedProperties", "unevaluatedItems":
-			x = admitValue(x)
-		case "items", "prefixItems":
-			if list, ok := x.([]any); ok { // a tuple
-				subs := make([]any, len(list))
-				for i, sub := range list {
-					subs[i] = admitValue(sub)
-				}
-				x = subs
-			} else {
-				x = admitValue(x)
-			}
-		}
-		out[k] = x
-	}
-	return out
-}
-
-// admitValue returns the schema s of a field or item, admitting a
-// reference string beside whatever s admits: {"anyOf":[s, reference]},
-// with s's title and description repeated beside the choice.
-func admitValue(s any) any {
-	m, ok := s.(map[string]any)
-	if !ok {
-		return s // true admits a reference already; false admits nothing, and stays so
-	}
-	inner := admitChildren(m)
-	if admitsAnyString(m) {
-		return inner
-	}
-	out := map[string]any{"anyOf": []any{inner, map[string]any{"type": "string", "pattern": values.ReferencePattern}}}
-	for _, k := range []string{"title", "description"} {
-		if x, ok := m[k]; ok {
-			out[k] = x
-		}
-	}
-	return out
-}
-
-// constrainsString lists the keywords under which a schema that admits
-// strings may still refuse "$r3".
-var constrainsString = []string{"enum", "const", "pattern", "format", "minLength", "maxLength", "not", "anyOf", "oneOf", "allOf", "$ref", "$dynamicRef", "$recursiveRef", "if", "contentEncoding", "contentMediaType"}
-
-// admitsAnyString reports whether the schema s admits every string, so
-// that it needs no alternative.
-func admitsAnyString(s map[string]any) bool {
-	switch t := s["type"].(type) {
-	case nil:
-	case string:
-		if t != "string" {
-			return false
-		}
-	case []any:
-		found := false
-		for _, x := range t {
-			found = found || x == "string"
-		}
-		if !found {
-			return false
-		}
-	default:
-		return false
-	}
-	for _, k := range constrainsString {
-		if _, ok := s[k]; ok {
-			return false
-		}
-	}
-	return true
-}
-
-// localRef returns a $ref of the schema s that points into s itself
-// outside its definitions ("#/properties/a/items"), or "".
-func localRef(s any) string {
-	switch s := s.(type) {
-	case map[string]any:
-		for k, x := range s {
-			if ref, ok := x.(string); ok && (k == "$ref" || k == "$dynamicRef" || k == "$recursiveRef") &&
-				strings.HasPrefix(ref, "#/") && !strings.HasPrefix(ref, "#/$defs/") && !strings.HasPrefix(ref, "#/definitions/") {
-				return ref
-			}
-			if ref := localRef(x); ref != "" {
-				return ref
-			}
-		}
-	case []any:
-		for _, x := range s {
-			if ref := localRef(x); ref != "" {
-				return ref
-			}
-		}
-	}
-	return ""
 }
