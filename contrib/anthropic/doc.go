@@ -45,12 +45,12 @@
 //     "send was not called: …". A tool's error text is never stored or
 //     previewed: the runner sends it as it is.
 //   - The SDK itself validates no tool input against its schema (its typed
-//     tools only unmarshal), so the validation here is the only one. The
-//     schema offered to the model is the tool's own: it is not widened to
-//     admit a reference string where it asks for an array or object, as the
-//     proxy's is. The API does not hold tool input to the schema, except for
-//     a tool defined with strict: a strict tool cannot be passed a reference
-//     where its schema asks for anything but a string.
+//     tools only unmarshal), so the validation here, against the tool's own
+//     schema, is the only one. The schema offered to the model is widened to
+//     admit a reference string beside every field and item
+//     ([values.AdmitReferences]), as the proxy's is; it uses anyOf and
+//     pattern, and whether a tool defined with strict accepts it is the
+//     API's to say.
 //   - Only the tools wrapped are seen: wrap a tool given later to the
 //     runner's AddTools with [Tool] too. Tool definitions in Params.Tools that the runner does not execute (server
 //     tools, MCP toolsets run by the API) are not wrapped: their results never

@@ -119,6 +119,16 @@ func TestToolRunner(t *testing.T) {
 				if tl.Name == "send_mail" && !strings.HasSuffix(tl.Description, avanthropic.ReferenceNote) {
 					t.Errorf("send_mail is described as %q, want it to end with the reference note", tl.Description)
 				}
+				if tl.Name == "count_users" {
+					// The schema the model is shown admits a reference where
+					// an array of users is asked for.
+					schema, err := values.CompileSchema(tl.InputSchema)
+					if err != nil {
+						t.Errorf("count_users is shown a schema that does not compile: %v\n%s", err, tl.InputSchema)
+					} else if err := schema.Validate([]byte(`{"users":"$r1.users"}`)); err != nil {
+						t.Errorf("count_users is shown a schema that refuses a reference: %v\n%s", err, tl.InputSchema)
+					}
+				}
 			}
 			if diff := cmp.Diff([]string{"list_users", "send_mail", "count_users", "read_value", "query_value"}, names); diff != "" {
 				t.Errorf("tools offered (-want +got):\n%s", diff)

@@ -12,7 +12,7 @@ import (
 
 // ReferenceNote is the sentence [Tool] appends to a tool's description, so
 // the model knows it may pass a stored result by reference.
-const ReferenceNote = `(Via agentvalues: any argument may be a stored-result reference such as "$r1" or "$r1.items.0.path"; the stored value is substituted before the call.)`
+const ReferenceNote = values.ReferenceNote
 
 // Tools returns the tools to give client.Beta.Messages.NewToolRunner for one
 // run over vals: each of tools wrapped by [Tool], followed by read_value
@@ -49,14 +49,25 @@ func Tools(vals *values.SessionValues, tools ...sdk.BetaTool) []sdk.BetaTool {
 //     are and not stored; a result without a text block stores nothing;
 //   - an error of t is passed on as it is, and nothing is stored.
 //
-// The wrapper's name and input schema are t's; its description is t's
-// followed by [ReferenceNote]. The schema is read and compiled once, here.
+// The wrapper's name is t's; its description is t's followed by
+// [ReferenceNote]; its input schema is t's with a reference string admitted
+// beside every field and item ([values.AdmitReferences]), so that a model
+// bound to the schema (strict tool use) may still write "$r3" where an
+// array is asked for, or t's own when it cannot be rewritten (a $ref into
+// its own fields, say). The schema is read, compiled and rewritten once,
+// here.
 // The wrapper is safe for concurrent use when t is; it never modifies the
 // blocks t returns.
 func Tool(vals *values.SessionValues, t sdk.BetaTool) sdk.BetaTool {
-	w := &tool{vals: vals, inner: t}
+	w := &tool{vals: vals, inner: t, advertised: t.InputSchema()}
 	if raw, err := json.Marshal(t.InputSchema()); err == nil {
 		w.schema, _ = values.CompileSchema(raw) // nil: resolve only
+		if a, err := values.AdmitReferences(raw); err == nil && w.schema != nil {
+			var p sdk.BetaToolInputSchemaParam
+			if json.Unmarshal(a, &p) == nil {
+				w.advertised = p
+			}
+		}
 	}
 	return w
 }
@@ -66,6 +77,8 @@ type tool struct {
 	vals   *values.SessionValues
 	inner  sdk.BetaTool
 	schema *values.Schema // nil when the tool's schema did not compile
+
+	advertised sdk.BetaToolInputSchemaParam // the schema the model is shown
 }
 
 func (t *tool) Name() string { return t.inner.Name() }
@@ -77,7 +90,7 @@ func (t *tool) Description() string {
 	return ReferenceNote
 }
 
-func (t *tool) InputSchema() sdk.BetaToolInputSchemaParam { return t.inner.InputSchema() }
+func (t *tool) InputSchema() sdk.BetaToolInputSchemaParam { return t.advertised }
 
 func (t *tool) Execute(ctx context.Context, input json.RawMessage) ([]sdk.BetaToolResultBlockParamContentUnion, error) {
 	args, _, err := t.vals.Prepare(t.schema, input)
