@@ -16,8 +16,10 @@
 // Genkit runs every tool call through the tool's action, which checks the
 // input against the tool's input schema before the tool function runs; Genkit
 // (v1.4.0) has no tool middleware and no hook between that check and the
-// function. So a wrapped tool is an action of its own, under the same name,
-// description and input schema, that
+// function. So a wrapped tool is an action of its own, under the same name
+// and description, shown to the model with the tool's input schema widened
+// to admit a reference string beside every field and item
+// ([values.AdmitReferences]; the tool's own schema when it cannot be), that
 //
 //  1. resolves the references in the call's input and validates the result
 //     against the input schema ([values.SessionValues.Prepare]), so that the

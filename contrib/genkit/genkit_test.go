@@ -174,6 +174,19 @@ func TestGenerateLoop(t *testing.T) {
 		}
 		switch {
 		case n == 0:
+			// The model is shown count_rows's schema with a reference
+			// admitted where an array of rows is asked for.
+			for _, td := range req.Tools {
+				if td.Name != "count_rows" {
+					continue
+				}
+				raw, _ := json.Marshal(td.InputSchema)
+				if s, err := values.CompileSchema(raw); err != nil {
+					fail("count_rows is shown a schema that does not compile: %v", err)
+				} else if err := s.Validate([]byte(`{"rows":"$r1.rows"}`)); err != nil {
+					fail("count_rows is shown a schema that refuses a reference: %v\n%s", err, raw)
+				}
+			}
 			return []*ai.Part{call("t1", "list_rows", `{"n":100}`)}
 		case n == 1:
 			// The model is shown a bounded preview of the 100 rows, with the handle.

@@ -45,20 +45,28 @@ func Tools(g *genkit.Genkit, vals *values.SessionValues, tools ...ai.Tool) []ai.
 // should see. The wrapper is a dynamic tool: pass it to [ai.WithTools], and
 // do not register tool itself in the Genkit instance (see [Tools]).
 //
-// The input schema is read from tool's definition and compiled once, here.
+// The input schema is read from tool's definition and compiled once, here;
+// the model is shown it with a reference string admitted beside every field
+// and item ([values.AdmitReferences]), so that a model held to the schema
+// may write "$r3" where an array is asked for, while the input is validated
+// against tool's own schema after resolution.
 // The wrapper may be used by any number of runs at the same time; it holds
 // nothing but vals and tool.
 func Wrap(vals *values.SessionValues, tool ai.Tool) ai.Tool {
 	def := tool.Definition()
 	var schema *values.Schema
+	shown := def.InputSchema // what the model is shown
 	if def.InputSchema != nil {
 		if raw, err := json.Marshal(def.InputSchema); err == nil {
 			schema, _ = values.CompileSchema(raw) // nil: Genkit's own check alone
+			if a, err := values.AdmitReferences(raw); err == nil && schema != nil {
+				shown = schemaMap(a)
+			}
 		}
 	}
 	multipart, _ := def.Metadata["multipart"].(bool)
 	w := &wrapped{inner: tool, vals: vals, schema: schema}
-	w.valueTool = newValueTool(def.Name, def.Description, def.InputSchema, multipart, w.call)
+	w.valueTool = newValueTool(def.Name, def.Description, shown, multipart, w.call)
 	w.valueTool.respond = tool.Respond
 	w.valueTool.restart = tool.Restart
 	return w
