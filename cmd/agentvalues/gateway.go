@@ -98,25 +98,12 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if len(servers) == 0 {
 		return fmt.Errorf("gateway: %s names no server to start", *configPath)
 	}
-	opts := &mcpproxy.Options{
-		Threshold: *threshold,
-		Log:       stderr,
-
-		OriginalSchemas: *originalSchemas,
-	}
-	vals, closeStore, err := storeFlags.open(*listen != "", values.WithMaxPreview(*maxPreview), storeErrors(stderr))
+	opts, closeStore, err := storeFlags.options(*listen != "", *maxPreview, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	switch {
-	case *listen != "":
-		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(*maxPreview)}
-	case vals != nil:
-		opts.Values = vals
-	default:
-		opts.Values = values.New(values.WithMaxPreview(*maxPreview))
-	}
+	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	g, err := mcpproxy.ConnectGateway(connectCtx, servers, opts)
 	cancel()

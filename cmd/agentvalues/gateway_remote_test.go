@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -174,37 +173,10 @@ func startEverythingHTTP(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		if last = testkit.StartReady(cmd, stderr, "listening on port", time.Minute); last == "" {
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 		}
-		ready := make(chan bool, 1)
-		var seen strings.Builder
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				seen.WriteString(sc.Text() + "\n")
-				if strings.Contains(sc.Text(), "listening on port") {
-					ready <- true
-					for sc.Scan() { // the rest, so that it never blocks on a full pipe
-					}
-					return
-				}
-			}
-			ready <- false
-		}()
-		select {
-		case ok := <-ready:
-			if ok {
-				t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-				return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-			}
-		case <-time.After(time.Minute):
-			cmd.Process.Kill()
-			<-ready // its standard error ends
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		last = seen.String()
 	}
 	t.Fatalf("server-everything did not start its HTTP server; its standard error:\n%s", last)
 	return ""

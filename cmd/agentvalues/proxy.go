@@ -57,25 +57,12 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr // the server's own diagnostics stay visible
-	opts := &mcpproxy.Options{
-		Threshold: *threshold,
-		Log:       stderr,
-
-		OriginalSchemas: *originalSchemas,
-	}
-	vals, closeStore, err := storeFlags.open(*listen != "", values.WithMaxPreview(*maxPreview), storeErrors(stderr))
+	opts, closeStore, err := storeFlags.options(*listen != "", *maxPreview, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	switch {
-	case *listen != "":
-		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(*maxPreview)}
-	case vals != nil:
-		opts.Values = vals
-	default:
-		opts.Values = values.New(values.WithMaxPreview(*maxPreview))
-	}
+	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage, TerminateDuration: terminateDuration}, opts)
 	cancel()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/mcpproxy"
 	"github.com/agentvalues/values/store"
 	"github.com/agentvalues/values/store/redisstore"
 )
@@ -57,6 +58,28 @@ func (f storeFlags) open(listen bool, opts ...values.Option) (*values.SessionVal
 		return nil, nil, err
 	}
 	return vals, func() { d.Close() }, nil
+}
+
+// options returns the mcpproxy.Options of proxy and gateway for their
+// store: with listen, a store per HTTP session in memory; else the durable
+// store the flags name, or one in memory; each previews within maxPreview
+// bytes and tells log of what it could not persist. Close the store with
+// the func returned.
+func (f storeFlags) options(listen bool, maxPreview int, log io.Writer) (*mcpproxy.Options, func(), error) {
+	vals, closeStore, err := f.open(listen, values.WithMaxPreview(maxPreview), storeErrors(log))
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := &mcpproxy.Options{Log: log}
+	switch {
+	case listen:
+		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(maxPreview)}
+	case vals != nil:
+		opts.Values = vals
+	default:
+		opts.Values = values.New(values.WithMaxPreview(maxPreview))
+	}
+	return opts, closeStore, nil
 }
 
 // storeErrors returns the WithStoreErrors option that reports on log each

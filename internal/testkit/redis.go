@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -75,38 +74,7 @@ func (r *Redis) start(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	r.cmd.Stderr = r.cmd.Stdout
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan bool, 1)
-	var seen strings.Builder
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if seen.Len() < 64<<10 {
-				seen.WriteString(sc.Text() + "\n")
-			}
-			if strings.Contains(sc.Text(), "Ready to accept connections") {
-				ready <- true
-				for sc.Scan() { // the rest, so that it never blocks on a full pipe
-				}
-				return
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if ok {
-			return ""
-		}
-	case <-time.After(30 * time.Second):
-		r.cmd.Process.Kill()
-		<-ready
-	}
-	r.cmd.Process.Kill()
-	r.cmd.Wait()
-	return seen.String()
+	return StartReady(r.cmd, out, "Ready to accept connections", 30*time.Second)
 }
 
 // Stop kills the server (as a crash would: nothing is flushed).
