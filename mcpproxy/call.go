@@ -359,6 +359,9 @@ func errorResult(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, IsError: true}
 }
 
+// protocolMetaPrefix begins the protocol's own keys of a _meta.
+const protocolMetaPrefix = "io.modelcontextprotocol/"
+
 // forwardMeta copies _meta across the proxy, leaving out the protocol's own
 // keys (io.modelcontextprotocol/...), which each side sets for itself.
 func forwardMeta(m mcp.Meta) mcp.Meta {
@@ -367,7 +370,7 @@ func forwardMeta(m mcp.Meta) mcp.Meta {
 	}
 	out := maps.Clone(m)
 	for k := range out {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+		if strings.HasPrefix(k, protocolMetaPrefix) {
 			delete(out, k)
 		}
 	}

@@ -562,7 +562,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response
 		}
 		if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
 			// Its resultType, which the SDK encodes after the other members.
-			out = append(out[:len(out)-1], `,"resultType":"complete"}`...)
+			out = append(out[:len(out)-1], `,"resultType":"`+resultComplete+`"}`...)
 		}
 		return &jsonrpc.Response{Result: out}
 	}
@@ -635,9 +635,17 @@ func decodeResult(resp *jsonrpc.Response) (*mcp.CallToolResult, error) {
 	return res, nil
 }
 
+// resultComplete is the resultType of a complete result (protocol
+// 2026-07-28), as against one that asks the client for input.
+const resultComplete = "complete"
+
 // textResult reads a result of text blocks alone from its bytes, as the
 // SDK would decode it: an object of a content array whose blocks are each
-// exactly a type "text" and a text, and maybe a boolean isError. It
+// exactly a type "text" and a text, and maybe a boolean isError, a
+// resultType "complete" (which a server at protocol 2026-07-28 adds to
+// every result) and a _meta of the protocol's own keys alone (the
+// serverInfo such a server adds), which the result leaves out: the proxy
+// forwards no protocol key of a result's _meta (see forwardMeta). It
 // reports false for any other result, which the SDK's types decode.
 func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	r = bytes.TrimSpace(r)
@@ -646,13 +654,21 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	}
 	res := &mcp.CallToolResult{}
 	var content []byte
-	ok, seenError := true, false
+	ok, seenError, seenType, seenMeta := true, false, false, false
 	jsontext.EachChild(r, func(k, v []byte) bool {
 		switch {
 		case jsontext.KeyEquals(k, "content") && content == nil && v[0] == '[':
 			content = v
 		case jsontext.KeyEquals(k, "isError") && !seenError && (v[0] == 't' || v[0] == 'f'):
 			res.IsError, seenError = v[0] == 't', true
+		case jsontext.KeyEquals(k, "resultType") && !seenType && v[0] == '"' && jsontext.KeyEquals(v, resultComplete):
+			seenType = true
+		case jsontext.KeyEquals(k, "_meta") && !seenMeta && v[0] == '{':
+			seenMeta = true
+			jsontext.EachChild(v, func(mk, _ []byte) bool {
+				ok = bytes.HasPrefix(mk, []byte(`"`+protocolMetaPrefix)) && !bytes.Contains(mk, []byte{'\\'})
+				return ok
+			})
 		default:
 			ok = false
 		}

@@ -152,7 +152,7 @@ func (c *lineClient) within(d time.Duration) (string, bool) {
 }
 
 // send writes one line.
-func (c *lineClient) send(t *testing.T, line string) {
+func (c *lineClient) send(t testing.TB, line string) {
 	t.Helper()
 	if _, err := io.WriteString(c.w, line+"\n"); err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func (c *lineClient) send(t *testing.T, line string) {
 }
 
 // next returns the next line the proxy writes.
-func (c *lineClient) next(t *testing.T) string {
+func (c *lineClient) next(t testing.TB) string {
 	t.Helper()
 	select {
 	case l := <-c.lines:
@@ -172,7 +172,7 @@ func (c *lineClient) next(t *testing.T) string {
 }
 
 // initialize completes the MCP handshake.
-func (c *lineClient) initialize(t *testing.T) {
+func (c *lineClient) initialize(t testing.TB) {
 	t.Helper()
 	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"lines","version":"1"}}}`)
 	if l := c.next(t); !strings.Contains(l, `"protocolVersion":"2025-06-18"`) {
@@ -186,7 +186,7 @@ func (c *lineClient) initialize(t *testing.T) {
 const v2Meta = `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"lines","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 
 // discover opens a session at protocol 2026-07-28.
-func (c *lineClient) discover(t *testing.T) {
+func (c *lineClient) discover(t testing.TB) {
 	t.Helper()
 	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":`+v2Meta+`}}`)
 	if l := c.next(t); !strings.Contains(l, `"supportedVersions"`) {
@@ -197,13 +197,13 @@ func (c *lineClient) discover(t *testing.T) {
 // startLineProxy runs a proxy with Run over a LineTransport, in front of
 // a scriptServer over the proxy's own line connection, with the raw path
 // off when rawOff is set.
-func startLineProxy(t *testing.T, script map[string]string, rawOff bool) (*Proxy, *lineClient, *scriptServer) {
+func startLineProxy(t testing.TB, script map[string]string, rawOff bool) (*Proxy, *lineClient, *scriptServer) {
 	return startLineProxyAt(t, script, rawOff, false)
 }
 
 // startLineProxyAt is startLineProxy with the server at protocol
 // 2026-07-28 when v2 is set.
-func startLineProxyAt(t *testing.T, script map[string]string, rawOff, v2 bool) (*Proxy, *lineClient, *scriptServer) {
+func startLineProxyAt(t testing.TB, script map[string]string, rawOff, v2 bool) (*Proxy, *lineClient, *scriptServer) {
 	t.Helper()
 	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16), gone: make(chan struct{}), v2: v2}
 	sr, pw := io.Pipe()
@@ -644,12 +644,18 @@ func FuzzRawCall(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"content":[{"type":"text","text":"<a> & \u2028"}],"isError":true}`), []byte(`{"name":"\u0074","arguments":null,"_meta":{}}`))
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"content":[{"type":"text","text":"x"}],"resultType":"complete"}`), []byte(`{}`))
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol\/x":1,"k":2},"content":[],"resultType":"input_required"}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, result, params []byte) {
 		if res, ok := textResult(result); ok {
 			want := new(mcp.CallToolResult)
 			if err := json.Unmarshal(result, want); err != nil {
 				t.Fatalf("textResult read %q, which the SDK does not decode: %v", result, err)
 			}
+			if want.NeedsInput() {
+				t.Fatalf("textResult read %q, which asks for input", result)
+			}
+			want.Meta = forwardMeta(want.Meta) // the protocol's keys, which textResult leaves out
 			if diff := cmp.Diff(want, res, cmpopts.IgnoreUnexported(mcp.CallToolResult{})); diff != "" {
 				t.Fatalf("textResult(%q) (-sdk +raw):\n%s", result, diff)
 			}
