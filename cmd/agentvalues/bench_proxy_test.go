@@ -46,7 +46,38 @@ import (
 // payloads are made on their first call and kept.
 const blobServerArg = "test-blob-server"
 
-func init() { testHelpers[blobServerArg] = blobServer }
+func init() {
+	testHelpers[blobServerArg] = blobServer
+	testHelpers[relayArg] = relay
+}
+
+// relayArg makes the test binary a relay: it runs the command of its
+// arguments and copies bytes between its own standard input and output and
+// the command's, unread. In front of the blob server it is the floor of
+// any process between a client and a server: what the two more pipes, and
+// the wake-ups of a process reading them, cost.
+const relayArg = "test-relay"
+
+func relay(args []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err1 := cmd.StdinPipe()
+	out, err2 := cmd.StdoutPipe()
+	if err := errors.Join(err1, err2, cmd.Start()); err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		return 1
+	}
+	go func() {
+		io.Copy(in, os.Stdin)
+		in.Close()
+	}()
+	io.Copy(os.Stdout, out)
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		return 1
+	}
+	return 0
+}
 
 // The blob kinds, as a go-sdk server sends a large result.
 const (
@@ -277,6 +308,8 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	switch via {
 	case "proxy":
 		args = append([]string{"proxy", "--", os.Args[0]}, args...)
+	case "relay":
+		args = append([]string{relayArg, os.Args[0]}, args...)
 	case "gateway":
 		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"blobs": map[string]any{"command": os.Args[0], "args": args},
@@ -504,7 +537,7 @@ func textOf(res *mcp.CallToolResult) string {
 // variant's p50 less the direct p50, which the variant logs when both ran.
 func BenchmarkProxySmallCall(b *testing.B) {
 	directP50 := map[int]time.Duration{} // by calls in flight
-	for _, variant := range []string{"direct", "proxy", "gateway"} {
+	for _, variant := range []string{"direct", "relay", "proxy", "gateway"} {
 		b.Run(variant, func(b *testing.B) {
 			for _, inFlight := range []int{1, 8} {
 				b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
