@@ -409,12 +409,18 @@ type envelope struct {
 // fails as the SDK fails it.
 func plainEnvelope(data []byte) (envelope, bool) {
 	var env envelope
-	if data[0] != '{' || jsontext.Valid(data) != nil {
+	if data[0] != '{' {
+		return env, false
+	}
+	// One pass validates the line, measures its depth and finds its
+	// members, which are never more than envelopeMembers.
+	_, sh, err := jsontext.Scan(data, jsontext.Limits{Head: envelopeMembers + 1})
+	if err != nil || sh.Count > envelopeMembers || sh.Depth > sdkMaxDepth {
 		return env, false
 	}
 	var version []byte
-	ok := true
-	jsontext.EachChild(data, func(k, v []byte) bool {
+	for _, c := range sh.Head {
+		k, v := c.Key.Of(data), c.Val.Of(data)
 		var at *[]byte
 		switch {
 		case jsontext.KeyEquals(k, "jsonrpc"):
@@ -428,17 +434,20 @@ func plainEnvelope(data []byte) (envelope, bool) {
 		case jsontext.KeyEquals(k, "result"):
 			at = &env.result
 		}
-		ok = at != nil && *at == nil && v[0] != 'n'
-		if ok {
-			*at = v
+		if at == nil || *at != nil || v[0] == 'n' {
+			return env, false
 		}
-		return ok
-	})
-	ok = ok && version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
+		*at = v
+	}
+	ok := version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
 		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
 		(env.method == nil) != (env.result == nil) && (env.params == nil || env.method != nil)
-	return env, ok && jsontext.Depth(data) <= sdkMaxDepth
+	return env, ok
 }
+
+// envelopeMembers is the most members a plain envelope has: jsonrpc, id,
+// method, params and result, each once.
+const envelopeMembers = 5
 
 // fromEnvelope makes the message the SDK would decode from a plain
 // envelope: a request or notification, or, on the client side, a response

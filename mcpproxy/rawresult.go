@@ -51,80 +51,93 @@ type rawResult struct {
 
 // parseRaw reads the valid JSON result r as a CallToolResult whose content
 // blocks are all text, and reports false for any other result: one the
-// SDK path must take, to store it or to refuse it as it does.
+// SDK path must take, to store it or to refuse it as it does. It reads r
+// once, descending into the content blocks rather than skipping them
+// first: a 100 MB text is skipped once, not once per level around it.
 func parseRaw(r []byte) (rawResult, bool) {
 	var res rawResult
 	r = r[jsontext.SkipSpace(r, 0):]
 	if r[0] != '{' {
 		return res, false
 	}
-	ok := true
-	var content []byte
 	seen := 0
-	jsontext.EachChild(r, func(k, v []byte) bool {
+	end := jsontext.EachChildAt(r, 0, func(k []byte, at int) int {
 		var bit int
+		end := -1
 		switch {
 		case jsontext.KeyEquals(k, "content"):
-			content, bit = v, 1
+			bit = 1
+			switch r[at] {
+			case 'n': // null is no content
+				end = jsontext.SkipValue(r, at)
+			case '[':
+				end = jsontext.EachChildAt(r, at, func(_ []byte, at int) int {
+					text, end := textBlock(r, at)
+					if end >= 0 {
+						res.texts = append(res.texts, text)
+					}
+					return end
+				})
+			}
 		case jsontext.KeyEquals(k, "structuredContent"):
-			res.structured, bit = v, 2
-			if v[0] == 'n' {
-				res.structured = nil // null is no structured content
+			bit, end = 2, jsontext.SkipValue(r, at)
+			if r[at] != 'n' { // null is no structured content
+				res.structured = r[at:end]
 			}
 		case jsontext.KeyEquals(k, "isError"):
-			res.isError, bit = v, 4
-			ok = v[0] == 't' || v[0] == 'f'
+			if bit, end = 4, jsontext.SkipValue(r, at); r[at] == 't' || r[at] == 'f' {
+				res.isError = r[at:end]
+			} else {
+				end = -1
+			}
 		case jsontext.KeyEquals(k, "_meta"):
-			res.meta, bit = v, 8
-			ok = v[0] == '{' || v[0] == 'n'
+			if bit, end = 8, jsontext.SkipValue(r, at); r[at] == '{' || r[at] == 'n' {
+				res.meta = r[at:end]
+			} else {
+				end = -1
+			}
+		default:
+			// Other members are ignored, as the SDK's decoding ignores them
+			// (it matches names exactly).
+			end = jsontext.SkipValue(r, at)
 		}
-		// Other members are ignored, as the SDK's decoding ignores them (it
-		// matches names exactly).
-		ok = ok && seen&bit == 0 // a duplicate: which one wins is the SDK's to say
+		if seen&bit != 0 { // a duplicate: which one wins is the SDK's to say
+			return -1
+		}
 		seen |= bit
-		return ok
+		return end
 	})
-	if !ok {
-		return res, false
-	}
-	if content == nil || content[0] == 'n' {
-		return res, true
-	}
-	if content[0] != '[' {
-		return res, false
-	}
-	jsontext.EachChild(content, func(_, block []byte) bool {
-		text, isText := textBlock(block)
-		if ok = isText; ok {
-			res.texts = append(res.texts, text)
-		}
-		return ok
-	})
-	return res, ok
+	return res, end >= 0
 }
 
-// textBlock returns the JSON string of the text of a text content block,
-// and false for any other block.
-func textBlock(b []byte) ([]byte, bool) {
-	if b[0] != '{' {
-		return nil, false
+// textBlock returns the JSON string of the text of the text content block
+// at d[i], and the index after the block; or -1 for any other block.
+func textBlock(d []byte, i int) (text []byte, end int) {
+	if d[i] != '{' {
+		return nil, -1
 	}
-	var text []byte
-	ok, isText := true, false
-	jsontext.EachChild(b, func(k, v []byte) bool {
+	isText := false
+	end = jsontext.EachChildAt(d, i, func(k []byte, at int) int {
+		end := jsontext.SkipValue(d, at)
 		switch {
 		case jsontext.KeyEquals(k, "type"):
-			isText = v[0] == '"' && jsontext.KeyEquals(v, "text")
-			ok = isText
+			if isText = d[at] == '"' && jsontext.KeyEquals(d[at:end], "text"); !isText {
+				return -1
+			}
 		case jsontext.KeyEquals(k, "text"):
-			ok = v[0] == '"' && text == nil
-			text = v
+			if d[at] != '"' || text != nil {
+				return -1
+			}
+			text = d[at:end]
 		}
 		// annotations, _meta and the rest are not stored, and are dropped
 		// from a preview, on either path.
-		return ok
+		return end
 	})
-	return text, ok && isText && text != nil
+	if !isText || text == nil {
+		return nil, -1
+	}
+	return text, end
 }
 
 // textOver reports whether the text of the blocks joined by newlines, as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,23 @@ func FuzzScanJSON(f *testing.F) {
 		}
 		if err != nil {
 			return
+		}
+		if sh.Depth != Depth(data) {
+			t.Fatalf("Scan depth %d, Depth %d, for %q", sh.Depth, Depth(data), data)
+		}
+		if top, _, _ := Scan(data, Limits{}); data[top.Start] == '{' || data[top.Start] == '[' {
+			// EachChildAt, skipping each child, sees what EachChild sees
+			// and ends where the container ends.
+			var want, got [][]byte
+			EachChild(data[top.Start:], func(k, v []byte) bool { want = append(want, k, v); return true })
+			end := EachChildAt(data, top.Start, func(k []byte, at int) int {
+				end := SkipValue(data, at)
+				got = append(got, k, data[at:end])
+				return end
+			})
+			if end != top.End || !slices.EqualFunc(want, got, bytes.Equal) {
+				t.Fatalf("EachChildAt: end %d (want %d), children %q, want %q", end, top.End, got, want)
+			}
 		}
 		// UseNumber: valid JSON such as 1e1000 does not fit a float64.
 		var v any
@@ -167,8 +185,8 @@ func FuzzScanSplit(f *testing.F) {
 		if err1 != nil {
 			return
 		}
-		if top1 != top2 || sh1.Count != sh2.Count {
-			t.Fatalf("top %v/%v count %d/%d for %q", top1, top2, sh1.Count, sh2.Count, data)
+		if top1 != top2 || sh1.Count != sh2.Count || sh1.Depth != sh2.Depth {
+			t.Fatalf("top %v/%v count %d/%d depth %d/%d for %q", top1, top2, sh1.Count, sh2.Count, sh1.Depth, sh2.Depth, data)
 		}
 		checkItems(t, data, sh2.Items, 8)
 		if sh1.Largest != sh2.Largest { // zero for arrays

@@ -50,6 +50,7 @@ type Shape struct {
 	Items   *Items         // for an array, its items; nil otherwise
 	Marks   Marks          // for an array, with Limits.Index: marks of its items
 	Blocks  KeyBlocks      // for an object, with Limits.Index: blocks of its keys
+	Depth   int            // of Scan: the deepest nesting of arrays and objects in the document, as [Depth] counts it
 	tail    [MaxTail]Child
 	ntail   int // the ring size: the number of last children asked for
 }
@@ -222,7 +223,7 @@ func guessItemStart(d []byte, from int) int {
 // joinShapes returns the shape of an array of d whose items are those of
 // a followed by those of b.
 func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
-	sh := Shape{Count: a.Count + b.Count, Head: a.Head, ntail: a.ntail, Largest: a.Largest}
+	sh := Shape{Count: a.Count + b.Count, Head: a.Head, ntail: a.ntail, Largest: a.Largest, Depth: max(a.Depth, b.Depth)}
 	for _, c := range b.Head {
 		if len(sh.Head) == lim.Head {
 			break
@@ -338,6 +339,7 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		switch c := d[i]; c {
 		case '{', '[':
 			sc.stack = append(sc.stack, c)
+			sc.sh.Depth = max(sc.sh.Depth, len(sc.stack))
 			i = SkipSpace(d, i+1)
 			if i < len(d) && d[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				sc.stack = sc.stack[:len(sc.stack)-1]

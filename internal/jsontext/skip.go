@@ -85,6 +85,37 @@ func EachChild(d []byte, fn func(key, val []byte) bool) {
 	}
 }
 
+// EachChildAt calls fn for every direct child of the valid array or object
+// that starts at d[i], in order, with the child's quoted key (nil for an
+// array item) and the index its value starts at. fn returns the index
+// after the value, having skipped it ([SkipValue]) or walked it (a walk
+// that descends rather than skipping reads each byte once, where
+// EachChild would have skipped the child whole first), or a negative
+// number to stop. EachChildAt returns the index after the container's
+// closing bracket, or -1 when fn stopped.
+func EachChildAt(d []byte, i int, fn func(key []byte, at int) int) int {
+	obj := d[i] == '{'
+	i = SkipSpace(d, i+1)
+	for i < len(d) && d[i] != ']' && d[i] != '}' {
+		var key []byte
+		if obj {
+			end := SkipString(d, i)
+			key = d[i:end]
+			i = SkipSpace(d, end)
+			i = SkipSpace(d, i+1) // the colon
+		}
+		end := fn(key, i)
+		if end < 0 {
+			return -1
+		}
+		i = SkipSpace(d, end)
+		if i < len(d) && d[i] == ',' {
+			i = SkipSpace(d, i+1)
+		}
+	}
+	return min(i+1, len(d))
+}
+
 // CountChildren returns the number of direct children of the valid array
 // or object d.
 func CountChildren(d []byte) int {
