@@ -199,10 +199,10 @@ func (c *lineConn) readLoop() {
 			c.workers.Add(1)
 			go func() {
 				defer c.workers.Done()
-				c.deliver(c.message(ln))
+				c.deliver(c.take(ln))
 			}()
 		default:
-			if !c.deliver(c.message(ln)) {
+			if !c.deliver(c.take(ln)) {
 				c.readErr = io.EOF
 				return
 			}
@@ -243,6 +243,7 @@ type line struct {
 	size       int
 	over       bool
 	head, tail []byte // of an over line
+	free       func() // when not nil, frees data, which nothing may hold then (see longLine)
 }
 
 // idWindow is how much of the start and of the end of an oversized line is
@@ -250,13 +251,12 @@ type line struct {
 const idWindow = 4 << 10
 
 // readLine reads up to the next newline, or the end of the stream. Past the
-// bound it keeps only the line's head and tail.
+// bound it keeps only the line's head and tail. A line longer than
+// lineBlock is read as a longLine.
 func (c *lineConn) readLine() (line, error) {
 	var ln line
-	// A long line is read into blocks of a fixed size and joined once at
-	// its end: growing one buffer would copy it again at every doubling
-	// and leave it up to twice as large as the line.
-	var blocks [][]byte
+	var long longLine
+	inLong := false
 	for {
 		chunk, err := c.r.ReadSlice('\n')
 		ln.size += len(chunk)
@@ -269,33 +269,36 @@ func (c *lineConn) readLine() (line, error) {
 			ln.tail = appendTail(ln.tail, chunk)
 		case c.max >= 0 && ln.size > c.max:
 			ln.over = true
-			// With blocks, data alone holds more than the head.
-			whole := append(ln.data, chunk...)
-			ln.head = bytes.Clone(whole[:min(idWindow, len(whole))])
-			if len(blocks) == 0 {
-				ln.tail = appendTail(nil, whole)
-			} else {
-				for _, b := range blocks {
-					ln.tail = appendTail(ln.tail, b)
-				}
+			if inLong {
+				ln.head, ln.tail = long.edges(idWindow)
+				long.drop()
 				ln.tail = appendTail(ln.tail, chunk)
+			} else {
+				whole := append(ln.data, chunk...)
+				ln.head = bytes.Clone(whole[:min(idWindow, len(whole))])
+				ln.tail = appendTail(nil, whole)
 			}
-			ln.data, blocks = nil, nil
-		case len(blocks) > 0 || len(ln.data)+len(chunk) > lineBlock:
-			blocks = appendBlocks(blocks, chunk)
+			ln.data, inLong = nil, false
+		case inLong:
+			long.write(chunk)
+		case len(ln.data)+len(chunk) > lineBlock:
+			long.start(ln.data, !c.server)
+			long.write(chunk)
+			ln.data, inLong = nil, true
 		default:
 			ln.data = append(ln.data, chunk...)
 		}
 		if err != bufio.ErrBufferFull {
-			if len(blocks) > 0 && !ln.over {
-				ln.data = joinBlocks(ln.data, blocks)
+			if inLong {
+				ln.data, ln.free = long.finish()
 			}
 			return ln, err
 		}
 	}
 }
 
-// lineBlock is the size of the blocks a long line is read into.
+// lineBlock is the size from which a line is read as a longLine, and of the
+// blocks one is read into when it is not mapped.
 const lineBlock = 1 << 20
 
 // appendBlocks appends b to the blocks of a long line.
@@ -337,6 +340,17 @@ func appendTail(tail, b []byte) []byte {
 		tail = append(tail[:0], tail[len(tail)-idWindow:]...)
 	}
 	return tail
+}
+
+// take returns the message of a line (see message), and frees the line
+// when it is to be freed, copying first what the message holds of it.
+func (c *lineConn) take(ln line) jsonrpc.Message {
+	msg := c.message(ln)
+	if ln.free != nil {
+		msg = detach(msg, ln.data)
+		ln.free()
+	}
+	return msg
 }
 
 // bom is the UTF-8 byte order mark, which some writers put before a line.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -177,29 +178,72 @@ func TestReadLineLong(t *testing.T) {
 		in.WriteByte('\n')
 	}
 	stream := in.Bytes()
-	for _, bound := range []int{-1, lineBlock + 1, 2 * lineBlock} {
-		c := newLineConn(bytes.NewReader(stream), io.Discard, nil, bound, true, nil)
-		for _, want := range lines {
-			ln, err := c.readLine()
-			if err != nil {
-				t.Fatalf("bound %d: line of %d: %v", bound, len(want), err)
-			}
-			if ln.size != len(want) {
-				t.Errorf("bound %d: size %d, want %d", bound, ln.size, len(want))
-			}
-			if bound < 0 || len(want) <= bound {
-				if ln.over || !bytes.Equal(ln.data, want) {
-					t.Errorf("bound %d: line of %d read as %d bytes (over %v)", bound, len(want), len(ln.data), ln.over)
+	for _, server := range []bool{true, false} { // the client side maps long lines on Linux
+		for _, bound := range []int{-1, lineBlock + 1, 2 * lineBlock} {
+			c := newLineConn(bytes.NewReader(stream), io.Discard, nil, bound, server, nil)
+			for _, want := range lines {
+				ln, err := c.readLine()
+				if err != nil {
+					t.Fatalf("bound %d: line of %d: %v", bound, len(want), err)
 				}
-				continue
+				if ln.size != len(want) {
+					t.Errorf("bound %d: size %d, want %d", bound, ln.size, len(want))
+				}
+				if mapped := ln.free != nil; mapped != (!server && len(want) > lineBlock && runtime.GOOS == "linux" && !ln.over) {
+					t.Errorf("server %v, bound %d: line of %d mapped: %v", server, bound, len(want), mapped)
+				}
+				if bound < 0 || len(want) <= bound {
+					if ln.over || !bytes.Equal(ln.data, want) {
+						t.Errorf("bound %d: line of %d read as %d bytes (over %v)", bound, len(want), len(ln.data), ln.over)
+					}
+					if ln.free != nil {
+						ln.free()
+					}
+					continue
+				}
+				if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
+					t.Errorf("bound %d: line of %d past it: over %v, head and tail not the line's", bound, len(want), ln.over)
+				}
 			}
-			if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
-				t.Errorf("bound %d: line of %d past it: over %v, head and tail not the line's", bound, len(want), ln.over)
+			if _, err := c.readLine(); err != io.EOF {
+				t.Errorf("bound %d: after the last line: %v", bound, err)
 			}
 		}
-		if _, err := c.readLine(); err != io.EOF {
-			t.Errorf("bound %d: after the last line: %v", bound, err)
+	}
+}
+
+// TestDetach: a message taken from a line that is then freed holds none of
+// its bytes.
+func TestDetach(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1},"params":[2],"data":3}`)
+	in := func(s string) json.RawMessage { i := bytes.Index(line, []byte(s)); return line[i : i+len(s)] }
+	outside := json.RawMessage(`{"b":2}`)
+	for _, msg := range []jsonrpc.Message{
+		&jsonrpc.Request{Method: "m", Params: in(`[2]`)},
+		&jsonrpc.Response{Result: in(`{"a":1}`)},
+		&jsonrpc.Response{Error: &jsonrpc.Error{Code: 1, Message: "x", Data: in(`3`)}},
+		&jsonrpc.Response{Result: outside},
+		nil,
+	} {
+		detach(msg, line)
+		var raw []json.RawMessage
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			raw = append(raw, m.Params)
+		case *jsonrpc.Response:
+			raw = append(raw, m.Result)
+			if werr, ok := m.Error.(*jsonrpc.Error); ok {
+				raw = append(raw, werr.Data)
+			}
 		}
+		for _, r := range raw {
+			if len(r) > 0 && &r[0] != &outside[0] && &copyIfIn(r, line)[0] != &r[0] {
+				t.Errorf("%T still holds %s of the line", msg, r)
+			}
+		}
+	}
+	if got := detach(&jsonrpc.Response{Result: outside}, line).(*jsonrpc.Response).Result; &got[0] != &outside[0] {
+		t.Error("a result outside the line was copied")
 	}
 }
 
