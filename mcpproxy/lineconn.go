@@ -112,7 +112,7 @@ type lineConn struct {
 	calls callTracker // client side: this connection's calls awaiting a response
 
 	up      *rawUpstream             // server side: the raw path for tools/call, or nil (rawcall.go)
-	rawWait sync.Map                 // client side: jsonrpc.ID -> chan *jsonrpc.Response, the raw calls awaiting a response
+	rawWait sync.Map                 // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
 	rawSeq  atomic.Uint64            // client side: numbers the raw calls' own ids
 	wireSeq atomic.Int64             // client side: numbers the calls on the wire
 	sdkMeta atomic.Pointer[mcp.Meta] // client side: the _meta of the SDK client's server/discover, for the raw path
@@ -187,6 +187,7 @@ func (c *lineConn) readLoop() {
 	}()
 	// readDone first: a call failed by the end of incoming sees broken().
 	defer close(c.incoming)
+	defer c.endRaw() // after readDone: a raw call stored later sees broken()
 	defer close(c.readDone)
 	defer c.workers.Wait() // what they deliver goes before the end
 	for {
@@ -223,9 +224,7 @@ func (c *lineConn) deliver(msg jsonrpc.Message) bool {
 	if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && isRawID(resp.ID) {
 		// A raw call's, never the SDK's: to its caller, or dropped when the
 		// call is over (cancelled).
-		if ch, ok := c.rawWait.LoadAndDelete(resp.ID); ok {
-			ch.(chan *jsonrpc.Response) <- resp
-		}
+		c.deliverRaw(resp)
 		return true
 	}
 	select {
@@ -741,6 +740,7 @@ func (c *lineConn) nextWireID() jsonrpc.ID {
 func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		c.endRaw()
 		if c.up != nil {
 			c.up.wait()
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -65,17 +66,44 @@ import (
 // their responses are not written, as the SDK cancels its handlers and
 // writes nothing once reading has stopped.
 //
+// No goroutine waits for a raw call's response, and no call is handed from
+// one goroutine to another when it need not be: waking another thread costs
+// more than the rest of a small call. A call whose arguments are small and
+// hold no reference is checked and sent downstream by the goroutine that
+// read it from the client (see rawLight), others by a worker; the response
+// is stored, built and written to the client by the goroutine that read
+// it from the server, when the store is the proxy's own (in memory),
+// otherwise by a goroutine of its own (see startRaw).
+//
 // Middleware added to the SDK server ([Proxy.Server]) does not see the
 // calls the raw path answers.
 
 // A rawCaller is what answers tools/call requests on the raw path: a
 // [Proxy], or a [Gateway] for its servers.
 type rawCaller interface {
-	// rawCall returns the function that makes the call req and returns
-	// its response, without its id; or nil when the call is to take the
-	// SDK path. The function's context is cancelled when the client cancels
-	// the call.
-	rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response
+	// rawCall returns the function that makes the call req and hands its
+	// response, without its id, to done, once; or nil when the call is to
+	// take the SDK path. The function's context is cancelled when the
+	// client cancels the call. The function returns once the request is
+	// sent (or the call has failed): done may be called before it returns,
+	// or later on another goroutine, among them the one reading the
+	// downstream connection (see startRaw).
+	rawCall(req *rawRequest) func(ctx context.Context, done func(*jsonrpc.Response))
+}
+
+// rawLight bounds the arguments of a call that the goroutine reading the
+// client's requests sends downstream itself, when they hold no reference
+// ('$' nowhere in them): checking them against the tool's schema and
+// writing a line of that size costs microseconds, less than handing the
+// call to another goroutine and waking it. A call with references (whose
+// resolution may read values back from a durable store, and make a large
+// frame) or larger arguments is sent from a worker, so that reading goes on.
+const rawLight = 4 << 10
+
+// light reports whether the call req is sent from the reading goroutine:
+// see rawLight.
+func (r *rawRequest) light() bool {
+	return len(r.args) <= rawLight && bytes.IndexByte(r.args, '$') < 0
 }
 
 // A rawRequest is a nominal tools/call, read from its params.
@@ -299,9 +327,8 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 	u.inFlight[req.ID] = cancel
 	u.calls.Add(1)
 	u.mu.Unlock()
-	u.run(func() {
+	done := func(resp *jsonrpc.Response) {
 		defer u.calls.Done()
-		resp := run(ctx)
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
@@ -311,7 +338,12 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 		}
 		resp.ID = req.ID
 		c.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
-	})
+	}
+	if r.light() {
+		run(ctx, done)
+	} else {
+		u.run(func() { run(ctx, done) })
+	}
 	return true
 }
 
@@ -455,22 +487,66 @@ const rawJoinMax = 16 << 10
 // ends under it, worded as the SDK words its own.
 var errRawClosed = fmt.Errorf("%w: calling %q: the downstream connection is closed", mcp.ErrConnectionClosed, "tools/call")
 
-// callRaw writes a tools/call request whose params are params (their
-// parts, written one after the other) and returns its response, fixed as
-// a response to an SDK call is (see settle). Its result goes to vals. When
-// ctx is done first, the server is sent notifications/cancelled and ctx's
-// error returned; when the connection breaks or closes, errRawClosed.
-func (c *lineConn) callRaw(ctx context.Context, vals *values.SessionValues, params ...[]byte) (*jsonrpc.Response, error) {
+// A rawPending is a raw call awaiting its response.
+type rawPending struct {
+	claimed atomic.Bool // by the first of the response, the context, the connection's end
+	done    func(*jsonrpc.Response, error)
+	inline  bool        // done may run on the goroutine reading the connection
+	stop    func() bool // stops the watch on the call's context
+}
+
+// claim reports whether the caller is the one to end the call.
+func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true) }
+
+// startRaw writes a tools/call request whose params are params (their
+// parts, written one after the other) and returns; the call's response,
+// fixed as a response to an SDK call is (see settle), is handed to done
+// once it arrives, its result having gone to vals. When inline is set,
+// done runs on the goroutine that reads the connection, which reads
+// nothing else meanwhile (a response line of rawEnvelopeMin bytes or more
+// is taken apart on a goroutine of its own, where done runs too): it must
+// not wait, and the caller sets inline only when storing a result in vals
+// does no I/O. Otherwise done runs on a goroutine of its own.
+//
+// When ctx is done first, the server is sent notifications/cancelled and
+// done gets ctx's error; when the connection breaks or closes,
+// errRawClosed; when the request cannot be written, the write's error,
+// before startRaw returns. done is called exactly once.
+func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inline bool, done func(*jsonrpc.Response, error), params ...[]byte) {
+	if err := ctx.Err(); err != nil {
+		done(nil, err)
+		return
+	}
 	id, _ := jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
 	wire := c.nextWireID()
-	ch := make(chan *jsonrpc.Response, 1)
-	c.rawWait.Store(id, ch)
-	c.calls.add(wire, pendingCall{method: "tools/call", vals: vals, id: id})
+	wireNum := strconv.AppendInt(nil, wire.Raw().(int64), 10)
+	p := &rawPending{done: done, inline: inline}
 	forget := func() {
 		c.rawWait.Delete(id)
 		c.calls.done(wire)
 	}
-	wireNum := strconv.AppendInt(nil, wire.Raw().(int64), 10)
+	p.stop = context.AfterFunc(ctx, func() {
+		if !p.claim() {
+			return
+		}
+		forget()
+		// As the SDK client does: off the caller's path, so that a server
+		// that does not read cannot hold the call.
+		note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":`)
+		note = jsontext.AppendQuote(note, []byte(ctx.Err().Error()))
+		note = append(note, `,"requestId":`...)
+		note = append(note, wireNum...)
+		go c.writeLine(append(note, "}}\n"...))
+		p.done(nil, ctx.Err())
+	})
+	c.calls.add(wire, pendingCall{method: "tools/call", vals: vals, id: id})
+	c.rawWait.Store(id, p)
+	if c.broken() || c.isClosed() {
+		// Reading stopped before the call was stored, or is stopping: the
+		// end of reading (endRaw) may have missed it.
+		c.failRaw(id, p)
+		return
+	}
 	head := make([]byte, 0, 80)
 	head = append(head, `{"jsonrpc":"2.0","id":`...)
 	head = append(head, wireNum...)
@@ -488,39 +564,64 @@ func (c *lineConn) callRaw(ctx context.Context, vals *values.SessionValues, para
 		}
 		frame = [][]byte{one}
 	}
-	if err := c.writeLine(frame...); err != nil {
+	if err := c.writeLine(frame...); err != nil && p.claim() {
+		p.stop()
 		forget()
-		return nil, fmt.Errorf("calling %q: %w", "tools/call", err)
+		p.done(nil, fmt.Errorf("calling %q: %w", "tools/call", err))
 	}
+}
+
+// failRaw ends the raw call id, if it is still waiting, with errRawClosed.
+func (c *lineConn) failRaw(id any, p *rawPending) {
+	if !p.claim() {
+		return
+	}
+	p.stop()
+	c.rawWait.Delete(id)
+	go p.done(nil, errRawClosed) // may wait for the server's end: see finishCall
+}
+
+// endRaw ends every raw call still waiting, once the connection can no
+// longer deliver their responses: reading has stopped, or the connection
+// is closed. A response delivered before then has ended its call.
+func (c *lineConn) endRaw() {
+	c.rawWait.Range(func(id, p any) bool {
+		c.failRaw(id, p.(*rawPending))
+		return true
+	})
+}
+
+// deliverRaw hands the response of a raw call to it, or drops it when the
+// call is over (cancelled).
+func (c *lineConn) deliverRaw(resp *jsonrpc.Response) {
+	v, ok := c.rawWait.LoadAndDelete(resp.ID)
+	if !ok {
+		return
+	}
+	p := v.(*rawPending)
+	if !p.claim() {
+		return
+	}
+	p.stop()
+	if p.inline {
+		p.done(resp, nil)
+		return
+	}
+	go p.done(resp, nil)
+}
+
+// isClosed reports whether Close has been called.
+func (c *lineConn) isClosed() bool {
 	select {
-	case resp := <-ch:
-		return resp, nil
-	case <-ctx.Done():
-		forget()
-		// As the SDK client does: off the caller's path, so that a server
-		// that does not read cannot hold the call.
-		note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":`)
-		note = jsontext.AppendQuote(note, []byte(ctx.Err().Error()))
-		note = append(note, `,"requestId":`...)
-		note = append(note, wireNum...)
-		go c.writeLine(append(note, "}}\n"...))
-		return nil, ctx.Err()
-	case <-c.readDone:
-		select {
-		case resp := <-ch: // delivered just before reading stopped
-			return resp, nil
-		default:
-		}
-		forget()
-		return nil, errRawClosed
 	case <-c.closed:
-		forget()
-		return nil, errRawClosed
+		return true
+	default:
+		return false
 	}
 }
 
 // rawCall implements rawCaller for the proxy's mirrored tools.
-func (p *Proxy) rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response {
+func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
 	vals := p.stores.shared
 	tools := p.offered.Load()
 	if p.rawOff || vals == nil || tools == nil {
@@ -544,42 +645,50 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context) *jsonrpc.Response
 			return nil
 		}
 	}
-	return func(ctx context.Context) *jsonrpc.Response {
+	return func(ctx context.Context, done func(*jsonrpc.Response)) {
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
-		res, err := p.callToolRaw(ctx, vals, m, l, req, downMeta)
-		if err != nil {
-			return &jsonrpc.Response{Error: err}
-		}
-		if req.serverInfo != nil { // as the SDK server annotates a result at 2026-07-28
-			if res.Meta == nil {
-				res.Meta = mcp.Meta{}
-			}
-			res.Meta[mcp.MetaKeyServerInfo] = req.serverInfo
-		}
-		out, err := encodeResult(res)
-		if err != nil {
-			return &jsonrpc.Response{Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)}
-		}
-		if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
-			// Its resultType, which the SDK encodes after the other members.
-			out = append(out[:len(out)-1], `,"resultType":"`+resultComplete+`"}`...)
-		}
-		return &jsonrpc.Response{Result: out}
+		p.callToolRaw(ctx, vals, m, l, req, downMeta, func(res *mcp.CallToolResult, err error) {
+			done(rawResponse(req, res, err))
+		})
 	}
 }
 
+// rawResponse is the response to the raw call req whose outcome is res or
+// err, as the SDK server writes it.
+func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.Response {
+	if err != nil {
+		return &jsonrpc.Response{Error: err}
+	}
+	if req.serverInfo != nil { // as the SDK server annotates a result at 2026-07-28
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		res.Meta[mcp.MetaKeyServerInfo] = req.serverInfo
+	}
+	out, err := encodeResult(res)
+	if err != nil {
+		return &jsonrpc.Response{Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)}
+	}
+	if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
+		// Its resultType, which the SDK encodes after the other members.
+		out = append(out[:len(out)-1], `,"resultType":"`+resultComplete+`"}`...)
+	}
+	return &jsonrpc.Response{Result: out}
+}
+
 // callToolRaw is callTool on the raw path: the same steps, results and
-// errors, over the link l's line connection.
-// downMeta, when not nil, is the SDK client's _meta, which the request
-// carries as the SDK client would add it.
-func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta mcp.Meta) (*mcp.CallToolResult, error) {
+// errors, over the link l's line connection, with the outcome handed to
+// done (see rawCaller). downMeta, when not nil, is the SDK client's
+// _meta, which the request carries as the SDK client would add it.
+func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta mcp.Meta, done func(*mcp.CallToolResult, error)) {
 	args := req.args
 	if args == nil {
 		args = []byte("{}")
 	}
 	prepared, _, err := vals.Prepare(m.schema, args)
 	if err != nil {
-		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
+		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		return
 	}
 	head := make([]byte, 0, 96+len(m.name))
 	head = append(head, '{')
@@ -597,7 +706,8 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	if meta != nil {
 		b, err := json.Marshal(meta)
 		if err != nil {
-			return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
+			done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+			return
 		}
 		head = append(head, `"_meta":`...)
 		head = append(head, b...)
@@ -608,14 +718,16 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	head = append(head, `,"arguments":`...)
 
 	callCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(p.ctx, cancel)()
-	resp, err := l.conn.callRaw(callCtx, vals, head, prepared, []byte("}"))
-	var res *mcp.CallToolResult
-	if err == nil {
-		res, err = decodeResult(resp)
-	}
-	return p.finishCall(ctx, callCtx, l, m, vals, res, err)
+	stop := context.AfterFunc(p.ctx, cancel)
+	l.conn.startRaw(callCtx, vals, p.stores.memoryOnly, func(resp *jsonrpc.Response, err error) {
+		stop()
+		defer cancel()
+		var res *mcp.CallToolResult
+		if err == nil {
+			res, err = decodeResult(resp)
+		}
+		done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+	}, head, prepared, []byte("}"))
 }
 
 // decodeResult returns the CallToolResult of a response, or the error the

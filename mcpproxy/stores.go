@@ -16,6 +16,7 @@ import (
 // session ends. A gateway's proxies share one stores.
 type stores struct {
 	shared      *values.SessionValues // nil with a store per session
+	memoryOnly  bool                  // shared is the proxy's own, in memory: storing in it does no I/O
 	sessionOpts []values.Option       // with a store per session: for values.New
 	sessions    sync.Map              // *mcp.ServerSession -> *values.SessionValues
 
@@ -33,7 +34,7 @@ func newStores(opts *Options) *stores {
 	case opts.Values != nil:
 		return &stores{shared: opts.Values}
 	}
-	return &stores{shared: values.New()}
+	return &stores{shared: values.New(), memoryOnly: true}
 }
 
 // of returns the store of the session ss.
