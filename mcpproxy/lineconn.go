@@ -200,10 +200,10 @@ func (c *lineConn) readLoop() {
 			c.workers.Add(1)
 			go func() {
 				defer c.workers.Done()
-				c.deliver(c.take(ln))
+				c.deliver(c.take(&ln))
 			}()
 		default:
-			if !c.deliver(c.take(ln)) {
+			if !c.deliver(c.take(&ln)) {
 				c.readErr = io.EOF
 				return
 			}
@@ -343,11 +343,12 @@ func appendTail(tail, b []byte) []byte {
 
 // take returns the message of a line (see message), and frees the line
 // when it is to be freed, copying first what the message holds of it.
-func (c *lineConn) take(ln line) jsonrpc.Message {
-	msg := c.message(ln)
+func (c *lineConn) take(ln *line) jsonrpc.Message {
+	msg := c.message(*ln)
 	if ln.free != nil {
 		msg = detach(msg, ln.data)
 		ln.free()
+		ln.data, ln.free = nil, nil // no pointer into the unmapped range is left for the collector to find
 	}
 	return msg
 }

@@ -67,7 +67,7 @@ func (l *longLine) finish() (data []byte, free func()) {
 		return joinBlocks(nil, l.blocks), nil
 	}
 	m := l.mapped
-	return m[:l.n], func() { unmapLine(m) }
+	return m[:l.n:l.n], func() { unmapLine(m) }
 }
 
 // drop frees the line without returning it.

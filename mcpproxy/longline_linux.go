@@ -13,9 +13,10 @@ func mapLine(size int) []byte {
 }
 
 // growLine returns the mapping m grown to size bytes, its contents kept,
-// moved by the kernel if it must be. A mapping that cannot grow is copied
-// into one that can: only when memory is short, which the copy then
-// reports by panicking as an allocation would.
+// moved by the kernel if it must be. A mapping that cannot grow (memory is
+// short) is copied to the heap, where the line goes on growing as a slice
+// (unmapLine then ignores it); if the heap cannot hold it either, the
+// process fails with "out of memory", as for any allocation.
 func growLine(m []byte, size int) []byte {
 	g, err := unix.Mremap(m, size, unix.MREMAP_MAYMOVE)
 	if err == nil {
