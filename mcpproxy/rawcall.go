@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -114,6 +117,9 @@ type rawRequest struct {
 	// serverInfo, at protocol 2026-07-28, is what the SDK server puts in
 	// every result's _meta under mcp.MetaKeyServerInfo; nil before.
 	serverInfo json.RawMessage
+	// onReader is set when the call is made by the goroutine reading the
+	// client (see rawLight), which must not wait for the server to read.
+	onReader bool
 }
 
 // withRawCalls returns upstream with the raw path answering for rc when it
@@ -340,6 +346,7 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 		c.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
 	}
 	if r.light() {
+		r.onReader = true
 		run(ctx, done)
 	} else {
 		u.run(func() { run(ctx, done) })
@@ -511,8 +518,10 @@ func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true)
 // When ctx is done first, the server is sent notifications/cancelled and
 // done gets ctx's error; when the connection breaks or closes,
 // errRawClosed; when the request cannot be written, the write's error,
-// before startRaw returns. done is called exactly once.
-func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inline bool, done func(*jsonrpc.Response, error), params ...[]byte) {
+// before startRaw returns. done is called exactly once. With onReader (the
+// caller is the goroutine reading the client) the request is written with
+// writeSoon.
+func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inline, onReader bool, done func(*jsonrpc.Response, error), params ...[]byte) {
 	if err := ctx.Err(); err != nil {
 		done(nil, err)
 		return
@@ -564,11 +573,52 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		}
 		frame = [][]byte{one}
 	}
-	if err := c.writeLine(frame...); err != nil && p.claim() {
-		p.stop()
-		forget()
-		p.done(nil, fmt.Errorf("calling %q: %w", "tools/call", err))
+	failed := func(err error) {
+		if err != nil && p.claim() {
+			p.stop()
+			forget()
+			p.done(nil, fmt.Errorf("calling %q: %w", "tools/call", err))
+		}
 	}
+	if onReader && len(frame) == 1 {
+		c.writeSoon(frame[0], failed)
+		return
+	}
+	failed(c.writeLine(frame...))
+}
+
+// writeSoonWait is how long writeSoon waits for the peer to read.
+const writeSoonWait = time.Millisecond
+
+// writeSoon writes the line b without holding its caller up for long: when
+// another write holds the connection, or the peer has not read what it was
+// sent and b does not fit in the pipe within writeSoonWait, what is left
+// of b is written by a goroutine of its own, after which failed is called
+// with the write's error (nil for none). So a server that stops reading
+// its input does not stop the goroutine reading the client.
+func (c *lineConn) writeSoon(b []byte, failed func(error)) {
+	dw, ok := c.w.(interface{ SetWriteDeadline(time.Time) error })
+	if !ok || !c.wmu.TryLock() {
+		go func() { failed(c.writeLine(b)) }()
+		return
+	}
+	if dw.SetWriteDeadline(time.Now().Add(writeSoonWait)) != nil {
+		c.wmu.Unlock()
+		go func() { failed(c.writeLine(b)) }()
+		return
+	}
+	n, err := c.w.Write(b)
+	dw.SetWriteDeadline(time.Time{})
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		c.wmu.Unlock()
+		failed(err)
+		return
+	}
+	go func() { // still holding the connection: the rest of the line comes next
+		defer c.wmu.Unlock()
+		_, err := c.w.Write(b[n:])
+		failed(err)
+	}()
 }
 
 // failRaw ends the raw call id, if it is still waiting, with errRawClosed.
@@ -719,7 +769,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 
 	callCtx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(p.ctx, cancel)
-	l.conn.startRaw(callCtx, vals, p.stores.memoryOnly, func(resp *jsonrpc.Response, err error) {
+	l.conn.startRaw(callCtx, vals, p.stores.memoryOnly, req.onReader, func(resp *jsonrpc.Response, err error) {
 		stop()
 		defer cancel()
 		var res *mcp.CallToolResult

@@ -111,7 +111,7 @@ func hostileServer(args []string) int {
 		case "tools/list":
 			deep := strings.Repeat(`{"type":"object","properties":{"a":`, deepSchemaDepth/2) + `{}` + strings.Repeat(`}}`, deepSchemaDepth/2)
 			var tools []string
-			for _, name := range []string{"echo", "noise", "deep_result", "not_object", "bad_content", "long_error", "huge"} {
+			for _, name := range []string{"echo", "noise", "deep_result", "not_object", "bad_content", "long_error", "huge", "stall"} {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
 			tools = append(tools, `{"name":"deep_schema","inputSchema":`+deep+`}`)
@@ -136,6 +136,17 @@ func hostileServer(args []string) int {
 				send(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":` + string(msg) + `}}`)
 			case "filter":
 				result(`{"content":[{"type":"text","text":"filtered"}]}`)
+			case "stall":
+				// Answers, then reads nothing until the file named by until
+				// exists (two minutes at most), as a server busy elsewhere.
+				var a struct{ Until string }
+				json.Unmarshal(req.Params.Arguments, &a)
+				result(`{"content":[{"type":"text","text":"stalling"}]}`)
+				for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+					if _, err := os.Stat(a.Until); err == nil {
+						break
+					}
+				}
 			case "huge":
 				// The id last, as the TypeScript SDK writes it.
 				var a struct{ MiB int }
@@ -388,7 +399,7 @@ func TestProxyHostileServer(t *testing.T) {
 		for _, tool := range resp.Result.Tools {
 			names = append(names, tool.Name)
 		}
-		if got := strings.Join(names, ","); got != "echo,noise,deep_result,not_object,bad_content,long_error,huge,filter,read_value,query_value" && got != "bad_content,deep_result,echo,filter,huge,long_error,noise,not_object,query_value,read_value" {
+		if got := strings.Join(names, ","); got != "echo,noise,deep_result,not_object,bad_content,long_error,huge,stall,filter,read_value,query_value" && got != "bad_content,deep_result,echo,filter,huge,long_error,noise,not_object,query_value,read_value,stall" {
 			t.Errorf("tools offered: %s", got)
 		}
 		if !strings.Contains(r.stderr(), `not offering the downstream tool "deep_schema": its definition nests 1102 levels deep, more than 512`) {
@@ -454,6 +465,45 @@ func TestProxyHostileServer(t *testing.T) {
 
 // TestProxyServerExitsAtStart checks that a server that exits before the
 // handshake is reported with its exit status.
+// TestProxyServerStopsReading: a server that stops reading its input while
+// the client goes on calling it (past what a pipe holds) does not stop the
+// proxy reading the client: what the proxy answers itself still is, and the
+// calls that waited are answered once the server reads again.
+func TestProxyServerStopsReading(t *testing.T) {
+	t.Parallel()
+	release := filepath.Join(t.TempDir(), "release")
+	r := startRawProxy(t, "serve")
+	if resp := r.call(t, 2, "stall", fmt.Sprintf(`{"until":%q}`, release)); !strings.HasPrefix(resp.text(), "stalling") {
+		t.Fatalf("stall: %s", resp.line)
+	}
+	const n = 64 // 128 KiB of requests, past a pipe's 64 KiB
+	pad := strings.Repeat("x", 2000)
+	go func() { // a proxy that stopped reading would hold these writes up too
+		for i := range n {
+			io.WriteString(r.stdin, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"pad":%q}}}`+"\n", 100+i, pad))
+		}
+		io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`+"\n")
+	}()
+	if resp := r.recv(t); string(resp.ID) != "3" || resp.Error != nil {
+		t.Fatalf("while the server does not read, got %s; want the tools/list the proxy answers itself", resp.line)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range n {
+		resp := r.recv(t)
+		if resp.Error != nil || !strings.Contains(resp.text(), pad) {
+			t.Fatalf("an echo after the stall: %s", resp.line)
+		}
+		seen[string(resp.ID)] = true
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct echoes answered, want %d", len(seen), n)
+	}
+	r.alive(t, 4)
+}
+
 func TestProxyServerExitsAtStart(t *testing.T) {
 	t.Parallel()
 	r := startRawProxy(t, "exit3")
