@@ -31,7 +31,8 @@ import (
 //
 // Each leaf benchmark starts its own processes, before its timed loop: the
 // test binary as blobServerArg (direct), or as `agentvalues proxy --` in
-// front of it (proxy). The client is a go-sdk client in this process, the
+// front of it (proxy), or, for small calls, as a relay or the gateway in
+// front of it. The client is a go-sdk client in this process, the
 // same in both. The targets of the issue, for the reader (nothing here
 // asserts a timing): proxied time at most 1.2 times direct; proxy CPU at
 // most 0.25 s per 100 MB; proxy peak memory at most twice the result; and
@@ -528,8 +529,9 @@ func textOf(res *mcp.CallToolResult) string {
 
 // BenchmarkProxySmallCall calls ping, whose result is 11 bytes, from 1 and
 // from 8 goroutines, each calling again as soon as its call returns, on the
-// server directly, through the proxy and through the gateway (with the
-// server as its one server). Beside the time per call (ns/op; the last
+// server directly, through a relay that only copies bytes (relayArg: the
+// floor of any process in the middle), through the proxy and through the
+// gateway (with the server as its one server). Beside the time per call (ns/op; the last
 // calls in flight when the loop ends are not timed) it reports the 50th
 // and 99th percentiles of the calls' durations, and, through the proxy or
 // the gateway on Linux, the CPU time the proxy process spent per call (in
