@@ -111,11 +111,11 @@ type lineConn struct {
 
 	calls callTracker // client side: this connection's calls awaiting a response
 
-	up      *rawUpstream             // server side: the raw path for tools/call, or nil (rawcall.go)
-	rawWait sync.Map                 // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
-	rawSeq  atomic.Uint64            // client side: numbers the raw calls' own ids
-	wireSeq atomic.Int64             // client side: numbers the calls on the wire
-	sdkMeta atomic.Pointer[mcp.Meta] // client side: the _meta of the SDK client's server/discover, for the raw path
+	up      *rawUpstream            // server side: the raw path for tools/call, or nil (rawcall.go)
+	rawWait sync.Map                // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
+	rawSeq  atomic.Uint64           // client side: numbers the raw calls' own ids
+	wireSeq atomic.Int64            // client side: numbers the calls on the wire
+	sdkMeta atomic.Pointer[sdkMeta] // client side: the _meta of the SDK client's server/discover, for the raw path
 
 	start    sync.Once
 	incoming chan jsonrpc.Message

@@ -689,7 +689,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 	if init == nil {
 		return nil
 	}
-	var downMeta mcp.Meta // the SDK client's own _meta at 2026-07-28
+	var downMeta *sdkMeta // the SDK client's own _meta at 2026-07-28
 	if init.ProtocolVersion >= protocolRaw {
 		if downMeta = l.conn.discoverMeta(); downMeta == nil {
 			return nil
@@ -730,7 +730,7 @@ func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.R
 // errors, over the link l's line connection, with the outcome handed to
 // done (see rawCaller). downMeta, when not nil, is the SDK client's
 // _meta, which the request carries as the SDK client would add it.
-func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta mcp.Meta, done func(*mcp.CallToolResult, error)) {
+func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta, done func(*mcp.CallToolResult, error)) {
 	args := req.args
 	if args == nil {
 		args = []byte("{}")
@@ -743,11 +743,12 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	head := make([]byte, 0, 96+len(m.name))
 	head = append(head, '{')
 	meta := p.requestMeta(req.meta)
-	if downMeta != nil {
-		if meta == nil {
-			meta = make(mcp.Meta, len(downMeta))
-		}
-		for k, v := range downMeta { // as the SDK client adds its own: not over the caller's
+	var metaJSON []byte
+	switch {
+	case downMeta != nil && meta == nil: // the common case: the SDK client's alone
+		metaJSON = downMeta.json
+	case downMeta != nil:
+		for k, v := range downMeta.meta { // as the SDK client adds its own: not over the caller's
 			if _, ok := meta[k]; !ok {
 				meta[k] = v
 			}
@@ -759,8 +760,11 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 			return
 		}
+		metaJSON = b
+	}
+	if metaJSON != nil {
 		head = append(head, `"_meta":`...)
-		head = append(head, b...)
+		head = append(head, metaJSON...)
 		head = append(head, ',')
 	}
 	head = append(head, `"name":`...)
@@ -868,24 +872,33 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 // noteDiscover keeps the _meta of the SDK client's server/discover request
 // (params), which the raw path's requests carry too: the protocol version,
 // client info and capabilities the SDK client sends on every request at
-// protocol 2026-07-28.
+// protocol 2026-07-28. It keeps it decoded and encoded as the raw path
+// encodes a _meta, so that a request carrying it alone is not encoded again.
 func (c *lineConn) noteDiscover(params json.RawMessage) {
 	raw, ok := paramsMeta(params)
 	if !ok {
 		return
 	}
 	var m mcp.Meta
-	if json.Unmarshal(raw, &m) == nil {
-		c.sdkMeta.Store(&m)
+	if json.Unmarshal(raw, &m) != nil {
+		return
 	}
+	enc, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	c.sdkMeta.Store(&sdkMeta{meta: m, json: enc})
+}
+
+// An sdkMeta is what noteDiscover keeps.
+type sdkMeta struct {
+	meta mcp.Meta
+	json []byte // meta, as json.Marshal encodes it
 }
 
 // discoverMeta returns what noteDiscover kept, or nil.
-func (c *lineConn) discoverMeta() mcp.Meta {
-	if m := c.sdkMeta.Load(); m != nil {
-		return *m
-	}
-	return nil
+func (c *lineConn) discoverMeta() *sdkMeta {
+	return c.sdkMeta.Load()
 }
 
 // encodeResult encodes res as the SDK server does (encoding/json, HTML not
