@@ -488,7 +488,13 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 	// The result is a slice of the line: the SDK would scan it again and
 	// copy it.
 	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(env.result)}
-	c.settle(resp)
+	if !c.settle(resp) {
+		// The call ended (cancelled) since it was found pending: its
+		// response goes where that of a call ended before goes (nowhere),
+		// not to the SDK under its number on the wire, which may be one of
+		// the SDK's own ids.
+		return nil
+	}
 	return resp
 }
 
@@ -608,7 +614,9 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	version, _ := jsontext.Member(data, "jsonrpc")
 	if hasResult && !hasError && len(version) > 0 && version[0] == '"' && jsontext.KeyEquals(version, "2.0") {
 		resp.Result = json.RawMessage(result)
-		c.settle(resp)
+		if !c.settle(resp) { // ended since it was found pending: see fromEnvelope
+			return nil
+		}
 		if resp.Error != nil || jsontext.Depth(resp.Result) < sdkMaxDepth {
 			return resp
 		}
@@ -756,6 +764,11 @@ func (c *lineConn) Close() error {
 func (c *lineConn) writeLine(data ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(data...)
+}
+
+// writeLocked is writeLine with wmu held.
+func (c *lineConn) writeLocked(data ...[]byte) error {
 	if len(data) == 1 {
 		_, err := c.w.Write(data[0])
 		return err

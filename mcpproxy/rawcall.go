@@ -496,10 +496,15 @@ var errRawClosed = fmt.Errorf("%w: calling %q: the downstream connection is clos
 
 // A rawPending is a raw call awaiting its response.
 type rawPending struct {
-	claimed atomic.Bool // by the first of the response, the context, the connection's end
-	done    func(*jsonrpc.Response, error)
-	inline  bool        // done may run on the goroutine reading the connection
-	stop    func() bool // stops the watch on the call's context
+	id, wire jsonrpc.ID  // the call's own id, and its number on the wire
+	claimed  atomic.Bool // by the first of the response, the context, the connection's end, a failed write
+	done     func(*jsonrpc.Response, error)
+	inline   bool        // done may run on the goroutine reading the connection
+	stop     func() bool // stops the watch on the call's context
+	// sent is closed once the request has been written, or will never be
+	// (the call ended first); wrote says whether any of it was.
+	sent  chan struct{}
+	wrote atomic.Bool
 }
 
 // claim reports whether the caller is the one to end the call.
@@ -515,45 +520,57 @@ func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true)
 // not wait, and the caller sets inline only when storing a result in vals
 // does no I/O. Otherwise done runs on a goroutine of its own.
 //
-// When ctx is done first, the server is sent notifications/cancelled and
-// done gets ctx's error; when the connection breaks or closes,
-// errRawClosed; when the request cannot be written, the write's error,
-// before startRaw returns. done is called exactly once. With onReader (the
-// caller is the goroutine reading the client) the request is written with
-// writeSoon.
+// When ctx is done first, done gets ctx's error, and the server, if it was
+// sent the request, is sent notifications/cancelled after it; when the
+// connection breaks or closes, errRawClosed; when the request cannot be
+// written, the write's error. done is called exactly once, and never on
+// the caller's goroutine but for a context already done: with onReader
+// (the caller is the goroutine reading the client) the caller is not held
+// up either by a server that does not read (see sendRaw).
 func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inline, onReader bool, done func(*jsonrpc.Response, error), params ...[]byte) {
 	if err := ctx.Err(); err != nil {
 		done(nil, err)
 		return
 	}
-	id, _ := jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
-	wire := c.nextWireID()
-	wireNum := strconv.AppendInt(nil, wire.Raw().(int64), 10)
-	p := &rawPending{done: done, inline: inline}
-	forget := func() {
-		c.rawWait.Delete(id)
-		c.calls.done(wire)
-	}
+	p := &rawPending{done: done, inline: inline, sent: make(chan struct{})}
+	p.id, _ = jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
+	p.wire = c.nextWireID()
+	wireNum := strconv.AppendInt(nil, p.wire.Raw().(int64), 10)
 	p.stop = context.AfterFunc(ctx, func() {
 		if !p.claim() {
 			return
 		}
-		forget()
+		c.forgetRaw(p)
 		// As the SDK client does: off the caller's path, so that a server
-		// that does not read cannot hold the call.
+		// that does not read cannot hold the call; and after the request,
+		// when it was sent, so that the server knows the id it names.
 		note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":`)
 		note = jsontext.AppendQuote(note, []byte(ctx.Err().Error()))
 		note = append(note, `,"requestId":`...)
 		note = append(note, wireNum...)
-		go c.writeLine(append(note, "}}\n"...))
+		note = append(note, "}}\n"...)
+		go func() {
+			if <-p.sent; p.wrote.Load() {
+				c.writeLine(note)
+			}
+		}()
 		p.done(nil, ctx.Err())
 	})
-	c.calls.add(wire, pendingCall{method: "tools/call", vals: vals, id: id})
-	c.rawWait.Store(id, p)
-	if c.broken() || c.isClosed() {
+	c.calls.add(p.wire, pendingCall{method: "tools/call", vals: vals, id: p.id})
+	testHookRawStore()
+	c.rawWait.Store(p.id, p)
+	switch {
+	case p.claimed.Load():
+		// Cancelled while it was being stored: the cancellation found
+		// nothing to forget.
+		c.forgetRaw(p)
+		close(p.sent)
+		return
+	case c.broken() || c.isClosed():
 		// Reading stopped before the call was stored, or is stopping: the
 		// end of reading (endRaw) may have missed it.
-		c.failRaw(id, p)
+		c.failRaw(p)
+		close(p.sent)
 		return
 	}
 	head := make([]byte, 0, 80)
@@ -566,68 +583,108 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 	for _, p := range frame {
 		size += len(p)
 	}
-	if size <= rawJoinMax { // one buffer, one write
+	if size <= rawJoinMax || onReader { // one buffer, one write (a light call's is small)
 		one := make([]byte, 0, size)
 		for _, p := range frame {
 			one = append(one, p...)
 		}
 		frame = [][]byte{one}
 	}
-	failed := func(err error) {
-		if err != nil && p.claim() {
-			p.stop()
-			forget()
-			p.done(nil, fmt.Errorf("calling %q: %w", "tools/call", err))
-		}
-	}
-	if onReader && len(frame) == 1 {
-		c.writeSoon(frame[0], failed)
-		return
-	}
-	failed(c.writeLine(frame...))
+	c.sendRaw(p, frame, onReader)
 }
 
-// writeSoonWait is how long writeSoon waits for the peer to read.
+// testHookRawStore runs in startRaw just before a call is stored: tests
+// cancel the call there.
+var testHookRawStore = func() {}
+
+// writeSoonWait is how long sendRaw, on the goroutine reading the client,
+// waits for the server to read.
 const writeSoonWait = time.Millisecond
 
-// writeSoon writes the line b without holding its caller up for long: when
-// another write holds the connection, or the peer has not read what it was
-// sent and b does not fit in the pipe within writeSoonWait, what is left
-// of b is written by a goroutine of its own, after which failed is called
-// with the write's error (nil for none). So a server that stops reading
-// its input does not stop the goroutine reading the client.
-func (c *lineConn) writeSoon(b []byte, failed func(error)) {
-	dw, ok := c.w.(interface{ SetWriteDeadline(time.Time) error })
-	if !ok || !c.wmu.TryLock() {
-		go func() { failed(c.writeLine(b)) }()
+// sendRaw writes the request frame of the raw call p, unless the call has
+// ended first, and ends the call when the write fails. With onReader it
+// does not hold its caller up for long, so that a server that stops
+// reading its input does not stop the goroutine reading the client: when
+// another write holds the connection, or the frame (one line) does not fit
+// in the server's pipe within writeSoonWait, what is left of it is written
+// by a goroutine of its own.
+func (c *lineConn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
+	// write writes what is left of the frame, holding wmu, and releases it.
+	write := func(left [][]byte) {
+		err := c.writeLocked(left...)
+		c.wmu.Unlock()
+		close(p.sent)
+		c.failedRaw(p, err)
+	}
+	// start begins the write, holding wmu; false when the call has ended.
+	start := func() bool {
+		if p.claimed.Load() {
+			c.wmu.Unlock()
+			close(p.sent)
+			return false
+		}
+		p.wrote.Store(true)
+		return true
+	}
+	dw, deadlines := c.w.(interface{ SetWriteDeadline(time.Time) error })
+	if !onReader || !deadlines || !c.wmu.TryLock() {
+		send := func() {
+			c.wmu.Lock()
+			if start() {
+				write(frame)
+			}
+		}
+		if onReader {
+			go send()
+		} else {
+			send()
+		}
+		return
+	}
+	if !start() {
 		return
 	}
 	if dw.SetWriteDeadline(time.Now().Add(writeSoonWait)) != nil {
-		c.wmu.Unlock()
-		go func() { failed(c.writeLine(b)) }()
+		go write(frame) // still holding wmu
 		return
 	}
-	n, err := c.w.Write(b)
+	n, err := c.w.Write(frame[0])
 	dw.SetWriteDeadline(time.Time{})
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		c.wmu.Unlock()
-		failed(err)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		go write([][]byte{frame[0][n:]}) // still holding wmu: the rest of the line comes next
 		return
 	}
-	go func() { // still holding the connection: the rest of the line comes next
-		defer c.wmu.Unlock()
-		_, err := c.w.Write(b[n:])
-		failed(err)
-	}()
+	c.wmu.Unlock()
+	close(p.sent)
+	if err != nil {
+		go c.failedRaw(p, err) // finishCall may wait for the server's end
+	}
 }
 
-// failRaw ends the raw call id, if it is still waiting, with errRawClosed.
-func (c *lineConn) failRaw(id any, p *rawPending) {
+// failedRaw ends the raw call p with the error of writing its request, if
+// err is not nil and the call has not ended.
+func (c *lineConn) failedRaw(p *rawPending, err error) {
+	if err != nil && p.claim() {
+		p.stop()
+		c.forgetRaw(p)
+		p.done(nil, fmt.Errorf("calling %q: %w", "tools/call", err))
+	}
+}
+
+// forgetRaw forgets the raw call p: its response, should it come, is
+// dropped.
+func (c *lineConn) forgetRaw(p *rawPending) {
+	c.rawWait.Delete(p.id)
+	c.calls.done(p.wire)
+}
+
+// failRaw ends the raw call p, if it is still waiting, with errRawClosed.
+func (c *lineConn) failRaw(p *rawPending) {
 	if !p.claim() {
 		return
 	}
 	p.stop()
-	c.rawWait.Delete(id)
+	c.forgetRaw(p)
 	go p.done(nil, errRawClosed) // may wait for the server's end: see finishCall
 }
 
@@ -635,8 +692,8 @@ func (c *lineConn) failRaw(id any, p *rawPending) {
 // longer deliver their responses: reading has stopped, or the connection
 // is closed. A response delivered before then has ended its call.
 func (c *lineConn) endRaw() {
-	c.rawWait.Range(func(id, p any) bool {
-		c.failRaw(id, p.(*rawPending))
+	c.rawWait.Range(func(_, p any) bool {
+		c.failRaw(p.(*rawPending))
 		return true
 	})
 }
