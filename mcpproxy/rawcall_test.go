@@ -689,29 +689,11 @@ func FuzzRawCall(f *testing.F) {
 	})
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestRawCancelWhileStarting: a raw call cancelled while startRaw is
 // storing it ends once, with the context's error, and leaves nothing
 // behind: no request written, no call waiting for a response.
 func TestRawCancelWhileStarting(t *testing.T) {
-	var out lockedBuffer
+	var out syncBuffer
 	c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan error, 2)
@@ -747,7 +729,7 @@ func TestRawCancelWhileStarting(t *testing.T) {
 // write; a call cancelled before its request is written is not sent at all.
 func TestRawCancelNoteAfterRequest(t *testing.T) {
 	for i := range 200 {
-		var out lockedBuffer
+		var out syncBuffer
 		c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		ended := make(chan error, 1)
@@ -769,7 +751,7 @@ func TestRawCancelNoteAfterRequest(t *testing.T) {
 		}
 	}
 	// Sent, then cancelled: the note follows the request.
-	var out lockedBuffer
+	var out syncBuffer
 	c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan error, 1)
