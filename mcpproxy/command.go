@@ -153,10 +153,6 @@ type processCloser struct {
 
 func (p *processCloser) Write(b []byte) (int, error) { return p.stdin.Write(b) }
 
-// SetWriteDeadline sets the deadline of writes to the server's input (a
-// pipe the runtime polls), for writeSoon.
-func (p *processCloser) SetWriteDeadline(t time.Time) error { return p.stdin.SetWriteDeadline(t) }
-
 func (p *processCloser) Close() error {
 	p.once.Do(func() { p.err = p.shutdown() })
 	return p.err

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -597,17 +594,12 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 // cancel the call there.
 var testHookRawStore = func() {}
 
-// writeSoonWait is how long sendRaw, on the goroutine reading the client,
-// waits for the server to read.
-const writeSoonWait = time.Millisecond
-
 // sendRaw writes the request frame of the raw call p, unless the call has
 // ended first, and ends the call when the write fails. With onReader it
-// does not hold its caller up for long, so that a server that stops
-// reading its input does not stop the goroutine reading the client: when
-// another write holds the connection, or the frame (one line) does not fit
-// in the server's pipe within writeSoonWait, what is left of it is written
-// by a goroutine of its own.
+// does not wait, so that a server that stops reading its input does not
+// stop the goroutine reading the client: when another write holds the
+// connection, or the frame (one line) does not fit in the server's pipe
+// at once, what is left of it is written by a goroutine of its own.
 func (c *lineConn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 	// write writes what is left of the frame, holding wmu, and releases it.
 	write := func(left [][]byte) {
@@ -626,8 +618,8 @@ func (c *lineConn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 		p.wrote.Store(true)
 		return true
 	}
-	dw, deadlines := c.w.(interface{ SetWriteDeadline(time.Time) error })
-	if !onReader || !deadlines || !c.wmu.TryLock() {
+	tw, try := c.w.(interface{ tryWrite([]byte) (int, error) })
+	if !onReader || !try || !c.wmu.TryLock() {
 		send := func() {
 			c.wmu.Lock()
 			if start() {
@@ -644,13 +636,8 @@ func (c *lineConn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 	if !start() {
 		return
 	}
-	if dw.SetWriteDeadline(time.Now().Add(writeSoonWait)) != nil {
-		go write(frame) // still holding wmu
-		return
-	}
-	n, err := c.w.Write(frame[0])
-	dw.SetWriteDeadline(time.Time{})
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	n, err := tw.tryWrite(frame[0])
+	if err == nil && n < len(frame[0]) {
 		go write([][]byte{frame[0][n:]}) // still holding wmu: the rest of the line comes next
 		return
 	}
