@@ -240,7 +240,7 @@ func (s *Schema) violations(args []byte, values int) ([]Violation, error) {
 		return nil, err
 	}
 	c.steps = validationSteps + validationStepsPerValue*min(values, maxInt/2/validationStepsPerValue)
-	c.deadline = time.Now().Add(validationTime + validationTimePerValue*time.Duration(min(values, 1<<32)))
+	c.deadline = time.Now().Add(validationTime + validationTimePerValue*time.Duration(min(int64(values), 1<<32)))
 	err = validateRecovered(c.s, v)
 	s.put(c)
 	if over, ok := err.(errOverBudget); ok {
