@@ -10,7 +10,7 @@ import (
 // appendSize must print what go-humanize's IBytes prints, which the
 // preview grammar and its golden files were written with.
 func TestAppendSizeMatchesIBytes(t *testing.T) {
-	ns := []int{-1, 0, 1, 9, 10, 99, 1000, 1023, 1024, 1025, 10239, 10240, 10241, 1048575, 1048576, 104857600, 1<<30 - 1, 1 << 40, math.MaxInt}
+	ns := []int{-1, 0, 1, 9, 10, 99, 1000, 1023, 1024, 1025, 10239, 10240, 10241, 1048575, 1048576, 104857600, 1<<30 - 1, min(1<<40, math.MaxInt), math.MaxInt}
 	for p := 1; p < 1<<20; p = p*3 + 1 {
 		ns = append(ns, p, p*1024-1, p*1024, p*1024+512)
 	}

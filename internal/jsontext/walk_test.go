@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,8 +177,8 @@ func TestParseUint(t *testing.T) {
 	}{
 		{"0", 10, 0, true}, {"007", 10, 7, true}, {"10", 10, 10, true}, {"11", 10, 0, false},
 		{"7", 5, 0, false}, {"", 10, 0, false}, {"-1", 10, 0, false}, {"1a", 10, 0, false}, {" 1", 10, 0, false},
-		{"9223372036854775807", 1<<63 - 1, 1<<63 - 1, true}, {"9223372036854775808", 1<<63 - 1, 0, false},
-		{strings.Repeat("9", 400), 1<<63 - 1, 0, false},
+		{strconv.Itoa(math.MaxInt), math.MaxInt, math.MaxInt, true}, {strconv.FormatUint(math.MaxInt+1, 10), math.MaxInt, 0, false},
+		{strings.Repeat("9", 400), math.MaxInt, 0, false},
 	}
 	for _, tt := range tests {
 		n, ok := ParseUint(tt.s, tt.max)
