@@ -876,7 +876,7 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 		case jsontext.KeyEquals(k, "_meta") && !seenMeta && v[0] == '{':
 			seenMeta = true
 			jsontext.EachChild(v, func(mk, _ []byte) bool {
-				ok = bytes.HasPrefix(mk, []byte(`"`+protocolMetaPrefix)) && !bytes.Contains(mk, []byte{'\\'})
+				ok = bytes.HasPrefix(mk, []byte(`"`+protocolMetaPrefix)) && bytes.IndexByte(mk, '\\') < 0
 				return ok
 			})
 		default:

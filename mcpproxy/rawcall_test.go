@@ -23,16 +23,18 @@ import (
 // scriptServer is a downstream MCP server written by hand, over r and w:
 // its one tool, "result", answers each call by the case it names
 // (arguments {"case": NAME}) with the line script[NAME], "%ID%" replaced by
-// the call's id as it came. Three cases act instead: "hang" never answers,
-// "die" closes the server's output, "slow" answers after the next call is
-// cancelled. Every line it reads goes to got.
+// the call's id as it came, or, for a NAME in results, with a response
+// whose result is results[NAME] as is. Two cases act instead: "hang" never
+// answers, "die" closes the server's output. Every line it reads goes to
+// got.
 type scriptServer struct {
-	script map[string]string
-	v2     bool // answers server/discover, for protocol 2026-07-28
-	mu     sync.Mutex
-	got    []string
-	cancel chan struct{} // receives when a notifications/cancelled arrives
-	gone   chan struct{} // closed, if not nil, when serve returns
+	script  map[string]string
+	results map[string]string
+	v2      bool // answers server/discover, for protocol 2026-07-28
+	mu      sync.Mutex
+	got     []string
+	cancel  chan struct{} // receives when a notifications/cancelled arrives
+	gone    chan struct{} // closed, if not nil, when serve returns
 }
 
 func (s *scriptServer) serve(r io.Reader, w io.WriteCloser) {
@@ -91,7 +93,11 @@ func (s *scriptServer) serve(r io.Reader, w io.WriteCloser) {
 				w.Close()
 				return
 			default:
-				io.WriteString(w, strings.ReplaceAll(s.script[c], "%ID%", string(msg.ID))+"\n")
+				if r, ok := s.results[c]; ok {
+					answer(r)
+				} else {
+					io.WriteString(w, strings.ReplaceAll(s.script[c], "%ID%", string(msg.ID))+"\n")
+				}
 			}
 		default:
 			answer(`{}`)

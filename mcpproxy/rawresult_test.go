@@ -1,7 +1,6 @@
 package mcpproxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,40 +20,9 @@ import (
 
 // rawServer is a downstream MCP server written by hand, so that a test
 // controls every byte of its results: it answers tools/call of its one
-// tool, "result", with results[args.case], as is.
-func rawServer(r io.Reader, w io.Writer, results map[string]string) {
-	in := bufio.NewReader(r)
-	for {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				ProtocolVersion string `json:"protocolVersion"`
-				Arguments       struct {
-					Case string `json:"case"`
-				} `json:"arguments"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(line, &msg) != nil || msg.ID == nil {
-			continue // a notification
-		}
-		var result string
-		switch msg.Method {
-		case "initialize":
-			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`, msg.Params.ProtocolVersion)
-		case "tools/list":
-			result = `{"tools":[{"name":"result","inputSchema":{"type":"object","properties":{"case":{"type":"string"}}}}]}`
-		case "tools/call":
-			result = results[msg.Params.Arguments.Case]
-		default:
-			result = `{}`
-		}
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
-	}
+// tool, "result", with results[args.case], as is (see scriptServer).
+func rawServer(r io.Reader, w io.WriteCloser, results map[string]string) {
+	(&scriptServer{results: results}).serve(r, w)
 }
 
 // lineDownstream is a transport to a server over r and w through the
