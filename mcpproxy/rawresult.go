@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"runtime"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -222,7 +223,7 @@ func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle stri
 		return vals.PutOutput(res.text()), ""
 	}
 	// The frame holding structured is not kept: the store keeps a copy.
-	structured := bytes.Clone(res.structured)
+	structured := cloneLarge(res.structured)
 	h, err := vals.Put(json.RawMessage(structured))
 	if err != nil {
 		h = vals.PutOutput(structured)
@@ -281,4 +282,23 @@ func storedRaw(res *mcp.CallToolResult) (h, contentHandle string, ok bool) {
 	h, _ = m["handle"].(string)
 	contentHandle, _ = m["content"].(string)
 	return h, contentHandle, h != ""
+}
+
+// cloneLarge returns a copy of b, made a block at a time so that the
+// goroutine copying can be stopped between blocks: a single copy of 100 MB
+// into fresh memory runs for a second or more, during which the collector,
+// needing to stop the goroutine to scan its stack, signals it again and
+// again and spins waiting (measured: a tenth of the proxy's CPU for a
+// 100 MB structured result, and a slower copy under the signals).
+func cloneLarge(b []byte) []byte {
+	const block = 1 << 20
+	if len(b) <= block {
+		return bytes.Clone(b)
+	}
+	c := make([]byte, len(b))
+	for i := 0; i < len(b); i += block {
+		copy(c[i:], b[i:min(i+block, len(b))])
+		runtime.Gosched()
+	}
+	return c
 }

@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -244,6 +245,26 @@ func TestTextOver(t *testing.T) {
 		for n := -1; n <= 3*l+2; n++ {
 			if got := res.textOver(n); got != (l > n) {
 				t.Errorf("textOver(%d) of %q (length %d) = %v", n, texts, l, got)
+			}
+		}
+	}
+}
+
+func TestCloneLarge(t *testing.T) {
+	const block = 1 << 20
+	for _, n := range []int{0, 1, block - 1, block, block + 1, 3*block + 5} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i * 7)
+		}
+		c := cloneLarge(b)
+		if !bytes.Equal(c, b) {
+			t.Fatalf("%d bytes: the copy differs", n)
+		}
+		if n > 0 {
+			c[0]++
+			if c[0] == b[0] {
+				t.Fatalf("%d bytes: the copy shares the original's memory", n)
 			}
 		}
 	}
