@@ -70,6 +70,7 @@ func FuzzScanJSON(f *testing.F) {
 			if n != len(v) || string(AppendUnquoted(nil, raw)) != v {
 				t.Fatalf("string stats %d / decode %q, want %d %q", n, AppendUnquoted(nil, raw), len(v), v)
 			}
+			checkUnquotedFunc(t, raw)
 		}
 	})
 }
@@ -160,6 +161,7 @@ func FuzzQuote(f *testing.F) {
 		if n, _ := StringStats(q); n != len(s) || string(AppendUnquoted(nil, q)) != string(s) {
 			t.Fatalf("StringStats/AppendUnquoted disagree on %s", q)
 		}
+		checkUnquotedFunc(t, q)
 	})
 }
 
@@ -420,4 +422,22 @@ func FuzzSkipString(f *testing.F) {
 			t.Fatalf("SkipString(%q) = %d, want %d", d, got, end)
 		}
 	})
+}
+
+// checkUnquotedFunc checks that EachUnquotedPiece decodes the valid JSON
+// string raw as AppendUnquoted does, whatever the size of its pieces, and
+// that its pieces are the whole of raw, in order.
+func checkUnquotedFunc(t *testing.T, raw []byte) {
+	t.Helper()
+	want := AppendUnquoted(nil, raw)
+	for _, every := range []int{1, 2, 3, 5, 7, 13, len(raw)} {
+		var got, pieces []byte
+		EachUnquotedPiece(raw, every, nil, func(dec, p []byte) {
+			got = append(got, dec...)
+			pieces = append(pieces, p...)
+		})
+		if !bytes.Equal(got, want) || !bytes.Equal(pieces, raw) {
+			t.Fatalf("EachUnquotedPiece(%s, every %d) = %q with pieces %q, want %q", raw, every, got, pieces, want)
+		}
+	}
 }

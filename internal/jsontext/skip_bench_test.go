@@ -7,15 +7,20 @@ import (
 	"testing"
 )
 
-// BenchmarkSkipString skips a 16 MiB string: JSON held in a string, dense
-// with escaped quotes (as an MCP text block holding a tool's JSON), a log
-// whose lines each quote one field, and a plain log. The baseline is bytes.IndexByte over the same bytes, the floor
-// of any scan for the closing quote.
-func BenchmarkSkipString(b *testing.B) {
+// benchStrings returns three texts of about 16 MiB as JSON strings: JSON
+// held in a string, dense with escaped quotes (as an MCP text block holding
+// a tool's JSON), a log whose lines each quote one field, and a plain log.
+// raw is the JSON the first one holds.
+func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, raw string) {
 	var rows strings.Builder
+	rows.WriteByte('[')
 	for i := 0; rows.Len() < 16<<20; i++ {
-		rows.WriteString(`{"id":` + strings.Repeat("7", i%5+1) + `,"path":"/usr/local/go/src/internal/x.go","ok":true},`)
+		if i > 0 {
+			rows.WriteByte(',')
+		}
+		rows.WriteString(`{"id":` + strings.Repeat("7", i%5+1) + `,"path":"/usr/local/go/src/internal/x.go","ok":true}`)
 	}
+	rows.WriteByte(']')
 	quotedLog := strings.Repeat(`2025-03-01T08:00:00.000Z INFO  [worker-3] req=0a1b2c3d GET /api/v1/items/42 status=200 user="alice"`+"\n", 16<<20/100)
 	logText := strings.Repeat("2025-03-01T08:00:00Z INFO served /api/v1/items in 12ms\n", 16<<20/56)
 	for _, c := range []struct{ name, text string }{{"json-in-string", rows.String()}, {"quoted-log", quotedLog}, {"log", logText}} {
@@ -23,6 +28,18 @@ func BenchmarkSkipString(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cases = append(cases, struct{ name, text, quoted string }{c.name, c.text, string(quoted)})
+	}
+	return cases, rows.String()
+}
+
+// BenchmarkSkipString skips a 16 MiB string (see benchStrings). The
+// baseline is bytes.IndexByte over the same bytes, the floor of any scan
+// for the closing quote.
+func BenchmarkSkipString(b *testing.B) {
+	cases, _ := benchStrings(b)
+	for _, c := range cases {
+		quoted := []byte(c.quoted)
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(quoted)))
 			for b.Loop() {
@@ -38,4 +55,75 @@ func BenchmarkSkipString(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStringWork does what the proxy does to a large text block once
+// it is read, to the strings of benchStrings: validates it (Scan), decodes
+// it (AppendUnquoted, into a buffer of its size as the proxy's is) and, for
+// the JSON one, compares it with the JSON it holds (SameJSONString), as a
+// result's structured content with its text copy. The baseline is one copy
+// of the same bytes, the floor of any of them.
+func BenchmarkStringWork(b *testing.B) {
+	cases, raw := benchStrings(b)
+	for _, c := range cases {
+		quoted := []byte(c.quoted)
+		b.Run(c.name+"/Scan", func(b *testing.B) {
+			b.SetBytes(int64(len(quoted)))
+			for b.Loop() {
+				if _, _, err := Scan(quoted, Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/AppendUnquoted", func(b *testing.B) {
+			b.SetBytes(int64(len(quoted)))
+			dst := make([]byte, 0, len(quoted))
+			for b.Loop() {
+				if got := AppendUnquoted(dst[:0], quoted); len(got) != len(c.text) {
+					b.Fatal("wrong length")
+				}
+			}
+		})
+		if c.name == "json-in-string" {
+			b.Run(c.name+"/SameJSONString", func(b *testing.B) {
+				b.SetBytes(int64(len(quoted)))
+				v := []byte(raw)
+				for b.Loop() {
+					if !SameJSONString(v, quoted) {
+						b.Fatal("not the same")
+					}
+				}
+			})
+		}
+		b.Run(c.name+"/baseline-copy", func(b *testing.B) {
+			b.SetBytes(int64(len(quoted)))
+			dst := make([]byte, len(quoted))
+			for b.Loop() {
+				copy(dst, quoted)
+			}
+		})
+	}
+}
+
+// BenchmarkSkipValue skips 16 MiB of JSON rows, as parseRaw skips a
+// result's structured content, beside a validating Scan of them.
+func BenchmarkSkipValue(b *testing.B) {
+	_, raw := benchStrings(b)
+	d := []byte(raw)
+	b.Run("rows", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		for b.Loop() {
+			if SkipValue(d, 0) != len(d) {
+				b.Fatal("wrong end")
+			}
+		}
+	})
+	b.Run("rows/Scan", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		for b.Loop() {
+			if _, _, err := Scan(d, Limits{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

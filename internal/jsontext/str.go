@@ -182,7 +182,13 @@ func hex4(b []byte) rune {
 // AppendUnquoted appends the decoding of the valid JSON string raw
 // (quotes included) to dst.
 func AppendUnquoted(dst, raw []byte) []byte {
-	raw = raw[1 : len(raw)-1]
+	return appendUnquotedBody(dst, raw[1:len(raw)-1])
+}
+
+// appendUnquotedBody appends the decoding of raw, the body of a valid JSON
+// string or a piece of it that ends neither inside an escape nor between
+// the two escapes of a surrogate pair.
+func appendUnquotedBody(dst, raw []byte) []byte {
 	for len(raw) > 0 {
 		i := bytes.IndexByte(raw, '\\')
 		if i < 0 {
@@ -194,6 +200,48 @@ func AppendUnquoted(dst, raw []byte) []byte {
 		raw = raw[i+n:]
 	}
 	return dst
+}
+
+// EachUnquotedPiece decodes the valid JSON string raw (quotes included) a
+// piece at a time, for a string too long to decode whole at once: it calls
+// fn with the decoding of each piece, in buf (grown as needed, and written
+// again after fn returns), and the piece of raw it came from. The pieces,
+// in order, are the whole of raw, quotes included; each is of about every
+// bytes (the last may be shorter, and one is longer when it would end
+// inside an escape or between the two escapes of a surrogate pair).
+func EachUnquotedPiece(raw []byte, every int, buf []byte, fn func(dec, piece []byte)) {
+	body := raw[1 : len(raw)-1]
+	every = max(every, 1)
+	from := 0 // in raw: where the next piece starts
+	for i := 0; i < len(body); {
+		cut := pieceEnd(body, min(len(body), i+every))
+		buf = appendUnquotedBody(buf[:0], body[i:cut])
+		i = cut
+		end := cut + 1 // in raw
+		if cut == len(body) {
+			end = len(raw)
+		}
+		fn(buf, raw[from:end])
+		from = end
+	}
+	if from < len(raw) { // the empty string
+		fn(buf[:0], raw[from:])
+	}
+}
+
+// pieceEnd returns the first index at or after i in the valid JSON string
+// body at which a piece of it may end: not inside an escape, nor right
+// after the escape of a high surrogate, which pairs with the escape after
+// it.
+func pieceEnd(body []byte, i int) int {
+	i = escapeBoundary(body, i)
+	for i < len(body) && i >= 6 && body[i-6] == '\\' && body[i-5] == 'u' && escapeStart(body, i-6) {
+		if r := hex4(body[i-4 : i]); r < 0xD800 || r >= 0xDC00 {
+			break
+		}
+		i = escapeBoundary(body, i+1)
+	}
+	return i
 }
 
 // StringStats returns the byte length and the line count of the decoding

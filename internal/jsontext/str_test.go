@@ -85,3 +85,18 @@ func TestKeyEqualsAllocs(t *testing.T) {
 		t.Errorf("KeyEquals allocated %v times, want 0", n)
 	}
 }
+
+func TestEachUnquotedPiece(t *testing.T) {
+	for _, raw := range []string{
+		`""`, `"a"`, `"\\"`, `"\\\\u0041"`, `"\n\t\"x\u0041"`,
+		`"a\ud83d\ude00b"`,                  // a pair is one rune
+		`"\ud800\ud83d\ude00\ud83d\ude00z"`, // a lone high surrogate, then pairs
+		`"\ud83d\ud83d\ud83d\ude00"`,        // high surrogates in a row
+		`"` + strings.Repeat(`ab\"c\u00e9\ud83d\ude00`, 50) + `"`,
+	} {
+		if err := Valid([]byte(raw)); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		checkUnquotedFunc(t, []byte(raw))
+	}
+}
