@@ -35,10 +35,20 @@ func (l *longLine) start(head []byte, mapping bool) {
 
 // write appends b to the line.
 func (l *longLine) write(b []byte) {
-	if l.mapped != nil {
-		if l.n+len(b) > len(l.mapped) {
-			l.mapped = growLine(l.mapped, max(2*len(l.mapped), l.n+len(b)))
+	if l.mapped != nil && l.n+len(b) > len(l.mapped) {
+		g, ok := growLine(l.mapped, max(2*len(l.mapped), l.n+len(b)))
+		if !ok {
+			// Memory is short: the line goes on in blocks, as where
+			// lines are not mapped (if the heap cannot hold them either,
+			// the process fails with "out of memory", as for any
+			// allocation).
+			l.blocks = appendBlocks(nil, l.mapped[:l.n])
+			unmapLine(l.mapped)
+			g, l.n = nil, 0
 		}
+		l.mapped = g
+	}
+	if l.mapped != nil {
 		l.n += copy(l.mapped[l.n:], b)
 		return
 	}
@@ -67,7 +77,11 @@ func (l *longLine) finish() (data []byte, free func()) {
 		return joinBlocks(nil, l.blocks), nil
 	}
 	m := l.mapped
-	return m[:l.n:l.n], func() { unmapLine(m) }
+	holdLine(m)
+	return m[:l.n:l.n], func() {
+		dropLine(m)
+		unmapLine(m)
+	}
 }
 
 // drop frees the line without returning it.

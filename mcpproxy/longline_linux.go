@@ -1,6 +1,11 @@
 package mcpproxy
 
-import "golang.org/x/sys/unix"
+import (
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // mapLine returns a private anonymous mapping of size bytes, or nil when
 // none can be made (the line is then read into blocks).
@@ -13,23 +18,71 @@ func mapLine(size int) []byte {
 }
 
 // growLine returns the mapping m grown to size bytes, its contents kept,
-// moved by the kernel if it must be. A mapping that cannot grow (memory is
-// short) is copied to the heap, where the line goes on growing as a slice
-// (unmapLine then ignores it); if the heap cannot hold it either, the
-// process fails with "out of memory", as for any allocation.
-func growLine(m []byte, size int) []byte {
+// moved by the kernel if it must be; or false, m unchanged, when it cannot
+// grow (memory is short).
+func growLine(m []byte, size int) ([]byte, bool) {
 	g, err := unix.Mremap(m, size, unix.MREMAP_MAYMOVE)
-	if err == nil {
-		return g
-	}
-	c := make([]byte, size)
-	copy(c, m)
-	unmapLine(m)
-	return c
+	return g, err == nil
 }
 
-// unmapLine frees a mapping of mapLine or growLine; a slice growLine made
-// on the heap is left to the collector.
+// unmapLine frees a mapping of mapLine or growLine.
 func unmapLine(m []byte) {
 	unix.Munmap(m) // fails only for a slice that is no mapping
+}
+
+// mappedLines are the mappings of the lines read whole and not yet freed:
+// the only memory releaseRead may give back.
+var mappedLines struct {
+	sync.Mutex
+	spans [][2]uintptr // start and end addresses
+}
+
+// addressRange returns the addresses b spans.
+func addressRange(b []byte) (start, end uintptr) {
+	start = uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return start, start + uintptr(len(b))
+}
+
+// holdLine records the mapping m of a line read whole, until dropLine.
+func holdLine(m []byte) {
+	s, e := addressRange(m)
+	mappedLines.Lock()
+	mappedLines.spans = append(mappedLines.spans, [2]uintptr{s, e})
+	mappedLines.Unlock()
+}
+
+// dropLine forgets the mapping m of holdLine, before it is unmapped.
+func dropLine(m []byte) {
+	s, _ := addressRange(m)
+	mappedLines.Lock()
+	defer mappedLines.Unlock()
+	for i, sp := range mappedLines.spans {
+		if sp[0] == s {
+			mappedLines.spans = append(mappedLines.spans[:i], mappedLines.spans[i+1:]...)
+			return
+		}
+	}
+}
+
+// releaseRead gives the pages that lie wholly within b back to the system
+// when b is part of the mapping of a line (and does nothing otherwise): b
+// has been read for the last time, and its line is still mapped, so that
+// the line's memory shrinks as the value decoded from it grows, rather
+// than the two being held whole at once. A page released reads as zeros.
+func releaseRead(b []byte) {
+	from, to := addressRange(b)
+	page := uintptr(unix.Getpagesize())
+	start, end := (from+page-1)&^(page-1), to&^(page-1)
+	if end <= start {
+		return
+	}
+	pages := b[start-from : end-from]
+	mappedLines.Lock()
+	defer mappedLines.Unlock() // the line is not unmapped meanwhile
+	for _, sp := range mappedLines.spans {
+		if sp[0] <= start && end <= sp[1] {
+			unix.Madvise(pages, unix.MADV_DONTNEED)
+			return
+		}
+	}
 }

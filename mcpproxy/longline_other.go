@@ -4,6 +4,9 @@ package mcpproxy
 
 // Lines are mapped only on Linux, which can grow a mapping in place.
 
-func mapLine(int) []byte              { return nil }
-func growLine(m []byte, _ int) []byte { return m }
-func unmapLine([]byte)                {}
+func mapLine(int) []byte                      { return nil }
+func growLine(m []byte, _ int) ([]byte, bool) { return m, false }
+func unmapLine([]byte)                        {}
+func holdLine([]byte)                         {}
+func dropLine([]byte)                         {}
+func releaseRead([]byte)                      {}

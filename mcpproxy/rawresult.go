@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"runtime"
+	"strings"
+	"unsafe"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -163,13 +165,9 @@ func (res *rawResult) textOver(n int) bool {
 }
 
 // text decodes the text of the blocks joined by newlines, into a buffer of
-// its own that the store may keep.
+// its own.
 func (res *rawResult) text() []byte {
-	n := 0
-	for _, t := range res.texts {
-		n += len(t) + 1 // the decoding is never longer than the JSON
-	}
-	b := make([]byte, 0, n)
+	b := make([]byte, 0, res.textCap())
 	for i, t := range res.texts {
 		if i > 0 {
 			b = append(b, '\n')
@@ -177,6 +175,75 @@ func (res *rawResult) text() []byte {
 		b = jsontext.AppendUnquoted(b, t)
 	}
 	return b
+}
+
+// textCap is room enough for the text of the blocks joined by newlines:
+// a decoding is never longer than its JSON.
+func (res *rawResult) textCap() int {
+	n := 0
+	for _, t := range res.texts {
+		n += len(t) + 1
+	}
+	return n
+}
+
+// takeText is text for the last reader of the blocks. It decodes them a
+// piece at a time into memory the runtime does not clear first (see
+// valueBuf), and gives the memory of the line behind the decoding back
+// to the system (releaseRead) every releaseStep bytes: a 100 MB text
+// costs the proxy the larger of its line and its value, not both.
+func (res *rawResult) takeText() []byte {
+	v := newValueBuf(res.textCap())
+	buf := make([]byte, 0, decodePiece+16)
+	for i, t := range res.texts {
+		if i > 0 {
+			v.b.WriteByte('\n')
+		}
+		if len(t) <= decodePiece {
+			buf = jsontext.AppendUnquoted(buf[:0], t)
+			v.b.Write(buf)
+			continue
+		}
+		read, released := 0, 0 // bytes of t
+		jsontext.EachUnquotedPiece(t, decodePiece, buf, func(dec, piece []byte) {
+			v.b.Write(dec)
+			if read += len(piece); read-released >= releaseStep || read == len(t) {
+				releaseRead(t[released:read])
+				released = read
+			}
+		})
+	}
+	return v.bytes()
+}
+
+const (
+	// decodePiece is how much of a long text is decoded at a time, into a
+	// buffer that stays in the processor's cache.
+	decodePiece = 256 << 10
+	// releaseStep is how much of a line is read between releases.
+	releaseStep = 4 << 20
+)
+
+// A valueBuf holds a large value being built, in memory the runtime does
+// not clear first. make([]byte, n) of 100 MB clears every byte of it
+// before one is written when the heap has been used before (it has): a
+// pass over the whole value, which touches all its pages at once, so that
+// it and the line it is decoded from are held whole together. The Grow of
+// a strings.Builder takes its memory uncleared.
+type valueBuf struct{ b strings.Builder }
+
+// newValueBuf returns a valueBuf with room for n bytes.
+func newValueBuf(n int) *valueBuf {
+	v := &valueBuf{}
+	v.b.Grow(n)
+	return v
+}
+
+// bytes returns what was written, which nothing may write to: its memory
+// is a string's (the store only reads the values it keeps).
+func (v *valueBuf) bytes() []byte {
+	s := v.b.String()
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // presentRaw stores the tools/call result r, valid JSON, from its bytes
@@ -215,21 +282,26 @@ func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte) (json.RawMessag
 
 // storeRaw stores a result of text blocks by the rules of [Proxy.store],
 // decoding the text only when it is stored.
+//
+// It reads each part of the result for the last time as it stores it,
+// giving the memory of a mapped line back behind it (releaseRead): the
+// line must not be read again.
 func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle string) {
 	if res.structured == nil {
-		return vals.PutOutput(res.text()), ""
+		return vals.PutOutput(res.takeText()), ""
 	}
 	if mirrorsRawText(res) {
-		return vals.PutOutput(res.text()), ""
+		return vals.PutOutput(res.takeText()), ""
 	}
-	// The frame holding structured is not kept: the store keeps a copy.
-	structured := cloneLarge(res.structured)
-	h, err := vals.Put(json.RawMessage(structured))
+	// The frame holding structured is not kept: the store keeps a copy,
+	// which the comparison below reads.
+	res.structured = cloneLarge(res.structured)
+	h, err := vals.Put(json.RawMessage(res.structured))
 	if err != nil {
-		h = vals.PutOutput(structured)
+		h = vals.PutOutput(res.structured)
 	}
 	if len(res.texts) > 0 && !sameRawJSON(res) {
-		contentHandle = vals.PutOutput(res.text())
+		contentHandle = vals.PutOutput(res.takeText())
 	}
 	return h, contentHandle
 }
@@ -284,21 +356,30 @@ func storedRaw(res *mcp.CallToolResult) (h, contentHandle string, ok bool) {
 	return h, contentHandle, h != ""
 }
 
-// cloneLarge returns a copy of b, made a block at a time so that the
-// goroutine copying can be stopped between blocks: a single copy of 100 MB
-// into fresh memory runs for a second or more, during which the collector,
-// needing to stop the goroutine to scan its stack, signals it again and
-// again and spins waiting (measured: a tenth of the proxy's CPU for a
-// 100 MB structured result, and a slower copy under the signals).
+// cloneLarge returns a copy of b, which it reads for the last time: the
+// copy is made in memory the runtime does not clear first (valueBuf), and
+// the memory of a mapped line is given back behind it (releaseRead).
+// The copy is made a block at a time so that the goroutine copying can be
+// stopped between blocks: a single copy of 100 MB into fresh memory runs
+// for a second or more, during which the collector, needing to stop the
+// goroutine to scan its stack, signals it again and again and spins
+// waiting (measured: a tenth of the proxy's CPU for a 100 MB structured
+// result, and a slower copy under the signals).
 func cloneLarge(b []byte) []byte {
 	const block = 1 << 20
 	if len(b) <= block {
 		return bytes.Clone(b)
 	}
-	c := make([]byte, len(b))
+	v := newValueBuf(len(b))
+	released := 0
 	for i := 0; i < len(b); i += block {
-		copy(c[i:], b[i:min(i+block, len(b))])
+		end := min(i+block, len(b))
+		v.b.Write(b[i:end])
+		if end-released >= releaseStep || end == len(b) {
+			releaseRead(b[released:end])
+			released = end
+		}
 		runtime.Gosched()
 	}
-	return c
+	return v.bytes()
 }

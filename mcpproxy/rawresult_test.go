@@ -53,29 +53,50 @@ func rawCases() map[string]string {
 		fmt.Fprintf(&log, "2026-12-03T10:%02d:00Z INFO line %d: tab\there, quote \" and ✓\n", i%60, i)
 	}
 	text := func(s string) string { return `{"type":"text","text":` + str(s) + `}` }
+	// Results of several MiB: their lines are mapped (on Linux), and
+	// storing them gives the line's memory back a piece at a time.
+	bigLog := strings.Repeat(log.String(), 3<<19/log.Len()+1)
+	var bigRows strings.Builder
+	bigRows.WriteString(`{"rows":[`)
+	for i := 0; bigRows.Len() < 5<<18; i++ {
+		if i > 0 {
+			bigRows.WriteByte(',')
+		}
+		fmt.Fprintf(&bigRows, `{"id":%d,"name":"item-%d \"q\" é","tags":["a","b"]}`, i, i)
+	}
+	bigRows.WriteString(`]}`)
+	big := bigRows.String()
+	bigEscapes := strings.Repeat(`\"x\"\\ \ud83d\ude00 \ud800 \u00e9 `, 3<<19/36)
 	return map[string]string{
-		"text":                 `{"content":[` + text(log.String()) + `]}`,
-		"json text":            `{"content":[` + text(string(compact)) + `]}`,
-		"structured same":      `{"content":[` + text(string(compact)) + `],"structuredContent":` + string(compact) + `}`,
-		"structured pretty":    `{"content":[` + text(string(pretty)) + `],"structuredContent":` + string(compact) + `}`,
-		"structured other":     `{"content":[` + text(log.String()) + `],"structuredContent":` + string(compact) + `}`,
-		"structured only":      `{"structuredContent":` + string(compact) + `}`,
-		"structured mirror":    `{"content":[` + text(log.String()) + `],"structuredContent":{"content":` + str(log.String()) + `}}`,
-		"structured null":      `{"content":[` + text(log.String()) + `],"structuredContent":null}`,
-		"blocks":               `{"content":[` + text(log.String()) + `,` + text("second block") + `,` + text(string(compact)) + `]}`,
-		"blocks same":          `{"content":[` + text(string(compact[:len(compact)/2])) + `,` + text(string(compact[len(compact)/2:])) + `],"structuredContent":` + string(compact) + `}`,
-		"error":                `{"content":[` + text(log.String()) + `],"isError":true}`,
-		"meta":                 `{"content":[` + text(log.String()) + `],"_meta":{"trace":"t1","io.modelcontextprotocol/related-task":{"id":"x"}},"extra":[1,2]}`,
-		"forged mark":          `{"content":[` + text(log.String()) + `],"_meta":{"` + rawStoredKey + `":{"nonce":"guess","handle":"r1"}}}`,
-		"image":                `{"content":[` + text(log.String()) + `,{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`,
-		"annotated":            `{"content":[{"type":"text","text":` + str(log.String()) + `,"annotations":{"priority":1},"_meta":{"k":1}}]}`,
-		"escapes":              `{"content":[{"type":"text","text":"lone \ud800 surrogate, nul \u0000, \u00e9\ud83d\ude00 ` + strings.Repeat(`\"x\"\\`, 5000) + `"}]}`,
-		"duplicate content":    `{"content":[` + text("first") + `],"content":[` + text(log.String()) + `]}`,
-		"small":                `{"content":[` + text("ok") + `]}`,
-		"small structured":     `{"content":[` + text(`{"a":1}`) + `],"structuredContent":{"a":1}}`,
-		"empty content":        `{"content":[],"structuredContent":` + string(compact) + `}`,
-		"text block no text":   `{"content":[{"type":"text"}],"structuredContent":` + string(compact) + `}`,
-		"content not an array": `{"content":{"type":"text","text":"x"}}`,
+		"large text":              `{"content":[` + text(bigLog) + `]}`,
+		"large json text":         `{"content":[` + text(big) + `]}`,
+		"large structured same":   `{"content":[` + text(big) + `],"structuredContent":` + big + `}`,
+		"large structured other":  `{"content":[` + text(bigLog) + `],"structuredContent":` + big + `,"_meta":{"after":"the large members"}}`,
+		"large structured mirror": `{"content":[` + text(bigLog) + `],"structuredContent":{"content":` + str(bigLog) + `}}`,
+		"large blocks":            `{"content":[` + text(bigLog) + `,` + text(big) + `],"isError":true}`,
+		"large escapes":           `{"content":[{"type":"text","text":"` + bigEscapes + `"}]}`,
+		"text":                    `{"content":[` + text(log.String()) + `]}`,
+		"json text":               `{"content":[` + text(string(compact)) + `]}`,
+		"structured same":         `{"content":[` + text(string(compact)) + `],"structuredContent":` + string(compact) + `}`,
+		"structured pretty":       `{"content":[` + text(string(pretty)) + `],"structuredContent":` + string(compact) + `}`,
+		"structured other":        `{"content":[` + text(log.String()) + `],"structuredContent":` + string(compact) + `}`,
+		"structured only":         `{"structuredContent":` + string(compact) + `}`,
+		"structured mirror":       `{"content":[` + text(log.String()) + `],"structuredContent":{"content":` + str(log.String()) + `}}`,
+		"structured null":         `{"content":[` + text(log.String()) + `],"structuredContent":null}`,
+		"blocks":                  `{"content":[` + text(log.String()) + `,` + text("second block") + `,` + text(string(compact)) + `]}`,
+		"blocks same":             `{"content":[` + text(string(compact[:len(compact)/2])) + `,` + text(string(compact[len(compact)/2:])) + `],"structuredContent":` + string(compact) + `}`,
+		"error":                   `{"content":[` + text(log.String()) + `],"isError":true}`,
+		"meta":                    `{"content":[` + text(log.String()) + `],"_meta":{"trace":"t1","io.modelcontextprotocol/related-task":{"id":"x"}},"extra":[1,2]}`,
+		"forged mark":             `{"content":[` + text(log.String()) + `],"_meta":{"` + rawStoredKey + `":{"nonce":"guess","handle":"r1"}}}`,
+		"image":                   `{"content":[` + text(log.String()) + `,{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`,
+		"annotated":               `{"content":[{"type":"text","text":` + str(log.String()) + `,"annotations":{"priority":1},"_meta":{"k":1}}]}`,
+		"escapes":                 `{"content":[{"type":"text","text":"lone \ud800 surrogate, nul \u0000, \u00e9\ud83d\ude00 ` + strings.Repeat(`\"x\"\\`, 5000) + `"}]}`,
+		"duplicate content":       `{"content":[` + text("first") + `],"content":[` + text(log.String()) + `]}`,
+		"small":                   `{"content":[` + text("ok") + `]}`,
+		"small structured":        `{"content":[` + text(`{"a":1}`) + `],"structuredContent":{"a":1}}`,
+		"empty content":           `{"content":[],"structuredContent":` + string(compact) + `}`,
+		"text block no text":      `{"content":[{"type":"text"}],"structuredContent":` + string(compact) + `}`,
+		"content not an array":    `{"content":{"type":"text","text":"x"}}`,
 	}
 }
 
