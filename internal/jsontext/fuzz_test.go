@@ -71,6 +71,9 @@ func FuzzScanJSON(f *testing.F) {
 				t.Fatalf("string stats %d / decode %q, want %d %q", n, AppendUnquoted(nil, raw), len(v), v)
 			}
 			checkUnquotedFunc(t, raw)
+			if !equalDecoded([]byte(v), raw[1:len(raw)-1]) || len(v) > 0 && equalDecoded([]byte(v[:len(v)-1]), raw[1:len(raw)-1]) {
+				t.Fatalf("equalDecoded(%q, %s) disagrees with its decoding", v, raw)
+			}
 		}
 	})
 }

@@ -76,6 +76,13 @@ func FuzzSameJSON(f *testing.F) {
 		if err := json.Unmarshal(s, &text); err != nil {
 			t.Fatal(err)
 		}
+		if got := equalDecoded(a, s[1:len(s)-1]); got != (string(a) == text) {
+			t.Fatalf("equalDecoded(%q, %s) = %v, want %v", a, s, got, !got)
+		}
+		// v against the decoding of any string, not only the JSON of one.
+		if got := equalDecoded([]byte(text), s[1:len(s)-1]); !got {
+			t.Fatalf("equalDecoded(%q, %s) = false: it is its decoding", text, s)
+		}
 		want = sameJSONModel(a, []byte(text))
 		if got := SameJSONString(a, s); got != want {
 			t.Fatalf("SameJSONString(%q, %s) = %v, want %v", a, s, got, want)
