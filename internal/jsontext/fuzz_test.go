@@ -48,6 +48,7 @@ func FuzzScanJSON(f *testing.F) {
 				t.Fatalf("EachChildAt: end %d (want %d), children %q, want %q", end, top.End, got, want)
 			}
 		}
+		checkOutline(t, data)
 		// UseNumber: valid JSON such as 1e1000 does not fit a float64.
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -441,6 +442,34 @@ func checkUnquotedFunc(t *testing.T, raw []byte) {
 		})
 		if !bytes.Equal(got, want) || !bytes.Equal(pieces, raw) {
 			t.Fatalf("EachUnquotedPiece(%s, every %d) = %q with pieces %q, want %q", raw, every, got, pieces, want)
+		}
+	}
+}
+
+// checkOutline checks that the outline Scan records of the valid JSON data
+// is the one OutlineOf walks, for several choices of what to descend into
+// and sizes, and that its parts are values and keys of data.
+func checkOutline(t *testing.T, data []byte) {
+	t.Helper()
+	for _, descend := range []Descend{
+		nil,
+		func(int, []byte) bool { return true },
+		func(depth int, key []byte) bool { return (len(key)+depth)%2 == 0 },
+	} {
+		for _, max := range []int{1, 4, 100} {
+			_, sh, err := Scan(data, Limits{Outline: max, Descend: descend})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := OutlineOf(data, max, descend)
+			if !slices.Equal(sh.Outline, want) {
+				t.Fatalf("Scan's outline (max %d) %v, OutlineOf %v, of %q", max, sh.Outline, want, data)
+			}
+			for _, p := range want {
+				if Valid(p.Val.Of(data)) != nil || p.Key != (Span{}) && Valid(p.Key.Of(data)) != nil {
+					t.Fatalf("part %+v of %q is not a value with its key", p, data)
+				}
+			}
 		}
 	}
 }

@@ -35,6 +35,29 @@ type Limits struct {
 	// Index asks for the Marks of a top-level array (or stream) and the
 	// KeyBlocks of a top-level object.
 	Index bool
+	// Outline asks for the Outline of a top-level object, of at most this
+	// many parts (see Shape.Outline); Descend says which of its
+	// containers to outline the children of.
+	Outline int
+	Descend Descend
+}
+
+// Descend says whether an outline goes on into the children of the
+// container at depth (1 for a member of the top-level object) under key
+// (the quoted key of an object member, nil for an array item).
+type Descend func(depth int, key []byte) bool
+
+// MaxOutlineDepth is the deepest an outline goes: Descend is not asked of
+// containers at this depth.
+const MaxOutlineDepth = 6
+
+// A Part is one value of an outline: its depth (1 for a member of the
+// top-level object), its key (the quoted key of an object member; zero for
+// an array item) and its span.
+type Part struct {
+	Depth int
+	Key   Span
+	Val   Span
 }
 
 // Largest is the number of largest children Scan records.
@@ -51,6 +74,13 @@ type Shape struct {
 	Marks   Marks          // for an array, with Limits.Index: marks of its items
 	Blocks  KeyBlocks      // for an object, with Limits.Index: blocks of its keys
 	Depth   int            // of Scan: the deepest nesting of arrays and objects in the document, as [Depth] counts it
+	// Outline, with Limits.Outline, holds the members of a top-level
+	// object and, within each container Descend chose, its children, in
+	// document order (a container before what it holds); nil when the
+	// document holds more than Limits.Outline of them. It lets a caller
+	// find values deep in a large document without reading past what
+	// surrounds them again ([OutlineOf] makes the same of valid JSON).
+	Outline []Part
 	tail    [MaxTail]Child
 	ntail   int // the ring size: the number of last children asked for
 }
@@ -293,6 +323,14 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 		sc.stack = append(sc.stack, '[')
 	}
 	sc.index(lim, i, inArray)
+	if lim.Outline > 0 && sc.items == nil && i < len(d) && d[i] == '{' {
+		sc.descend, sc.desc = lim.Descend, 1
+		sc.sh.Outline = make([]Part, 0, min(lim.Outline, 64))
+		sc.outMax = lim.Outline
+		for l := range sc.open {
+			sc.open[l] = -1
+		}
+	}
 	top.Start = i
 	top.End, err = sc.run(i, stop)
 	sh = sc.sh
@@ -318,6 +356,9 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		i = SkipSpace(d, i)
 		if i >= len(d) {
 			return i, syntaxErr(d, i, "unexpected end of input")
+		}
+		if l := len(sc.stack); l != 0 && l <= sc.desc {
+			sc.record(i)
 		}
 		if len(sc.stack) == 1 {
 			if i >= stop && stop >= 0 {
@@ -380,6 +421,48 @@ type scanner struct {
 	marks    bool        // record Marks of a top-level array's items
 	markNext int         // the offset from which the next item is marked
 	keys     *keyIndexer // records KeyBlocks of a top-level object
+	// The outline: values at depth 1 to desc are recorded (desc is 0
+	// when there is no outline); open[l] is the part of the value at
+	// depth l while it is open and recorded, and -1 otherwise; outKey[l]
+	// is the key of the member at depth l.
+	descend Descend
+	desc    int
+	outMax  int
+	open    [MaxOutlineDepth + 1]int
+	outKey  [MaxOutlineDepth + 1]Span
+}
+
+// record adds the value that starts at i to the outline, and descends
+// into it when it is a container Descend chooses. Past outMax parts the
+// outline is dropped.
+func (sc *scanner) record(i int) {
+	l := len(sc.stack)
+	if len(sc.sh.Outline) == sc.outMax {
+		sc.sh.Outline, sc.desc = nil, 0
+		return
+	}
+	var key Span
+	var k []byte // nil for an array item, as EachChild has it
+	if sc.stack[l-1] == '{' {
+		key = sc.outKey[l]
+		k = key.Of(sc.d)
+	}
+	sc.open[l] = len(sc.sh.Outline)
+	sc.sh.Outline = append(sc.sh.Outline, Part{Depth: l, Key: key, Val: Span{i, -1}})
+	if c := sc.d[i]; (c == '{' || c == '[') && l < MaxOutlineDepth && sc.descend != nil && sc.descend(l, k) {
+		sc.desc = l + 1
+	}
+}
+
+// endPart ends the part of the value at depth l, which ended at i, if it
+// has one, and stops descending past it.
+func (sc *scanner) endPart(l, i int) {
+	if l > MaxOutlineDepth || sc.open[l] < 0 {
+		return
+	}
+	sc.sh.Outline[sc.open[l]].Val.End = i
+	sc.open[l] = -1
+	sc.desc = min(sc.desc, l)
 }
 
 // key scans an object key at i and its colon, remembering it when it
@@ -391,6 +474,9 @@ func (sc *scanner) key(i int) (int, error) {
 		}
 	}
 	i, k, err := scanKey(sc.d, i)
+	if l := len(sc.stack); l <= sc.desc {
+		sc.outKey[l] = k
+	}
 	if err == nil {
 		switch {
 		case len(sc.stack) == 1:
@@ -414,6 +500,9 @@ func (sc *scanner) key(i int) (int, error) {
 func (sc *scanner) next(i int) (int, error) {
 	d := sc.d
 	for {
+		if sc.desc != 0 {
+			sc.endPart(len(sc.stack), i)
+		}
 		switch len(sc.stack) {
 		case 0:
 			if j := SkipSpace(d, i); j != len(d) {

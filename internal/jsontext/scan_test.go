@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -107,5 +108,45 @@ func TestItemsManyKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkItems(t, b.Bytes(), sh.Items, max)
+	}
+}
+
+func TestScanOutline(t *testing.T) {
+	d := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"},{"type":"image"}],"structuredContent":{"a":[1]},"isError":false}}`)
+	descend := func(depth int, key []byte) bool {
+		switch depth {
+		case 1:
+			return KeyEquals(key, "result")
+		case 2:
+			return KeyEquals(key, "content")
+		}
+		return depth == 3
+	}
+	_, sh, err := Scan(d, Limits{Outline: 32, Descend: descend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range sh.Outline {
+		got = append(got, fmt.Sprintf("%d %s %s", p.Depth, p.Key.Of(d), p.Val.Of(d)))
+	}
+	want := []string{
+		`1 "jsonrpc" "2.0"`,
+		`1 "id" 1`,
+		`1 "result" {"content":[{"type":"text","text":"hi"},{"type":"image"}],"structuredContent":{"a":[1]},"isError":false}`,
+		`2 "content" [{"type":"text","text":"hi"},{"type":"image"}]`,
+		`3  {"type":"text","text":"hi"}`,
+		`4 "type" "text"`,
+		`4 "text" "hi"`,
+		`3  {"type":"image"}`,
+		`4 "type" "image"`,
+		`2 "structuredContent" {"a":[1]}`,
+		`2 "isError" false`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("outline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, sh, _ := Scan(d, Limits{Outline: 10, Descend: descend}); sh.Outline != nil {
+		t.Errorf("an outline of more parts than asked for is kept: %v", sh.Outline)
 	}
 }

@@ -116,6 +116,50 @@ func EachChildAt(d []byte, i int, fn func(key []byte, at int) int) int {
 	return min(i+1, len(d))
 }
 
+// OutlineOf returns the outline of the valid JSON d that [Scan] records
+// with Limits{Outline: max, Descend: descend}: nil unless d is an object
+// and the outline has at most max parts. It skips the values it does not
+// descend into, as the walks here do, without validating them again.
+func OutlineOf(d []byte, max int, descend Descend) []Part {
+	i := SkipSpace(d, 0)
+	if max <= 0 || i >= len(d) || d[i] != '{' {
+		return nil
+	}
+	parts := make([]Part, 0, min(max, 64))
+	if outlineWalk(d, i, 1, max, descend, &parts) < 0 {
+		return nil
+	}
+	return parts
+}
+
+// outlineWalk adds the children of the container at d[i], at depth, to
+// parts, descending as descend says, and returns the index after the
+// container, or -1 when parts would hold more than max.
+func outlineWalk(d []byte, i, depth, max int, descend Descend, parts *[]Part) int {
+	return EachChildAt(d, i, func(key []byte, at int) int {
+		if len(*parts) == max {
+			return -1
+		}
+		var k Span
+		if key != nil {
+			k.Start = cap(d) - cap(key) // key is d[k.Start:k.End]
+			k.End = k.Start + len(key)
+		}
+		n := len(*parts)
+		*parts = append(*parts, Part{Depth: depth, Key: k, Val: Span{at, -1}})
+		var end int
+		if c := d[at]; (c == '{' || c == '[') && depth < MaxOutlineDepth && descend != nil && descend(depth, key) {
+			end = outlineWalk(d, at, depth+1, max, descend, parts)
+		} else {
+			end = SkipValue(d, at)
+		}
+		if end >= 0 {
+			(*parts)[n].Val.End = end
+		}
+		return end
+	})
+}
+
 // CountChildren returns the number of direct children of the valid array
 // or object d.
 func CountChildren(d []byte) int {
