@@ -379,7 +379,7 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp) {
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp, nil) {
 			// Its id is no call's (any more: a call cancelled is
 			// forgotten), and names none of the SDK's; unless it is a
 			// call's number written as a string.
@@ -411,6 +411,10 @@ const rawEnvelopeMin = 64 << 10
 // bytes: slices of the line, nil when absent.
 type envelope struct {
 	id, method, params, result []byte
+	// outline is, for a large response, the outline of its result that
+	// parseRaw reads (see envelopeDescend), its spans in result and its
+	// depths from result's members (1); nil when there is none.
+	outline []jsontext.Part
 }
 
 // plainEnvelope reads data as a plain JSON-RPC 2.0 message: a valid object
@@ -427,8 +431,14 @@ func plainEnvelope(data []byte) (envelope, bool) {
 		return env, false
 	}
 	// One pass validates the line, measures its depth and finds its
-	// members, which are never more than envelopeMembers.
-	_, sh, err := jsontext.Scan(data, jsontext.Limits{Head: envelopeMembers + 1})
+	// members, which are never more than envelopeMembers; for a large
+	// line, it also outlines a result's content, so that parseRaw finds
+	// the large values in it without reading past them again.
+	lim := jsontext.Limits{Head: envelopeMembers + 1}
+	if len(data) >= outlineMin {
+		lim.Outline, lim.Descend = outlineMax, envelopeDescend
+	}
+	_, sh, err := jsontext.Scan(data, lim)
 	if err != nil || sh.Count > envelopeMembers || sh.Depth > sdkMaxDepth {
 		return env, false
 	}
@@ -453,6 +463,9 @@ func plainEnvelope(data []byte) (envelope, bool) {
 		}
 		*at = v
 	}
+	if env.result != nil && sh.Outline != nil {
+		env.outline = resultOutline(sh.Outline, offsetIn(data, env.result))
+	}
 	ok := version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
 		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
 		(env.method == nil) != (env.result == nil) && (env.params == nil || env.method != nil)
@@ -462,6 +475,35 @@ func plainEnvelope(data []byte) (envelope, bool) {
 // envelopeMembers is the most members a plain envelope has: jsonrpc, id,
 // method, params and result, each once.
 const envelopeMembers = 5
+
+const (
+	// outlineMin is the size from which a line's scan outlines its
+	// result: below it, reading a result again costs less than the
+	// outline.
+	outlineMin = 64 << 10
+	// outlineMax bounds the parts of an outline: a result with more
+	// (over 80 content blocks or so) is outlined again by parseRaw.
+	outlineMax = 256
+)
+
+// resultOutline returns the parts of the outline of an envelope that are
+// in its result, which starts at offset at: their spans made relative to
+// the result, their depths to its members. It reuses ol's memory.
+func resultOutline(ol []jsontext.Part, at int) []jsontext.Part {
+	out := ol[:0]
+	for _, p := range ol {
+		if p.Depth < 2 {
+			continue
+		}
+		p.Depth--
+		p.Val.Start, p.Val.End = p.Val.Start-at, p.Val.End-at
+		if p.Key != (jsontext.Span{}) {
+			p.Key.Start, p.Key.End = p.Key.Start-at, p.Key.End-at
+		}
+		out = append(out, p)
+	}
+	return out
+}
 
 // fromEnvelope makes the message the SDK would decode from a plain
 // envelope: a request or notification, or, on the client side, a response
@@ -488,7 +530,7 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 	// The result is a slice of the line: the SDK would scan it again and
 	// copy it.
 	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(env.result)}
-	if !c.settle(resp) {
+	if !c.settle(resp, env.outline) {
 		// The call ended (cancelled) since it was found pending: its
 		// response goes where that of a call ended before goes (nowhere),
 		// not to the SDK under its number on the wire, which may be one of
@@ -499,9 +541,10 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 }
 
 // settle ends the call a response answers: it gives the response the
-// call's own id in place of the one on the wire, and applies fix. It
-// reports false when the response answers no pending call.
-func (c *lineConn) settle(resp *jsonrpc.Response) bool {
+// call's own id in place of the one on the wire, and applies fix (to which
+// it passes the outline of the result, if any). It reports false when the
+// response answers no pending call.
+func (c *lineConn) settle(resp *jsonrpc.Response, outline []jsontext.Part) bool {
 	call, ok := c.calls.done(resp.ID)
 	if !ok {
 		return false
@@ -510,7 +553,7 @@ func (c *lineConn) settle(resp *jsonrpc.Response) bool {
 	if c.fix == nil || resp.Error != nil {
 		return true
 	}
-	res, werr := c.fix(call.method, call.vals, resp.Result)
+	res, werr := c.fix(call.method, call.vals, resp.Result, outline)
 	if werr != nil {
 		resp.Result, resp.Error = nil, werr
 		return true
@@ -614,7 +657,7 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	version, _ := jsontext.Member(data, "jsonrpc")
 	if hasResult && !hasError && len(version) > 0 && version[0] == '"' && jsontext.KeyEquals(version, "2.0") {
 		resp.Result = json.RawMessage(result)
-		if !c.settle(resp) { // ended since it was found pending: see fromEnvelope
+		if !c.settle(resp, nil) { // ended since it was found pending: see fromEnvelope
 			return nil
 		}
 		if resp.Error != nil || jsontext.Depth(resp.Result) < sdkMaxDepth {
@@ -805,7 +848,7 @@ type pendingCall struct {
 }
 
 // fixFunc is the type of [Proxy.fixResult].
-type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage, outline []jsontext.Part) (json.RawMessage, *jsonrpc.Error)
 
 // add remembers call, sent as wire.
 func (t *callTracker) add(wire jsonrpc.ID, call pendingCall) {

@@ -120,7 +120,7 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.version = initializeVersion(resp.Result) // Read and Write of initialize do not overlap
 		}
 		if ok && resp.Error == nil {
-			res, werr := c.fix(call.method, call.vals, resp.Result)
+			res, werr := c.fix(call.method, call.vals, resp.Result, nil)
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
 			} else {
@@ -190,8 +190,9 @@ const maxToolDepth = 512
 // stand-in (presentRaw), and any other has its structuredContent wrapped
 // (wrapStructured). A tools/list result loses the tools that nest too
 // deep. A refused result becomes the error returned. result is valid JSON:
-// the connection decoded, or validated, the response.
-func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+// the connection decoded, or validated, the response; outline, when not
+// nil, is the outline of result its validation made (see parseRaw).
+func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json.RawMessage, outline []jsontext.Part) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
 		r := bytes.TrimSpace(result)
@@ -211,7 +212,7 @@ func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json
 			if vals == nil {
 				return wrapStructured(result), nil
 			}
-			if out, ok := p.presentRaw(vals, result); ok {
+			if out, ok := p.presentRaw(vals, result, outline); ok {
 				return out, nil
 			}
 		}

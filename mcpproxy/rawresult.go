@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -54,93 +55,119 @@ type rawResult struct {
 
 // parseRaw reads the valid JSON result r as a CallToolResult whose content
 // blocks are all text, and reports false for any other result: one the
-// SDK path must take, to store it or to refuse it as it does. It reads r
-// once, descending into the content blocks rather than skipping them
-// first: a 100 MB text is skipped once, not once per level around it.
-func parseRaw(r []byte) (rawResult, bool) {
+// SDK path must take, to store it or to refuse it as it does. It reads
+// the parts of r in its outline ol (see resultDescend), which the scan
+// that validated the line made; without one (nil), it makes one, skipping
+// the large values once each.
+func parseRaw(r []byte, ol []jsontext.Part) (rawResult, bool) {
 	var res rawResult
-	r = r[jsontext.SkipSpace(r, 0):]
+	if at := jsontext.SkipSpace(r, 0); at > 0 {
+		r, ol = r[at:], nil // the outline's spans were of the value itself
+	}
 	if r[0] != '{' {
 		return res, false
 	}
+	if ol == nil {
+		ol = jsontext.OutlineOf(r, math.MaxInt, resultDescend)
+	}
 	seen := 0
-	end := jsontext.EachChildAt(r, 0, func(k []byte, at int) int {
+	for i := 0; i < len(ol); i++ {
+		p := ol[i]
+		if p.Depth != 1 {
+			return res, false // unreachable: the blocks are read below
+		}
+		k, v := p.Key.Of(r), p.Val.Of(r)
 		var bit int
-		end := -1
 		switch {
 		case jsontext.KeyEquals(k, "content"):
 			bit = 1
-			switch r[at] {
+			switch v[0] {
 			case 'n': // null is no content
-				end = jsontext.SkipValue(r, at)
 			case '[':
-				end = jsontext.EachChildAt(r, at, func(_ []byte, at int) int {
-					text, end := textBlock(r, at)
-					if end >= 0 {
-						res.texts = append(res.texts, text)
+				// Its blocks follow, each with its members.
+				for i+1 < len(ol) && ol[i+1].Depth > 1 {
+					i++
+					text, n, ok := textBlock(r, ol[i:])
+					if !ok {
+						return res, false
 					}
-					return end
-				})
+					res.texts = append(res.texts, text)
+					i += n
+				}
+			default:
+				return res, false
 			}
 		case jsontext.KeyEquals(k, "structuredContent"):
-			bit, end = 2, jsontext.SkipValue(r, at)
-			if r[at] != 'n' { // null is no structured content
-				res.structured = r[at:end]
+			bit = 2
+			if v[0] != 'n' { // null is no structured content
+				res.structured = v
 			}
 		case jsontext.KeyEquals(k, "isError"):
-			if bit, end = 4, jsontext.SkipValue(r, at); r[at] == 't' || r[at] == 'f' {
-				res.isError = r[at:end]
-			} else {
-				end = -1
+			if bit = 4; v[0] != 't' && v[0] != 'f' {
+				return res, false
 			}
+			res.isError = v
 		case jsontext.KeyEquals(k, "_meta"):
-			if bit, end = 8, jsontext.SkipValue(r, at); r[at] == '{' || r[at] == 'n' {
-				res.meta = r[at:end]
-			} else {
-				end = -1
+			if bit = 8; v[0] != '{' && v[0] != 'n' {
+				return res, false
 			}
-		default:
-			// Other members are ignored, as the SDK's decoding ignores them
-			// (it matches names exactly).
-			end = jsontext.SkipValue(r, at)
+			res.meta = v
 		}
+		// Other members are ignored, as the SDK's decoding ignores them
+		// (it matches names exactly).
 		if seen&bit != 0 { // a duplicate: which one wins is the SDK's to say
-			return -1
+			return res, false
 		}
 		seen |= bit
-		return end
-	})
-	return res, end >= 0
+	}
+	return res, true
+}
+
+// resultDescend outlines what parseRaw reads of a result: the members of
+// its content blocks. (key is nil for an array item: a result may be
+// anything here.)
+func resultDescend(depth int, key []byte) bool {
+	return depth == 1 && key != nil && jsontext.KeyEquals(key, "content") || depth == 2
+}
+
+// envelopeDescend outlines what parseRaw reads of the result of a
+// response (see resultDescend), from the response's envelope.
+func envelopeDescend(depth int, key []byte) bool {
+	if depth == 1 {
+		return key != nil && jsontext.KeyEquals(key, "result")
+	}
+	return resultDescend(depth-1, key)
 }
 
 // textBlock returns the JSON string of the text of the text content block
-// at d[i], and the index after the block; or -1 for any other block.
-func textBlock(d []byte, i int) (text []byte, end int) {
-	if d[i] != '{' {
-		return nil, -1
+// whose part is blk[0], its members following it, and how many members it
+// has; ok is false for any other block.
+func textBlock(d []byte, blk []jsontext.Part) (text []byte, members int, ok bool) {
+	if d[blk[0].Val.Start] != '{' {
+		return nil, 0, false
 	}
 	isText := false
-	end = jsontext.EachChildAt(d, i, func(k []byte, at int) int {
-		end := jsontext.SkipValue(d, at)
+	for _, m := range blk[1:] {
+		if m.Depth != blk[0].Depth+1 {
+			break
+		}
+		members++
+		k, v := m.Key.Of(d), m.Val.Of(d)
 		switch {
 		case jsontext.KeyEquals(k, "type"):
-			if isText = d[at] == '"' && jsontext.KeyEquals(d[at:end], "text"); !isText {
-				return -1
+			if isText = v[0] == '"' && jsontext.KeyEquals(v, "text"); !isText {
+				return nil, 0, false
 			}
 		case jsontext.KeyEquals(k, "text"):
-			if d[at] != '"' || text != nil {
-				return -1
+			if v[0] != '"' || text != nil {
+				return nil, 0, false
 			}
-			text = d[at:end]
+			text = v
 		}
 		// annotations, _meta and the rest are not stored, and are dropped
 		// from a preview, on either path.
-		return end
-	})
-	if !isText || text == nil {
-		return nil, -1
 	}
-	return text, end
+	return text, members, isText && text != nil
 }
 
 // textOver reports whether the text of the blocks joined by newlines, as
@@ -250,8 +277,8 @@ func (v *valueBuf) bytes() []byte {
 // when the raw path can take it and the agent will get a preview, and
 // returns the stand-in result for the SDK to decode. It reports false when
 // the SDK path must take r: shown whole, or not a result of text blocks.
-func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte) (json.RawMessage, bool) {
-	res, ok := parseRaw(r)
+func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, ol []jsontext.Part) (json.RawMessage, bool) {
+	res, ok := parseRaw(r, ol)
 	if !ok || p.threshold >= 0 && !res.textOver(p.threshold-len(res.structured)) {
 		return nil, false
 	}

@@ -8,12 +8,14 @@ import (
 	"io"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -160,15 +162,42 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 }
 
 // TestRawPathTaken checks which results the raw path takes, and that it
-// leaves the rest to the SDK path.
+// leaves the rest to the SDK path; and that it stores and shows the same
+// whether it reads a result's outline from the scan of its response line
+// (as for a line of outlineMin bytes or more) or makes one itself.
 func TestRawPathTaken(t *testing.T) {
 	p := &Proxy{threshold: DefaultThreshold}
 	for name, res := range rawCases() {
-		_, took := p.presentRaw(values.New(), []byte(res))
+		vals := values.New()
+		out, took := p.presentRaw(vals, []byte(res), nil)
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
 			name != "text block no text" && name != "content not an array"
 		if took != want {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
+		}
+		line := []byte(`{"jsonrpc":"2.0","id":7,"result":` + res + `}`)
+		_, sh, err := jsontext.Scan(line, jsontext.Limits{Head: envelopeMembers + 1, Outline: outlineMax, Descend: envelopeDescend})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if sh.Outline == nil {
+			continue // more parts than outlineMax: outlined by parseRaw
+		}
+		result := sh.Head[2].Val.Of(line)
+		scanned := values.New()
+		outScanned, tookScanned := p.presentRaw(scanned, result, resultOutline(sh.Outline, offsetIn(line, result)))
+		if tookScanned != took || string(outScanned) != string(out) || scanned.Len() != vals.Len() {
+			t.Errorf("%s: with the line's outline: taken %v, %s, %d values; without: %v, %s, %d values",
+				name, tookScanned, outScanned, scanned.Len(), took, out, vals.Len())
+			continue
+		}
+		for i := 1; i <= vals.Len(); i++ {
+			h := fmt.Sprintf("r%d", i)
+			a, _ := vals.Get(h)
+			b, _ := scanned.Get(h)
+			if a.Kind() != b.Kind() || string(a.Bytes()) != string(b.Bytes()) {
+				t.Errorf("%s: %s differs with the line's outline", name, h)
+			}
 		}
 	}
 }
@@ -201,7 +230,7 @@ func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
 	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
 	defer c.Close()
 	started, release := make(chan struct{}), make(chan struct{})
-	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage, _ []jsontext.Part) (json.RawMessage, *jsonrpc.Error) {
 		if len(result) > rawEnvelopeMin {
 			close(started)
 			<-release
@@ -289,4 +318,60 @@ func TestCloneLarge(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzParseRaw holds parseRaw to the SDK's decoding: a result it takes is
+// one the SDK decodes into text blocks with the same texts, the same
+// structured content and isError; and it reads a result the same from the
+// outline of its response line as from one it makes.
+func FuzzParseRaw(f *testing.F) {
+	for _, c := range rawCases() {
+		if len(c) < 4<<10 {
+			f.Add([]byte(c))
+		}
+	}
+	f.Add([]byte(`{"content":[{"type":"text","text":"a","text":"b"}]}`))
+	f.Add([]byte(`{"content":[{"type":"text","type":"text","text":"a\ud83d\ude00"},{"text":"b","type":"text","annotations":{"x":[1]}}],"isError":false}`))
+	f.Add([]byte(`{"content":[[{"type":"text","text":"a"}]],"structuredContent":{"content":"a"}}`))
+	f.Add([]byte(` {"cont\u0065nt":[{"type":"text","text":"x"}],"_meta":null}`))
+	f.Fuzz(func(t *testing.T, r []byte) {
+		if !json.Valid(r) || jsontext.Valid(r) != nil {
+			return
+		}
+		res, ok := parseRaw(r, nil)
+		line := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), r...), '}')
+		_, sh, err := jsontext.Scan(line, jsontext.Limits{Head: envelopeMembers + 1, Outline: outlineMax, Descend: envelopeDescend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sh.Outline != nil {
+			result := sh.Head[2].Val.Of(line)
+			res2, ok2 := parseRaw(result, resultOutline(sh.Outline, offsetIn(line, result)))
+			if ok2 != ok || ok && !reflect.DeepEqual(res, res2) {
+				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
+			}
+		}
+		if !ok {
+			return
+		}
+		var want mcp.CallToolResult
+		if err := json.Unmarshal(r, &want); err != nil {
+			t.Fatalf("parseRaw took %s, which the SDK refuses: %v", r, err)
+		}
+		if len(want.Content) != len(res.texts) {
+			t.Fatalf("parseRaw(%s): %d texts, the SDK %d blocks", r, len(res.texts), len(want.Content))
+		}
+		for i, c := range want.Content {
+			tc, isText := c.(*mcp.TextContent)
+			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, res.texts[i])) {
+				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, res.texts[i], c)
+			}
+		}
+		if (res.isError != nil && string(res.isError) == "true") != want.IsError {
+			t.Fatalf("parseRaw(%s): isError %s, the SDK's %v", r, res.isError, want.IsError)
+		}
+		if (res.structured != nil) != (want.StructuredContent != nil) {
+			t.Fatalf("parseRaw(%s): structured %s, the SDK's %v", r, res.structured, want.StructuredContent)
+		}
+	})
 }
