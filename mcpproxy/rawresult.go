@@ -310,9 +310,10 @@ func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, ol []jsontext.P
 // storeRaw stores a result of text blocks by the rules of [Proxy.store],
 // decoding the text only when it is stored.
 //
-// It reads each part of the result for the last time as it stores it,
-// giving the memory of a mapped line back behind it (releaseRead): the
-// line must not be read again.
+// It reads the text blocks and the structured content for the last time
+// as it stores them, giving the memory of a mapped line back behind it
+// (releaseRead): only the pages wholly inside them, so that the members
+// around them (isError, _meta) can still be read.
 func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle string) {
 	if res.structured == nil {
 		return vals.PutOutput(res.takeText()), ""
