@@ -125,7 +125,7 @@ func OutlineOf(d []byte, max int, descend Descend) []Part {
 	if max <= 0 || i >= len(d) || d[i] != '{' {
 		return nil
 	}
-	parts := make([]Part, 0, min(max, 64))
+	parts := make([]Part, 0, min(max, 8)) // a tool result has a few
 	if outlineWalk(d, i, 1, max, descend, &parts) < 0 {
 		return nil
 	}
