@@ -214,7 +214,7 @@ func EachUnquotedPiece(raw []byte, every int, buf []byte, fn func(dec, piece []b
 	every = max(every, 1)
 	from := 0 // in raw: where the next piece starts
 	for i := 0; i < len(body); {
-		cut := pieceEnd(body, min(len(body), i+every))
+		cut := pieceEnd(body, i, min(len(body), i+every))
 		buf = appendUnquotedBody(buf[:0], body[i:cut])
 		i = cut
 		end := cut + 1 // in raw
@@ -230,16 +230,18 @@ func EachUnquotedPiece(raw []byte, every int, buf []byte, fn func(dec, piece []b
 }
 
 // pieceEnd returns the first index at or after i in the valid JSON string
-// body at which a piece of it may end: not inside an escape, nor right
-// after the escape of a high surrogate, which pairs with the escape after
-// it.
-func pieceEnd(body []byte, i int) int {
-	i = escapeBoundary(body, i)
-	for i < len(body) && i >= 6 && body[i-6] == '\\' && body[i-5] == 'u' && escapeStart(body, i-6) {
+// body at which a piece of it that starts at from (not inside an escape)
+// may end: not inside an escape, nor right after the escape of a high
+// surrogate, which pairs with the escape after it. It reads nothing before
+// from: a caller may have freed it, and a long run of backslashes is not
+// counted again for every piece.
+func pieceEnd(body []byte, from, i int) int {
+	i = escapeBoundaryFrom(body, from, i)
+	for i < len(body) && i-6 >= from && body[i-6] == '\\' && body[i-5] == 'u' && escapeStartFrom(body, from, i-6) {
 		if r := hex4(body[i-4 : i]); r < 0xD800 || r >= 0xDC00 {
 			break
 		}
-		i = escapeBoundary(body, i+1)
+		i = escapeBoundaryFrom(body, from, i+1)
 	}
 	return i
 }
@@ -396,13 +398,19 @@ func StringTail(raw []byte, n int) []byte {
 // string body that does not fall inside an escape: a backslash starts an
 // escape when an even number of backslashes precede it, and "\u" covers
 // the four hex digits after it.
-func escapeBoundary(body []byte, i int) int {
-	for i > 0 && i < len(body) {
+func escapeBoundary(body []byte, i int) int { return escapeBoundaryFrom(body, 0, i) }
+
+// escapeBoundaryFrom is escapeBoundary for an i at or after from, an index
+// known not to fall inside an escape: it reads nothing of body before from,
+// so that a run of backslashes is counted from there, not from its start
+// however far back (see EachUnquotedPiece).
+func escapeBoundaryFrom(body []byte, from, i int) int {
+	for i > from && i < len(body) {
 		// Find the escape, if any, that covers i: it starts at most 5
 		// bytes before it.
 		covered := false
-		for s := max(0, i-5); s < i; s++ {
-			if body[s] != '\\' || !escapeStart(body, s) {
+		for s := max(from, i-5); s < i; s++ {
+			if body[s] != '\\' || !escapeStartFrom(body, from, s) {
 				continue
 			}
 			end := s + 2
@@ -423,9 +431,13 @@ func escapeBoundary(body []byte, i int) int {
 
 // escapeStart reports whether the backslash body[s] starts an escape:
 // whether an even number of backslashes precede it.
-func escapeStart(body []byte, s int) bool {
+func escapeStart(body []byte, s int) bool { return escapeStartFrom(body, 0, s) }
+
+// escapeStartFrom is escapeStart counting the backslashes before s back to
+// from at most, an index known not to fall inside an escape.
+func escapeStartFrom(body []byte, from, s int) bool {
 	n := 0
-	for k := s - 1; k >= 0 && body[k] == '\\'; k-- {
+	for k := s - 1; k >= from && body[k] == '\\'; k-- {
 		n++
 	}
 	return n%2 == 0

@@ -93,6 +93,11 @@ func TestEachUnquotedPiece(t *testing.T) {
 		`"\ud800\ud83d\ude00\ud83d\ude00z"`, // a lone high surrogate, then pairs
 		`"\ud83d\ud83d\ud83d\ude00"`,        // high surrogates in a row
 		`"` + strings.Repeat(`ab\"c\u00e9\ud83d\ude00`, 50) + `"`,
+		// Runs of backslashes, whose escapes a piece must not count from
+		// their start, which an earlier piece held.
+		`"` + strings.Repeat(`\\`, 300) + `"`,
+		`"x` + strings.Repeat(`\\`, 300) + `"`,
+		`"` + strings.Repeat(`\\`, 300) + `\ud83d\ude00` + strings.Repeat(`\\`, 7) + `\n"`,
 	} {
 		if err := Valid([]byte(raw)); err != nil {
 			t.Fatalf("%s: %v", raw, err)
