@@ -660,9 +660,19 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 		if !c.settle(resp, nil) { // ended since it was found pending: see fromEnvelope
 			return nil
 		}
-		if resp.Error != nil || jsontext.Depth(resp.Result) < sdkMaxDepth {
+		if resp.Error != nil {
 			return resp
 		}
+		// The depth is the fixed result's: data is not read again, as fix
+		// may have stored its large values and given their memory back
+		// (releaseRead).
+		d := jsontext.Depth(resp.Result) + 1 // in the message
+		if d <= sdkMaxDepth {
+			return resp
+		}
+		resp.Result = nil
+		resp.Error = &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's response could not be decoded: the message nests %d levels deep; at most %d can be decoded", d, sdkMaxDepth)}
+		return resp
 	} else {
 		call, _ := c.calls.done(id)
 		resp.ID = call.id

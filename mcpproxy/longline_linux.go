@@ -78,11 +78,16 @@ func releaseRead(b []byte) {
 	}
 	pages := b[start-from : end-from]
 	mappedLines.Lock()
-	defer mappedLines.Unlock() // the line is not unmapped meanwhile
+	in := false
 	for _, sp := range mappedLines.spans {
-		if sp[0] <= start && end <= sp[1] {
-			unix.Madvise(pages, unix.MADV_DONTNEED)
-			return
+		if in = sp[0] <= start && end <= sp[1]; in {
+			break
 		}
+	}
+	mappedLines.Unlock()
+	// b is a slice of its line, which is not unmapped while the caller
+	// holds b: the lock need not be held for the call.
+	if in {
+		unix.Madvise(pages, unix.MADV_DONTNEED)
 	}
 }

@@ -375,3 +375,45 @@ func FuzzParseRaw(f *testing.F) {
 		}
 	})
 }
+
+// TestSalvageDeepResult: a response too deep for the SDK to decode is
+// rebuilt from its parts when fix makes its result shallow enough (as
+// storing a deep structured content does), and otherwise ends its call
+// with an error that says how deep the message is; the depth is read from
+// the fixed result, not the line, whose memory fix may have given back.
+func TestSalvageDeepResult(t *testing.T) {
+	sr, sw := io.Pipe()
+	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
+	defer c.Close()
+	c.fix = func(_ string, _ *values.SessionValues, result json.RawMessage, _ []jsontext.Part) (json.RawMessage, *jsonrpc.Error) {
+		if bytes.Contains(result, []byte(`"store"`)) {
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		return result, nil
+	}
+	ctx := context.Background()
+	id1, _ := jsonrpc.MakeID(float64(1))
+	id2, _ := jsonrpc.MakeID(float64(2))
+	for _, id := range []jsonrpc.ID{id1, id2} {
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deep := strings.Repeat("[", 1100) + strings.Repeat("]", 1100)
+	go func() {
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":{"store":1,"structuredContent":%s}}`+"\n", deep)
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"structuredContent":%s}}`+"\n", deep)
+	}()
+	msg, err := c.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); err != nil || !ok || resp.ID != id1 || resp.Error != nil || string(resp.Result) != `{"content":[]}` {
+		t.Fatalf("first: %#v %v, want call 1's fixed result", msg, err)
+	}
+	msg, err = c.Read(ctx)
+	resp, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok || resp.ID != id2 || resp.Error == nil {
+		t.Fatalf("second: %#v %v, want call 2 ended with an error", msg, err)
+	}
+	if want := "the message nests 1102 levels deep; at most 1000 can be decoded"; !strings.Contains(resp.Error.Error(), want) {
+		t.Errorf("error %q, want it to say %q", resp.Error, want)
+	}
+}
