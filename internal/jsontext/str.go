@@ -195,9 +195,20 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 			return append(dst, raw...)
 		}
 		dst = append(dst, raw[:i]...)
-		r, n := DecodeEscape(raw, i)
-		dst = utf8.AppendRune(dst, r)
-		raw = raw[i+n:]
+		// The escapes of one byte are decoded here: JSON held in a
+		// string has an escaped quote every few bytes.
+		switch c := raw[i+1]; c {
+		case '"', '\\', '/':
+			dst = append(dst, c)
+		case 'n':
+			dst = append(dst, '\n')
+		default:
+			r, n := DecodeEscape(raw, i)
+			dst = utf8.AppendRune(dst, r)
+			raw = raw[i+n:]
+			continue
+		}
+		raw = raw[i+2:]
 	}
 	return dst
 }
