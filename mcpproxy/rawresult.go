@@ -278,6 +278,11 @@ func (v *valueBuf) bytes() []byte {
 // returns the stand-in result for the SDK to decode. It reports false when
 // the SDK path must take r: shown whole, or not a result of text blocks.
 func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, ol []jsontext.Part) (json.RawMessage, bool) {
+	if p.threshold >= 0 && len(r) <= p.threshold {
+		// Shown whole: its text and structured content, which textOver
+		// measures, are parts of r, and none decodes longer than it is.
+		return nil, false
+	}
 	res, ok := parseRaw(r, ol)
 	if !ok || p.threshold >= 0 && !res.textOver(p.threshold-len(res.structured)) {
 		return nil, false
