@@ -69,6 +69,8 @@ func dropLine(m []byte) {
 // has been read for the last time, and its line is still mapped, so that
 // the line's memory shrinks as the value decoded from it grows, rather
 // than the two being held whole at once. A page released reads as zeros.
+// The caller must not let b's line be freed until releaseRead returns (the
+// goroutine taking a line apart frees it once done: see lineConn.take).
 func releaseRead(b []byte) {
 	from, to := addressRange(b)
 	page := uintptr(unix.Getpagesize())
