@@ -327,17 +327,31 @@ func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle stri
 		return vals.PutOutput(res.takeText()), ""
 	}
 	// The frame holding structured is not kept: the store keeps a copy,
-	// which the comparison below reads.
+	// which the comparison reads.
 	res.structured = cloneLarge(res.structured)
+	// Whether the blocks' text is the structured content again is found
+	// while the store scans the copy: for a large result, at once, on
+	// another core (both only read; the blocks are decoded after).
+	same := make(chan bool, 1)
+	compare := func() { same <- len(res.texts) > 0 && sameRawJSON(res) }
+	if len(res.structured) >= compareApart {
+		go compare()
+	} else {
+		compare()
+	}
 	h, err := vals.Put(json.RawMessage(res.structured))
 	if err != nil {
 		h = vals.PutOutput(res.structured)
 	}
-	if len(res.texts) > 0 && !sameRawJSON(res) {
+	if len(res.texts) > 0 && !<-same {
 		contentHandle = vals.PutOutput(res.takeText())
 	}
 	return h, contentHandle
 }
+
+// compareApart is the size of structured content from which storeRaw
+// compares it with the blocks' text on a goroutine of its own.
+const compareApart = 1 << 20
 
 // mirrorsRawText is mirrorsText for a raw result: its structured content is
 // an object with a single string member whose text is the blocks' text.
