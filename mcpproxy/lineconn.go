@@ -368,6 +368,9 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 		return nil
 	}
 	if env, ok := plainEnvelope(data); ok {
+		if ln.free != nil { // a line in a mapping of its own
+			env.line.release = releasePages
+		}
 		if msg := c.fromEnvelope(env); msg != nil {
 			return c.offer(msg)
 		}
@@ -379,7 +382,7 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp, nil) {
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp, resultLine{}) {
 			// Its id is no call's (any more: a call cancelled is
 			// forgotten), and names none of the SDK's; unless it is a
 			// call's number written as a string.
@@ -411,10 +414,18 @@ const rawEnvelopeMin = 64 << 10
 // bytes: slices of the line, nil when absent.
 type envelope struct {
 	id, method, params, result []byte
-	// outline is, for a large response, the outline of its result that
-	// parseRaw reads (see envelopeDescend), its spans in result and its
-	// depths from result's members (1); nil when there is none.
+
+	line resultLine // of a response's result
+}
+
+// A resultLine is what fix is told of the line a result came in: the
+// outline of the result that parseRaw reads (see envelopeDescend), its
+// spans in the result and its depths from the result's members (1), nil
+// when the line's scan made none; and, for a line in a mapping of its own,
+// the function that gives pages of it back (releasePages), nil otherwise.
+type resultLine struct {
 	outline []jsontext.Part
+	release func([]byte)
 }
 
 // plainEnvelope reads data as a plain JSON-RPC 2.0 message: a valid object
@@ -464,7 +475,7 @@ func plainEnvelope(data []byte) (envelope, bool) {
 		*at = v
 	}
 	if env.result != nil && sh.Outline != nil {
-		env.outline = resultOutline(sh.Outline, offsetIn(data, env.result))
+		env.line.outline = resultOutline(sh.Outline, offsetIn(data, env.result))
 	}
 	ok := version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
 		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
@@ -530,7 +541,7 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 	// The result is a slice of the line: the SDK would scan it again and
 	// copy it.
 	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(env.result)}
-	if !c.settle(resp, env.outline) {
+	if !c.settle(resp, env.line) {
 		// The call ended (cancelled) since it was found pending: its
 		// response goes where that of a call ended before goes (nowhere),
 		// not to the SDK under its number on the wire, which may be one of
@@ -542,9 +553,9 @@ func (c *lineConn) fromEnvelope(env envelope) jsonrpc.Message {
 
 // settle ends the call a response answers: it gives the response the
 // call's own id in place of the one on the wire, and applies fix (to which
-// it passes the outline of the result, if any). It reports false when the
-// response answers no pending call.
-func (c *lineConn) settle(resp *jsonrpc.Response, outline []jsontext.Part) bool {
+// it passes what it knows of the result's line). It reports false when
+// the response answers no pending call.
+func (c *lineConn) settle(resp *jsonrpc.Response, line resultLine) bool {
 	call, ok := c.calls.done(resp.ID)
 	if !ok {
 		return false
@@ -553,7 +564,7 @@ func (c *lineConn) settle(resp *jsonrpc.Response, outline []jsontext.Part) bool 
 	if c.fix == nil || resp.Error != nil {
 		return true
 	}
-	res, werr := c.fix(call.method, call.vals, resp.Result, outline)
+	res, werr := c.fix(call.method, call.vals, resp.Result, line)
 	if werr != nil {
 		resp.Result, resp.Error = nil, werr
 		return true
@@ -657,15 +668,13 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	version, _ := jsontext.Member(data, "jsonrpc")
 	if hasResult && !hasError && len(version) > 0 && version[0] == '"' && jsontext.KeyEquals(version, "2.0") {
 		resp.Result = json.RawMessage(result)
-		if !c.settle(resp, nil) { // ended since it was found pending: see fromEnvelope
+		if !c.settle(resp, resultLine{}) { // ended since it was found pending: see fromEnvelope
 			return nil
 		}
 		if resp.Error != nil {
 			return resp
 		}
-		// The depth is the fixed result's: data is not read again, as fix
-		// may have stored its large values and given their memory back
-		// (releaseRead).
+		// The depth is the fixed result's, what the SDK would be given.
 		d := jsontext.Depth(resp.Result) + 1 // in the message
 		if d <= sdkMaxDepth {
 			return resp
@@ -858,7 +867,7 @@ type pendingCall struct {
 }
 
 // fixFunc is the type of [Proxy.fixResult].
-type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage, outline []jsontext.Part) (json.RawMessage, *jsonrpc.Error)
+type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error)
 
 // add remembers call, sent as wire.
 func (t *callTracker) add(wire jsonrpc.ID, call pendingCall) {

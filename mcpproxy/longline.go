@@ -77,11 +77,7 @@ func (l *longLine) finish() (data []byte, free func()) {
 		return joinBlocks(nil, l.blocks), nil
 	}
 	m := l.mapped
-	holdLine(m)
-	return m[:l.n:l.n], func() {
-		dropLine(m)
-		unmapLine(m)
-	}
+	return m[:l.n:l.n], func() { unmapLine(m) }
 }
 
 // drop frees the line without returning it.

@@ -7,6 +7,4 @@ package mcpproxy
 func mapLine(int) []byte                      { return nil }
 func growLine(m []byte, _ int) ([]byte, bool) { return m, false }
 func unmapLine([]byte)                        {}
-func holdLine([]byte)                         {}
-func dropLine([]byte)                         {}
-func releaseRead([]byte)                      {}
+func releasePages([]byte)                     {}

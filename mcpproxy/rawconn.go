@@ -120,7 +120,7 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.version = initializeVersion(resp.Result) // Read and Write of initialize do not overlap
 		}
 		if ok && resp.Error == nil {
-			res, werr := c.fix(call.method, call.vals, resp.Result, nil)
+			res, werr := c.fix(call.method, call.vals, resp.Result, resultLine{})
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
 			} else {
@@ -190,9 +190,9 @@ const maxToolDepth = 512
 // stand-in (presentRaw), and any other has its structuredContent wrapped
 // (wrapStructured). A tools/list result loses the tools that nest too
 // deep. A refused result becomes the error returned. result is valid JSON:
-// the connection decoded, or validated, the response; outline, when not
-// nil, is the outline of result its validation made (see parseRaw).
-func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json.RawMessage, outline []jsontext.Part) (json.RawMessage, *jsonrpc.Error) {
+// the connection decoded, or validated, the response; line is what is
+// known of the line it came in (see presentRaw).
+func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
 		r := bytes.TrimSpace(result)
@@ -212,7 +212,7 @@ func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json
 			if vals == nil {
 				return wrapStructured(result), nil
 			}
-			if out, ok := p.presentRaw(vals, result, outline); ok {
+			if out, ok := p.presentRaw(vals, result, line); ok {
 				return out, nil
 			}
 		}

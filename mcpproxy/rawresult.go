@@ -51,6 +51,9 @@ type rawResult struct {
 	structured []byte   // nil when absent or null
 	isError    []byte   // nil when absent
 	meta       []byte   // nil when absent
+	// release, when not nil, gives back memory of the line the result is
+	// in once it has been read for the last time (see resultLine).
+	release func([]byte)
 }
 
 // parseRaw reads the valid JSON result r as a CallToolResult whose content
@@ -217,8 +220,8 @@ func (res *rawResult) textCap() int {
 // takeText is text for the last reader of the blocks. It decodes them a
 // piece at a time into memory the runtime does not clear first (see
 // valueBuf), and gives the memory of the line behind the decoding back
-// to the system (releaseRead) every releaseStep bytes: a 100 MB text
-// costs the proxy the larger of its line and its value, not both.
+// (res.release) every releaseStep bytes: a 100 MB text costs the proxy
+// the larger of its line and its value, not both.
 func (res *rawResult) takeText() []byte {
 	v := newValueBuf(res.textCap())
 	buf := make([]byte, 0, decodePiece+16)
@@ -231,13 +234,12 @@ func (res *rawResult) takeText() []byte {
 			v.b.Write(buf)
 			continue
 		}
-		read, released := 0, 0 // bytes of t
+		read := 0 // bytes of t
+		back := behind{b: t, release: res.release}
 		jsontext.EachUnquotedPiece(t, decodePiece, buf, func(dec, piece []byte) {
 			v.b.Write(dec)
-			if read += len(piece); read-released >= releaseStep || read == len(t) {
-				releaseRead(t[released:read])
-				released = read
-			}
+			read += len(piece)
+			back.readTo(read)
 		})
 	}
 	return v.bytes()
@@ -250,6 +252,22 @@ const (
 	// releaseStep is how much of a line is read between releases.
 	releaseStep = 4 << 20
 )
+
+// behind gives the memory of b back to the system behind a reader of it,
+// releaseStep bytes at a time and at its end, when release is not nil.
+type behind struct {
+	b       []byte
+	release func([]byte)
+	done    int // bytes of b released
+}
+
+// readTo tells that b has been read up to n.
+func (r *behind) readTo(n int) {
+	if r.release != nil && (n-r.done >= releaseStep || n == len(r.b)) {
+		r.release(r.b[r.done:n])
+		r.done = n
+	}
+}
 
 // A valueBuf holds a large value being built, in memory the runtime does
 // not clear first. make([]byte, n) of 100 MB clears every byte of it
@@ -277,16 +295,17 @@ func (v *valueBuf) bytes() []byte {
 // when the raw path can take it and the agent will get a preview, and
 // returns the stand-in result for the SDK to decode. It reports false when
 // the SDK path must take r: shown whole, or not a result of text blocks.
-func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, ol []jsontext.Part) (json.RawMessage, bool) {
+func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line resultLine) (json.RawMessage, bool) {
 	if p.threshold >= 0 && len(r) <= p.threshold {
 		// Shown whole: its text and structured content, which textOver
 		// measures, are parts of r, and none decodes longer than it is.
 		return nil, false
 	}
-	res, ok := parseRaw(r, ol)
+	res, ok := parseRaw(r, line.outline)
 	if !ok || p.threshold >= 0 && !res.textOver(p.threshold-len(res.structured)) {
 		return nil, false
 	}
+	res.release = line.release
 	h, ch := storeRaw(vals, &res)
 	out := make([]byte, 0, 160+len(res.meta))
 	out = append(out, `{"content":[]`...)
@@ -317,7 +336,7 @@ func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, ol []jsontext.P
 //
 // It reads the text blocks and the structured content for the last time
 // as it stores them, giving the memory of a mapped line back behind it
-// (releaseRead): only the pages wholly inside them, so that the members
+// (res.release): only the pages wholly inside them, so that the members
 // around them (isError, _meta) can still be read.
 func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle string) {
 	if res.structured == nil {
@@ -328,7 +347,7 @@ func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle stri
 	}
 	// The frame holding structured is not kept: the store keeps a copy,
 	// which the comparison reads.
-	res.structured = cloneLarge(res.structured)
+	res.structured = cloneLarge(res.structured, res.release)
 	// Whether the blocks' text is the structured content again is found
 	// while the store scans the copy: for a large result, at once, on
 	// another core (both only read; the blocks are decoded after).
@@ -405,27 +424,25 @@ func storedRaw(res *mcp.CallToolResult) (h, contentHandle string, ok bool) {
 
 // cloneLarge returns a copy of b, which it reads for the last time: the
 // copy is made in memory the runtime does not clear first (valueBuf), and
-// the memory of a mapped line is given back behind it (releaseRead).
+// the memory of b given back behind it when release is not nil (see
+// behind).
 // The copy is made a block at a time so that the goroutine copying can be
 // stopped between blocks: a single copy of 100 MB into fresh memory runs
 // for a second or more, during which the collector, needing to stop the
 // goroutine to scan its stack, signals it again and again and spins
 // waiting (measured: a tenth of the proxy's CPU for a 100 MB structured
 // result, and a slower copy under the signals).
-func cloneLarge(b []byte) []byte {
+func cloneLarge(b []byte, release func([]byte)) []byte {
 	const block = 1 << 20
 	if len(b) <= block {
 		return bytes.Clone(b)
 	}
 	v := newValueBuf(len(b))
-	released := 0
+	back := behind{b: b, release: release}
 	for i := 0; i < len(b); i += block {
 		end := min(i+block, len(b))
 		v.b.Write(b[i:end])
-		if end-released >= releaseStep || end == len(b) {
-			releaseRead(b[released:end])
-			released = end
-		}
+		back.readTo(end)
 		runtime.Gosched()
 	}
 	return v.bytes()

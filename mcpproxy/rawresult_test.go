@@ -169,7 +169,7 @@ func TestRawPathTaken(t *testing.T) {
 	p := &Proxy{threshold: DefaultThreshold}
 	for name, res := range rawCases() {
 		vals := values.New()
-		out, took := p.presentRaw(vals, []byte(res), nil)
+		out, took := p.presentRaw(vals, []byte(res), resultLine{})
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
 			name != "text block no text" && name != "content not an array"
 		if took != want {
@@ -185,7 +185,7 @@ func TestRawPathTaken(t *testing.T) {
 		}
 		result := sh.Head[2].Val.Of(line)
 		scanned := values.New()
-		outScanned, tookScanned := p.presentRaw(scanned, result, resultOutline(sh.Outline, offsetIn(line, result)))
+		outScanned, tookScanned := p.presentRaw(scanned, result, resultLine{outline: resultOutline(sh.Outline, offsetIn(line, result))})
 		if tookScanned != took || string(outScanned) != string(out) || scanned.Len() != vals.Len() {
 			t.Errorf("%s: with the line's outline: taken %v, %s, %d values; without: %v, %s, %d values",
 				name, tookScanned, outScanned, scanned.Len(), took, out, vals.Len())
@@ -230,7 +230,7 @@ func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
 	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
 	defer c.Close()
 	started, release := make(chan struct{}), make(chan struct{})
-	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage, _ []jsontext.Part) (json.RawMessage, *jsonrpc.Error) {
+	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
 		if len(result) > rawEnvelopeMin {
 			close(started)
 			<-release
@@ -307,7 +307,7 @@ func TestCloneLarge(t *testing.T) {
 		for i := range b {
 			b[i] = byte(i * 7)
 		}
-		c := cloneLarge(b)
+		c := cloneLarge(b, nil)
 		if !bytes.Equal(c, b) {
 			t.Fatalf("%d bytes: the copy differs", n)
 		}
@@ -380,12 +380,12 @@ func FuzzParseRaw(f *testing.F) {
 // rebuilt from its parts when fix makes its result shallow enough (as
 // storing a deep structured content does), and otherwise ends its call
 // with an error that says how deep the message is; the depth is read from
-// the fixed result, not the line, whose memory fix may have given back.
+// the fixed result, which is what the SDK would be given.
 func TestSalvageDeepResult(t *testing.T) {
 	sr, sw := io.Pipe()
 	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
 	defer c.Close()
-	c.fix = func(_ string, _ *values.SessionValues, result json.RawMessage, _ []jsontext.Part) (json.RawMessage, *jsonrpc.Error) {
+	c.fix = func(_ string, _ *values.SessionValues, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
 		if bytes.Contains(result, []byte(`"store"`)) {
 			return json.RawMessage(`{"content":[]}`), nil
 		}
