@@ -229,17 +229,10 @@ func (res *rawResult) takeText() []byte {
 		if i > 0 {
 			v.b.WriteByte('\n')
 		}
-		if len(t) <= decodePiece {
-			buf = jsontext.AppendUnquoted(buf[:0], t)
-			v.b.Write(buf)
-			continue
-		}
-		read := 0 // bytes of t
 		back := behind{b: t, release: res.release}
 		jsontext.EachUnquotedPiece(t, decodePiece, buf, func(dec, piece []byte) {
 			v.b.Write(dec)
-			read += len(piece)
-			back.readTo(read)
+			back.read(len(piece))
 		})
 	}
 	return v.bytes()
@@ -258,14 +251,15 @@ const (
 type behind struct {
 	b       []byte
 	release func([]byte)
-	done    int // bytes of b released
+	n, done int // bytes of b read, and released
 }
 
-// readTo tells that b has been read up to n.
-func (r *behind) readTo(n int) {
-	if r.release != nil && (n-r.done >= releaseStep || n == len(r.b)) {
-		r.release(r.b[r.done:n])
-		r.done = n
+// read tells that the next n bytes of b have been read.
+func (r *behind) read(n int) {
+	r.n += n
+	if r.release != nil && (r.n-r.done >= releaseStep || r.n == len(r.b)) {
+		r.release(r.b[r.done:r.n])
+		r.done = r.n
 	}
 }
 
@@ -442,7 +436,7 @@ func cloneLarge(b []byte, release func([]byte)) []byte {
 	for i := 0; i < len(b); i += block {
 		end := min(i+block, len(b))
 		v.b.Write(b[i:end])
-		back.readTo(end)
+		back.read(end - i)
 		runtime.Gosched()
 	}
 	return v.bytes()
