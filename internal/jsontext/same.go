@@ -60,19 +60,8 @@ func equalDecoded(v, body []byte) bool {
 		}
 		c := body[i]
 		if c == '\\' {
-			switch c = body[i+1]; c {
-			case '"', '\\', '/':
-			case 'n':
-				c = '\n'
-			case 't':
-				c = '\t'
-			case 'r':
-				c = '\r'
-			case 'b':
-				c = '\b'
-			case 'f':
-				c = '\f'
-			default: // \u
+			var short bool
+			if c, short = shortEscape(body[i+1]); !short {
 				r, n := DecodeEscape(body, i)
 				var buf [utf8.UTFMax]byte
 				w := utf8.EncodeRune(buf[:], r)

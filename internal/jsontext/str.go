@@ -137,30 +137,41 @@ func AppendEscape(dst []byte, c byte) []byte {
 // string and returns the rune and the escape's length in raw. A lone
 // UTF-16 surrogate decodes to U+FFFD, as in encoding/json.
 func DecodeEscape(raw []byte, i int) (rune, int) {
-	switch raw[i+1] {
-	case 'n':
-		return '\n', 2
-	case 't':
-		return '\t', 2
-	case 'r':
-		return '\r', 2
-	case 'b':
-		return '\b', 2
-	case 'f':
-		return '\f', 2
-	case 'u':
-		r := hex4(raw[i+2 : i+6])
-		if !utf16.IsSurrogate(r) {
-			return r, 6
-		}
-		if i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-			if r2 := utf16.DecodeRune(r, hex4(raw[i+8:i+12])); r2 != utf8.RuneError {
-				return r2, 12
-			}
-		}
-		return utf8.RuneError, 6
+	if c, ok := shortEscape(raw[i+1]); ok {
+		return rune(c), 2
 	}
-	return rune(raw[i+1]), 2 // '"', '\\', '/'
+	r := hex4(raw[i+2 : i+6]) // \u
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+		if r2 := utf16.DecodeRune(r, hex4(raw[i+8:i+12])); r2 != utf8.RuneError {
+			return r2, 12
+		}
+	}
+	return utf8.RuneError, 6
+}
+
+// shortEscape returns the byte that the two-byte escape whose second byte
+// is c stands for (c is 'n' for "\n"), and false for a \u escape. The
+// decoders here take these in place: JSON held in a string has an escaped
+// quote every few bytes.
+func shortEscape(c byte) (byte, bool) {
+	switch c {
+	case 'n':
+		return '\n', true
+	case 't':
+		return '\t', true
+	case 'r':
+		return '\r', true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'u':
+		return 0, false
+	}
+	return c, true // '"', '\\', '/'
 }
 
 func hex4(b []byte) rune {
@@ -195,20 +206,14 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 			return append(dst, raw...)
 		}
 		dst = append(dst, raw[:i]...)
-		// The escapes of one byte are decoded here: JSON held in a
-		// string has an escaped quote every few bytes.
-		switch c := raw[i+1]; c {
-		case '"', '\\', '/':
+		if c, ok := shortEscape(raw[i+1]); ok {
 			dst = append(dst, c)
-		case 'n':
-			dst = append(dst, '\n')
-		default:
-			r, n := DecodeEscape(raw, i)
-			dst = utf8.AppendRune(dst, r)
-			raw = raw[i+n:]
+			raw = raw[i+2:]
 			continue
 		}
-		raw = raw[i+2:]
+		r, n := DecodeEscape(raw, i)
+		dst = utf8.AppendRune(dst, r)
+		raw = raw[i+n:]
 	}
 	return dst
 }
