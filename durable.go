@@ -196,6 +196,12 @@ func (s *SessionValues) persist(n int, h string, x *value) {
 	s.mu.Unlock()
 }
 
+// Durable reports whether s was opened with [Open]: each Put, PutOutput
+// and Observe then writes the value to its [Durable] store before it
+// returns. A store made by [New] (or the zero SessionValues) keeps values
+// in memory alone, and storing in it does no I/O.
+func (s *SessionValues) Durable() bool { return s.dur != nil }
+
 // Persisted reports whether the value under handle is durably stored: its
 // body stored and its record appended, by this SessionValues or, for a
 // session reopened with [Open], before it was opened. It is false for a

@@ -214,6 +214,10 @@ func TestDurableRoundTrip(t *testing.T) {
 		var failures []string
 		s := openSession(c, testSession, values.WithMemoryLimit(testMemLimit),
 			values.WithStoreErrors(func(h string, err error) { failures = append(failures, h+": "+err.Error()) }))
+		if !s.Durable() || values.New().Durable() || new(values.SessionValues).Durable() {
+			t.Errorf("Durable() = %v opened on a Durable, %v from New, %v zero; want true, false, false",
+				s.Durable(), values.New().Durable(), new(values.SessionValues).Durable())
+		}
 		hs := putKinds(t, s)
 		if len(failures) != 0 {
 			t.Fatalf("store failures: %q", failures)

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	valuestore "github.com/agentvalues/values/store"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -770,5 +772,29 @@ func TestRawCancelNoteAfterRequest(t *testing.T) {
 	got := out.String()
 	if req, note := strings.Index(got, `"tools/call"`), strings.Index(got, "notifications/cancelled"); req < 0 || note < req {
 		t.Errorf("sent and then cancelled: wrote %q, want the request, then the note", got)
+	}
+}
+
+// TestStoresInline: a raw call's result is stored on the goroutine that
+// read it (startRaw's inline) whenever the store does no I/O: the proxy's
+// own store, and one in memory a caller passes (as agentvalues proxy
+// does, to set its preview bound); never with a durable store.
+func TestStoresInline(t *testing.T) {
+	durable, err := values.Open(valuestore.NewMemory(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts Options
+		want bool
+	}{
+		{"own", Options{}, true},
+		{"given in memory", Options{Values: values.New(values.WithMaxPreview(1 << 10))}, true},
+		{"given durable", Options{Values: durable}, false},
+	} {
+		if got := newStores(&c.opts).memoryOnly; got != c.want {
+			t.Errorf("%s: memoryOnly = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

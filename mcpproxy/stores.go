@@ -16,7 +16,7 @@ import (
 // session ends. A gateway's proxies share one stores.
 type stores struct {
 	shared      *values.SessionValues // nil with a store per session
-	memoryOnly  bool                  // shared is the proxy's own, in memory: storing in it does no I/O
+	memoryOnly  bool                  // shared is in memory alone: storing in it does no I/O
 	sessionOpts []values.Option       // with a store per session: for values.New
 	sessions    sync.Map              // *mcp.ServerSession -> *values.SessionValues
 
@@ -32,7 +32,7 @@ func newStores(opts *Options) *stores {
 	case opts.PerSession:
 		return &stores{sessionOpts: opts.SessionOptions, next: 1}
 	case opts.Values != nil:
-		return &stores{shared: opts.Values}
+		return &stores{shared: opts.Values, memoryOnly: !opts.Values.Durable()}
 	}
 	return &stores{shared: values.New(), memoryOnly: true}
 }
