@@ -29,9 +29,14 @@ func FuzzPreview(f *testing.F) {
 		"id\tname\n1\talice\n2\tbob\n", "USER   PID COMMAND\nroot     1 bash -c x\nroot    22 ps aux\n",
 		"Filesystem Size Mounted on\n/dev/a 1G /\n", "a,b\n1\n2,3,4\n", "{\"A\":1}\n{\"A\":2,\"B\":[]}\n{\"C\":null}\n",
 		"{\"A\":1}\n{broken\n", "[1]\n[2]\n", "  {\"x\": \"y\"}  ",
+		// White space before an array of objects and in a string holding one.
+		"\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2,\"name\":\"b\"}]",
+		`{"content":[{"type":"text","text":"\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2}]"}]}`,
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}
+	// Indexed when stored, rather than on first use: larger than the bound.
+	f.Add([]byte("\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2,\"name\":\"b\"}]"), 40, "r1")
 	f.Fuzz(func(t *testing.T, data []byte, limit int, handle string) {
 		s := New(WithMaxPreview(limit % 5000))
 		bound := s.cfg.preview()
@@ -56,6 +61,15 @@ func FuzzPreview(f *testing.F) {
 		}
 		if !json.Valid(v.JSON()) {
 			t.Fatalf("JSON() is not valid JSON: %q", v.JSON())
+		}
+		// White space around an array or object changes nothing of its
+		// preview (it is not stored).
+		if k := v.Kind(); k == KindArray || k == KindObject {
+			spaced := New(WithMaxPreview(limit % 5000))
+			w, _ := spaced.Get(spaced.PutOutput(append([]byte(" \n\t "), append(data, " \r\n"...)...)))
+			if got, want := RenderPreview(h, w), RenderPreview(h, v); got != want {
+				t.Fatalf("preview with white space around the value:\n%s\nwithout:\n%s", got, want)
+			}
 		}
 	})
 }

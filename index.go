@@ -128,6 +128,12 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	if raw[0] == '{' {
 		c.kind = KindObject
 	}
+	if c.items != nil {
+		for i := range c.items.Keys { // spans in raw, as the children's below
+			k := &c.items.Keys[i].Key
+			k.Start, k.End = k.Start-base, k.End-base
+		}
+	}
 	c.dom = dominantOf(c, sh, base, depth)
 	c.marks, c.blocks = offsets(sh, base, c.dom.index() != nil)
 	rebase := func(ch jsontext.Child) jsontext.Child {

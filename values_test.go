@@ -686,3 +686,38 @@ func TestFirstHandle(t *testing.T) {
 		t.Error("WithFirstHandle(0) does not start at r1")
 	}
 }
+
+// TestWhiteSpaceAroundJSON: white space before a large JSON value, or
+// before the JSON a string holds, changes nothing of its preview (the item
+// keys of an array were read from the wrong offsets).
+func TestWhiteSpaceAroundJSON(t *testing.T) {
+	var rows strings.Builder
+	rows.WriteString("[")
+	for i := range 300 {
+		if i > 0 {
+			rows.WriteString(",")
+		}
+		fmt.Fprintf(&rows, `{"identifier":%d,"name":"n%d","status":"active"}`, i, i)
+	}
+	rows.WriteString("]")
+	quoted, _ := json.Marshal("\n  " + rows.String())
+	plainQuoted, _ := json.Marshal(rows.String())
+	for _, c := range []struct{ name, spaced, plain string }{
+		{"value", " \n\t" + rows.String() + "\n", rows.String()},
+		{"in a string", `{"note":"x","text":` + string(quoted) + `}`, `{"note":"x","text":` + string(plainQuoted) + `}`},
+	} {
+		s := New()
+		got, want := s.Observe([]byte(c.spaced)).Text, s.Observe([]byte(c.plain)).Text
+		got = strings.ReplaceAll(got, "r1", "r2")
+		if c.name == "in a string" {
+			// The string's length differs by the white space it holds.
+			got, want = got[strings.Index(got, "items="):], want[strings.Index(want, "items="):]
+		}
+		if got != want {
+			t.Errorf("%s: with white space:\n%s\nwithout:\n%s", c.name, got, want)
+		}
+		if !strings.Contains(want, "identifier: number") {
+			t.Errorf("%s: the preview does not name the items' keys:\n%s", c.name, want)
+		}
+	}
+}
