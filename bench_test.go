@@ -59,6 +59,16 @@ func benchPutPreview(b *testing.B, data []byte) {
 
 func BenchmarkPutPreviewJSONArray(b *testing.B) { benchPutPreview(b, bigJSONArray()) }
 
+// BenchmarkPutPreviewEnvelope stores the array of BenchmarkPutPreviewJSONArray
+// in an envelope, as a paginated API returns it: its preview shows the
+// envelope and, as the part that dominates it, the array. (Compare it with
+// BenchmarkBaselineGJSONValid, the same array alone.)
+func BenchmarkPutPreviewEnvelope(b *testing.B) { benchPutPreview(b, bigEnvelope()) }
+
+var bigEnvelope = sync.OnceValue(func() []byte {
+	return fmt.Appendf(nil, `{"object":"list","data":%s,"has_more":true,"next_cursor":"c_1000000"}`, bigJSONArray())
+})
+
 func BenchmarkBaselineGJSONValid(b *testing.B) {
 	data := bigJSONArray()
 	b.SetBytes(int64(len(data)))

@@ -289,6 +289,11 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 	part := d.val.Of(c.raw)
 	switch part[0] {
 	case '[', '{':
+		if sh.Nested != nil && sh.NestedVal == ch.Val {
+			// The scan of c recorded it (Limits.Nested): not read again.
+			d.c = newContainer(part, sh.Nested, ch.Val.Start, depth+1)
+			break
+		}
 		_, psh, err := jsontext.Scan(part, scanLimits)
 		if err != nil {
 			return nil // unreachable: part is valid
@@ -309,7 +314,7 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 }
 
 // scanLimits is what Put has a scan record of a container.
-var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys, Index: true}
+var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys, Index: true, Nested: true}
 
 // jsonInString returns the index of the JSON array or object that the text
 // of the valid JSON string raw holds, and nil when it holds none. The text

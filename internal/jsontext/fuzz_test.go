@@ -19,7 +19,9 @@ import (
 //	go test -run='^$' -fuzz=FuzzScanJSON -fuzztime=60s ./internal/jsontext
 
 func FuzzScanJSON(f *testing.F) {
-	for _, seed := range []string{`[1,{"a":[true,null]},"x\n"]`, `{"a":1,"b":[]}`, `"\ud83d\ude00"`, `-0.1e-5`, `[`, `{"a" 1}`} {
+	for _, seed := range []string{`[1,{"a":[true,null]},"x\n"]`, `{"a":1,"b":[]}`,
+		`{"object":"list","items":[{"id":1,"n":"a"},{"id":2,"m":[1]},3],"more":{"k":{"x":1},"j":2},"e":{}}`,
+		` { "a" : [ ] , "b" : { "c" : [ { "d" : 1 } ] , "c" : 2 } } `, `"\ud83d\ude00"`, `-0.1e-5`, `[`, `{"a" 1}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -49,6 +51,7 @@ func FuzzScanJSON(f *testing.F) {
 			}
 		}
 		checkOutline(t, data)
+		checkNested(t, data)
 		// UseNumber: valid JSON such as 1e1000 does not fit a float64.
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -478,5 +481,99 @@ func checkOutline(t *testing.T, data []byte) {
 				}
 			}
 		}
+	}
+}
+
+// checkNested checks the Nested shape Scan records of a top-level object
+// against Scan of that member alone: it is the largest member that is an
+// array or object (the first of equal ones) among the first nestedMembers
+// of them, and its shape is that member's, offsets in the document.
+func checkNested(t *testing.T, data []byte) {
+	t.Helper()
+	lim := Limits{Head: 3, Tail: 2, Keys: 8, Index: true}
+	nested := lim
+	nested.Nested = true
+	top, sh, err := Scan(data, nested)
+	if err != nil || data[top.Start] != '{' {
+		if sh.Nested != nil {
+			t.Fatalf("Nested %+v for %q", sh.Nested, data)
+		}
+		return
+	}
+	var want Span
+	n := 0
+	EachChildAt(data, top.Start, func(_ []byte, at int) int {
+		end := SkipValue(data, at)
+		if c := data[at]; (c == '[' || c == '{') && n < nestedMembers {
+			n++
+			if end-at > want.End-want.Start {
+				want = Span{at, end}
+			}
+		}
+		return end
+	})
+	if sh.NestedVal != want || (sh.Nested != nil) != (want != Span{}) {
+		t.Fatalf("NestedVal %v (shape %v), want %v, for %q", sh.NestedVal, sh.Nested != nil, want, data)
+	}
+	if want == (Span{}) {
+		return
+	}
+	part := want.Of(data)
+	_, alone, err := Scan(part, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sh.Nested
+	base := want.Start
+	rebase := func(ch Child) Child {
+		if ch == (Child{}) {
+			return ch // a zero span: fewer children than recorded
+		}
+		ch.Val.Start, ch.Val.End = ch.Val.Start-base, ch.Val.End-base
+		if ch.Key != (Span{}) {
+			ch.Key.Start, ch.Key.End = ch.Key.Start-base, ch.Key.End-base
+		}
+		return ch
+	}
+	rebaseAll := func(chs []Child) []Child {
+		out := make([]Child, len(chs))
+		for i, ch := range chs {
+			out[i] = rebase(ch)
+		}
+		return out
+	}
+	if got.Count != alone.Count || got.Depth != alone.Depth {
+		t.Fatalf("nested count %d depth %d, alone %d %d, for %q", got.Count, got.Depth, alone.Count, alone.Depth, data)
+	}
+	k := min(alone.Count, 2)
+	for name, pair := range map[string][2][]Child{
+		"head":    {rebaseAll(got.Head), alone.Head},
+		"last":    {rebaseAll(got.Last(k)), alone.Last(k)},
+		"largest": {rebaseAll(got.Largest[:]), alone.Largest[:]},
+	} {
+		if diff := cmp.Diff(pair[1], pair[0]); diff != "" {
+			t.Fatalf("nested %s (-alone +nested):\n%s\nfor %q", name, diff, data)
+		}
+	}
+	var marks Marks
+	for _, m := range got.Marks {
+		marks = append(marks, Mark{m.Item, m.Off - base})
+	}
+	if len(marks) != len(alone.Marks) || len(marks) > 0 && !slices.Equal(marks, alone.Marks) {
+		t.Fatalf("nested marks %v, alone %v, for %q", marks, alone.Marks, data)
+	}
+	var blocks KeyBlocks
+	for _, b := range got.Blocks {
+		b.Start -= base
+		blocks = append(blocks, b)
+	}
+	if len(blocks) != len(alone.Blocks) || len(blocks) > 0 && !slices.Equal(blocks, alone.Blocks) {
+		t.Fatalf("nested key blocks %v, alone %v, for %q", blocks, alone.Blocks, data)
+	}
+	if (got.Items == nil) != (alone.Items == nil) {
+		t.Fatalf("nested items %v, alone %v, for %q", got.Items, alone.Items, data)
+	}
+	if got.Items != nil {
+		checkItemsOf(t, part, data, got.Items, 8)
 	}
 }

@@ -40,6 +40,10 @@ type Limits struct {
 	// containers to outline the children of.
 	Outline int
 	Descend Descend
+	// Nested asks for the Shape of the largest member of a top-level
+	// object that is an array or object (see Shape.Nested), recorded in
+	// the same pass.
+	Nested bool
 }
 
 // Descend says whether an outline goes on into the children of the
@@ -81,8 +85,20 @@ type Shape struct {
 	// find values deep in a large document without reading past what
 	// surrounds them again ([OutlineOf] makes the same of valid JSON).
 	Outline []Part
-	tail    [MaxTail]Child
-	ntail   int // the ring size: the number of last children asked for
+	// Nested, with Limits.Nested, is the Shape of the largest member of a
+	// top-level object that is an array or object (the first of equal
+	// ones, among the first nestedMembers of them), as Scan of that member
+	// alone records it with the same Limits (but Nested), except that its
+	// spans, marks and key blocks are offsets in the document; NestedVal
+	// is the member's span. Nil when the object has no such member. A
+	// caller about to scan the largest member of an object (the part that
+	// dominates it) so reads it once, not twice; it must check that
+	// NestedVal is the member it wants (Largest[0]): past nestedMembers
+	// arrays and objects, the later ones are not recorded.
+	Nested    *Shape
+	NestedVal Span
+	tail      [MaxTail]Child
+	ntail     int // the ring size: the number of last children asked for
 }
 
 // Last returns the last k children in order; k must not exceed the number
@@ -171,7 +187,7 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 	if SkipSpace(d, 0) == len(d) {
 		return Shape{}, syntaxErr(d, len(d), "no value")
 	}
-	sc := scanner{d: d, head: lim.Head, stream: true, items: &itemsScan{max: lim.Keys}}
+	sc := scanner{d: d, level: level{head: lim.Head, items: &itemsScan{max: lim.Keys}}, stream: true}
 	sc.sh.ntail = lim.Tail
 	sc.index(lim, 0, false)
 	_, err := sc.run(0, -1)
@@ -310,7 +326,7 @@ func (sc *scanner) index(lim Limits, i int, inArray bool) {
 // array starts exactly at offset stop, and gives up stopping once it has
 // gone past it.
 func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
-	sc := scanner{d: d, head: lim.Head}
+	sc := scanner{d: d, level: level{head: lim.Head}}
 	sc.sh.ntail = lim.Tail
 	if lim.Head > 0 {
 		sc.sh.Head = make([]Child, 0, min(lim.Head, 32)) // one allocation, not a growing one
@@ -323,6 +339,9 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 		sc.stack = append(sc.stack, '[')
 	}
 	sc.index(lim, i, inArray)
+	if lim.Nested && sc.items == nil && i < len(d) && d[i] == '{' {
+		sc.nest = &nesting{lim: lim}
+	}
 	if lim.Outline > 0 && sc.items == nil && i < len(d) && d[i] == '{' {
 		sc.descend, sc.desc = lim.Descend, 1
 		sc.sh.Outline = make([]Part, 0, min(lim.Outline, 64))
@@ -339,6 +358,9 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 	}
 	if sc.items != nil && err == nil {
 		sh.Items = sc.items.items()
+	}
+	if sc.nest != nil && err == nil {
+		sh.Nested, sh.NestedVal = sc.nest.shape()
 	}
 	return top, sh, err, sc.stopped
 }
@@ -368,19 +390,20 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 				}
 				stop = -1
 			}
-			sc.curStart = i
-			if sc.items != nil {
-				sc.items.item(d[i])
+			sc.level.begin(d, i)
+			if sc.nest != nil {
+				sc.nest.member(d, i)
 			}
-			if sc.marks && i >= sc.markNext {
-				sc.sh.Marks = append(sc.sh.Marks, Mark{sc.sh.Count, i})
-				sc.markNext = i + MarkGap
-			}
+		} else if sc.nest != nil && sc.nest.on && len(sc.stack) == 2 {
+			sc.nest.cur.begin(d, i)
 		}
 		switch c := d[i]; c {
 		case '{', '[':
 			sc.stack = append(sc.stack, c)
 			sc.sh.Depth = max(sc.sh.Depth, len(sc.stack))
+			if sc.nest != nil && sc.nest.on {
+				sc.nest.cur.sh.Depth = max(sc.nest.cur.sh.Depth, len(sc.stack)-1)
+			}
 			i = SkipSpace(d, i+1)
 			if i < len(d) && d[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				sc.stack = sc.stack[:len(sc.stack)-1]
@@ -407,20 +430,15 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 	}
 }
 
-// scanner is the state of scanFrom.
+// scanner is the state of scanFrom. Its level records the top-level
+// value's children.
 type scanner struct {
-	d        []byte
-	stack    []byte // open containers, '[' or '{'
-	curStart int    // start of the current depth-1 child
-	curKey   Span   // key of the current depth-1 field
-	sh       Shape
-	head     int
-	items    *itemsScan  // for a top-level array
-	stream   bool        // the input is a stream of values, the top-level "array" of ScanStream
-	stopped  bool        // run stopped at its stop offset
-	marks    bool        // record Marks of a top-level array's items
-	markNext int         // the offset from which the next item is marked
-	keys     *keyIndexer // records KeyBlocks of a top-level object
+	d     []byte
+	stack []byte // open containers, '[' or '{'
+	level
+	stream  bool     // the input is a stream of values, the top-level "array" of ScanStream
+	stopped bool     // run stopped at its stop offset
+	nest    *nesting // with Limits.Nested, for a top-level object
 	// The outline: values at depth 1 to desc are recorded (desc is 0
 	// when there is no outline); open[l] is the part of the value at
 	// depth l while it is open and recorded, and -1 otherwise; outKey[l]
@@ -430,6 +448,130 @@ type scanner struct {
 	outMax  int
 	open    [MaxOutlineDepth + 1]int
 	outKey  [MaxOutlineDepth + 1]Span
+}
+
+// A level records the Shape of the children of one container as the scan
+// goes: the top-level value's, or (see nesting) a member's of it.
+type level struct {
+	sh       Shape
+	head     int
+	curStart int         // start of the current child
+	curKey   Span        // key of the current child, in an object
+	items    *itemsScan  // for an array
+	marks    bool        // record Marks of an array's items
+	markNext int         // the offset from which the next item is marked
+	keys     *keyIndexer // records KeyBlocks of an object
+}
+
+// begin records that a child starts at i.
+func (lv *level) begin(d []byte, i int) {
+	lv.curStart = i
+	if lv.items != nil {
+		lv.items.item(d[i])
+	}
+	if lv.marks && i >= lv.markNext {
+		lv.sh.Marks = append(lv.sh.Marks, Mark{lv.sh.Count, i})
+		lv.markNext = i + MarkGap
+	}
+}
+
+// key records that the key k of d names the next child.
+func (lv *level) key(d []byte, k Span) {
+	lv.curKey = k
+	if lv.keys != nil {
+		lv.keys.add(d, k)
+	}
+}
+
+// end records that the current child ended at i.
+func (lv *level) end(i int) {
+	lv.sh.add(Child{Key: lv.curKey, Val: Span{lv.curStart, i}}, lv.head, lv.items == nil)
+}
+
+// nestedMembers is how many members of a top-level object that are arrays
+// or objects Scan records the Shape of, with Limits.Nested.
+const nestedMembers = 16
+
+// A nesting records, with Limits.Nested, the Shape of each member of a
+// top-level object that is an array or object (up to nestedMembers of
+// them) and keeps the largest: its children are values at depth 2, their
+// keys and fields at 2 and 3.
+type nesting struct {
+	lim       Limits
+	on        bool  // a member is being recorded, in cur
+	cur, best level // best holds the largest member so far, from bestVal
+	bestVal   Span
+	members   int // recorded so far
+}
+
+// member notes that a member starts at i: it is recorded when it is an
+// array or object and there is room.
+func (n *nesting) member(d []byte, i int) {
+	c := d[i]
+	n.on = (c == '[' || c == '{') && n.members < nestedMembers
+	if !n.on {
+		return
+	}
+	n.members++
+	lv := &n.cur
+	sh := Shape{Head: lv.sh.Head[:0], ntail: n.lim.Tail, Marks: lv.sh.Marks[:0]}
+	*lv = level{sh: sh, head: n.lim.Head, items: lv.items, keys: lv.keys}
+	if c == '[' {
+		if lv.items == nil {
+			lv.items = &itemsScan{}
+		}
+		*lv.items = itemsScan{max: n.lim.Keys, tmpl: lv.items.tmpl[:0], it: Items{Keys: lv.items.it.Keys[:0]}}
+	} else {
+		lv.items, lv.sh.Marks = nil, nil
+	}
+	if lv.sh.Head == nil && n.lim.Head > 0 {
+		lv.sh.Head = make([]Child, 0, min(n.lim.Head, 32))
+	}
+	// As index does, with room for what the rest of the document can hold.
+	switch {
+	case !n.lim.Index:
+		lv.keys = nil
+	case c == '[':
+		lv.marks, lv.markNext = true, i+MarkGap
+		if need := (len(d)-i)/MarkGap + 1; cap(lv.sh.Marks) < need {
+			lv.sh.Marks = make(Marks, 0, need)
+		}
+		lv.keys = nil
+	default:
+		if lv.keys == nil {
+			lv.keys = &keyIndexer{}
+		}
+		lv.keys.blocks = lv.keys.blocks[:0]
+		if need := (len(d)-i)/KeyBlockGap + 1; cap(lv.keys.blocks) < need {
+			lv.keys.blocks = make(KeyBlocks, 0, need)
+		}
+	}
+}
+
+// done notes that the member being recorded ended at end: it becomes the
+// best when it is larger than the best so far.
+func (n *nesting) done(start, end int) {
+	n.on = false
+	if end-start <= n.bestVal.End-n.bestVal.Start {
+		return
+	}
+	n.cur, n.best = n.best, n.cur
+	n.bestVal = Span{start, end}
+	b := &n.best
+	if b.items != nil {
+		b.sh.Items = b.items.items()
+	}
+	if b.keys != nil {
+		b.sh.Blocks = b.keys.blocks
+	}
+}
+
+// shape returns the best member's Shape and span, or nil.
+func (n *nesting) shape() (*Shape, Span) {
+	if n.bestVal.End == 0 {
+		return nil, Span{}
+	}
+	return &n.best.sh, n.bestVal
 }
 
 // record adds the value that starts at i to the outline, and descends
@@ -468,8 +610,23 @@ func (sc *scanner) endPart(l, i int) {
 // key scans an object key at i and its colon, remembering it when it
 // names a depth-1 field.
 func (sc *scanner) key(i int) (int, error) {
-	if len(sc.stack) == 2 && sc.items != nil {
-		if j, ok := sc.items.sameKey(sc.d, SkipSpace(sc.d, i)); ok {
+	// The level whose children are at this depth, if any, and the items
+	// (of an array) whose fields are.
+	var lv *level
+	var items *itemsScan
+	switch l := len(sc.stack); {
+	case l == 1:
+		lv = &sc.level
+	case l == 2 && sc.items != nil:
+		items = sc.items
+	case sc.nest == nil || !sc.nest.on:
+	case l == 2:
+		lv = &sc.nest.cur
+	case l == 3:
+		items = sc.nest.cur.items
+	}
+	if items != nil {
+		if j, ok := items.sameKey(sc.d, SkipSpace(sc.d, i)); ok {
 			return j, nil
 		}
 	}
@@ -479,14 +636,11 @@ func (sc *scanner) key(i int) (int, error) {
 	}
 	if err == nil {
 		switch {
-		case len(sc.stack) == 1:
-			sc.curKey = k
-			if sc.keys != nil {
-				sc.keys.add(sc.d, k)
-			}
-		case len(sc.stack) == 2 && sc.items != nil:
+		case lv != nil:
+			lv.key(sc.d, k)
+		case items != nil:
 			if j := SkipSpace(sc.d, i); j < len(sc.d) {
-				sc.items.field(sc.d, k, sc.d[j])
+				items.field(sc.d, k, sc.d[j])
 			}
 		}
 	}
@@ -510,7 +664,10 @@ func (sc *scanner) next(i int) (int, error) {
 			}
 			return i, nil
 		case 1:
-			sc.sh.add(Child{Key: sc.curKey, Val: Span{sc.curStart, i}}, sc.head, sc.items == nil)
+			sc.level.end(i)
+			if sc.nest != nil && sc.nest.on {
+				sc.nest.done(sc.curStart, i)
+			}
 			if sc.stream {
 				// Values of a stream are separated by white space, or
 				// nothing, and end with the input.
@@ -518,6 +675,10 @@ func (sc *scanner) next(i int) (int, error) {
 					sc.stack = sc.stack[:0]
 				}
 				return i, nil
+			}
+		case 2:
+			if sc.nest != nil && sc.nest.on {
+				sc.nest.cur.end(i)
 			}
 		}
 		i = SkipSpace(d, i)

@@ -150,3 +150,44 @@ func TestScanOutline(t *testing.T) {
 		t.Errorf("an outline of more parts than asked for is kept: %v", sh.Outline)
 	}
 }
+
+// TestScanNested holds the Nested shape to Scan of the member alone
+// (checkNested) on documents too large for the fuzzer to find often:
+// members with marks, key blocks and items, and more arrays and objects
+// than are recorded.
+func TestScanNested(t *testing.T) {
+	join := func(open, close string, n int, item func(i int) string) string {
+		items := make([]string, n)
+		for i := range n {
+			items[i] = item(i)
+		}
+		return open + strings.Join(items, " ,\n") + close
+	}
+	rows := func(n int) string {
+		return join("[", "]", n, func(i int) string {
+			return fmt.Sprintf(`{"id":%d,"name":"n\u00e9%d","tags":["a","b"],"x%d":null}`, i, i, i%20)
+		})
+	}
+	fields := func(n int) string {
+		return join("{", "}", n, func(i int) string { return fmt.Sprintf(`"key\"%d":{"v":[%d]}`, i, i) })
+	}
+	var many strings.Builder
+	many.WriteString(`{"first":"` + strings.Repeat("s", 5000) + `"`)
+	for i := range nestedMembers + 4 {
+		fmt.Fprintf(&many, `,"m%d":%s`, i, rows(i+1)) // the largest is past the first 16
+	}
+	many.WriteString("}")
+	for _, doc := range []string{
+		`{"object":"list","items":` + rows(400) + `,"has_more":false}`,
+		` {"meta":{"a":1}, "data": ` + fields(300) + ` , "tail":[1,2]} `,
+		`{"a":` + rows(50) + `,"b":` + rows(50) + `,"c":` + rows(49) + `}`, // equal sizes: the first
+		many.String(),
+		`{"text":"` + strings.Repeat("t", 10000) + `","small":[1]}`,
+		`{"x":1,"y":"z"}`,
+	} {
+		if !json.Valid([]byte(doc)) {
+			t.Fatalf("test document is not JSON: %.200s", doc)
+		}
+		checkNested(t, []byte(doc))
+	}
+}
