@@ -370,6 +370,10 @@ func (c *benchConn) call(ctx context.Context, b *testing.B, name, args string) *
 //
 //   - direct-bytes: a client of this file's own reads the response line
 //     and only counts its bytes; the cost of the server and the pipe alone.
+//   - direct-keep (Linux): the same client keeps the line whole in memory
+//     fresh from the system, as any process that stores the result must,
+//     and reports the CPU its reading thread spent (client-cpu-s/op, and of
+//     it the system's): the floor of the proxy's CPU.
 //   - direct: the go-sdk client, which decodes the whole result (and the
 //     structured content into maps).
 //   - proxy: the go-sdk client through the proxy command, which answers
@@ -392,7 +396,10 @@ func BenchmarkProxyBlob(b *testing.B) {
 	for _, size := range []int{20 << 20, 100 << 20} {
 		for _, kind := range []string{blobJSON, blobText, blobStructured} {
 			b.Run(fmt.Sprintf("%s-%dMiB", kind, size>>20), func(b *testing.B) {
-				b.Run("direct-bytes", func(b *testing.B) { benchBlobBytes(b, kind, size) })
+				b.Run("direct-bytes", func(b *testing.B) { benchBlobBytes(b, kind, size, nil) })
+				if newLineKeeper != nil {
+					b.Run("direct-keep", func(b *testing.B) { benchBlobBytes(b, kind, size, newLineKeeper(b, size)) })
+				}
 				b.Run("direct", func(b *testing.B) { benchBlob(b, kind, size, false) })
 				b.Run("proxy", func(b *testing.B) { benchBlob(b, kind, size, true) })
 			})
@@ -425,10 +432,30 @@ func benchBlob(b *testing.B, kind string, size int, proxied bool) {
 	b.ReportMetric(float64(procPeak(b, c.server))/(1<<20), "server-peak-MiB")
 }
 
+// newLineKeeper, when set (bench_keep_linux_test.go), makes the keeper of
+// the direct-keep variant of BenchmarkProxyBlob, for results of about size
+// bytes.
+var newLineKeeper func(b *testing.B, size int) lineKeeper
+
+// A lineKeeper keeps each response line of the direct-keep variant whole,
+// in memory fresh from the system, until the line has ended.
+type lineKeeper interface {
+	write(chunk []byte) // appends the next bytes of the line
+	end()               // the line is whole: it is dropped
+	// cpu returns the user and system CPU time of the calling thread (the
+	// benchmark locks its goroutine to it).
+	cpu() (user, sys time.Duration)
+}
+
 // benchBlobBytes is the direct-bytes variant of BenchmarkProxyBlob: it
 // starts the blob server and speaks JSON-RPC lines to it itself, counting
-// the bytes of each response rather than decoding them.
-func benchBlobBytes(b *testing.B, kind string, size int) {
+// the bytes of each response rather than decoding them; with keep, the
+// direct-keep variant, it also keeps each line.
+func benchBlobBytes(b *testing.B, kind string, size int, keep lineKeeper) {
+	if keep != nil {
+		runtime.LockOSThread() // keep.cpu is the reading thread's
+		defer runtime.UnlockOSThread()
+	}
 	cmd := exec.Command(os.Args[0], blobServerArg, kind+":"+strconv.Itoa(size))
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	stderr := &syncWriter{}
@@ -463,7 +490,13 @@ func benchBlobBytes(b *testing.B, kind string, size int) {
 				head += string(chunk[:min(len(chunk), 200-len(head))])
 			}
 			n += len(chunk)
+			if keep != nil {
+				keep.write(chunk)
+			}
 			if err == nil {
+				if keep != nil {
+					keep.end()
+				}
 				return head, n
 			}
 			if err != bufio.ErrBufferFull {
@@ -480,6 +513,10 @@ func benchBlobBytes(b *testing.B, kind string, size int) {
 
 	pid := cmd.Process.Pid
 	cpu0 := procCPU(b, pid)
+	var user0, sys0 time.Duration
+	if keep != nil {
+		user0, sys0 = keep.cpu()
+	}
 	b.ReportAllocs()
 	id := 0
 	for b.Loop() {
@@ -490,6 +527,11 @@ func benchBlobBytes(b *testing.B, kind string, size int) {
 		if !strings.Contains(head, fmt.Sprintf(`"id":%d,`, id)) || !strings.Contains(head, `"result":{"content":[{"type":"text"`) || n < size {
 			b.Fatalf("blob %s %d: a response of %d bytes starting %q", kind, size, n, head)
 		}
+	}
+	if keep != nil {
+		user, sys := keep.cpu()
+		b.ReportMetric((user+sys-user0-sys0).Seconds()/float64(b.N), "client-cpu-s/op")
+		b.ReportMetric((sys-sys0).Seconds()/float64(b.N), "client-sys-s/op")
 	}
 	b.ReportMetric((procCPU(b, pid)-cpu0).Seconds()/float64(b.N), "server-cpu-s/op")
 	b.ReportMetric(float64(procPeak(b, pid))/(1<<20), "server-peak-MiB")
