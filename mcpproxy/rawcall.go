@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
+	"unsafe"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -1025,8 +1027,16 @@ func appendResult(b []byte, res *mcp.CallToolResult) ([]byte, bool) {
 }
 
 // appendString appends s as encoding/json encodes a string (HTML
-// escaped), which cannot fail.
+// escaped), which cannot fail. ASCII text without '<', '>' or '&' (the
+// text of most results) is quoted by jsontext.AppendQuote, to the same
+// bytes (FuzzAppendString); anything else by encoding/json.
 func appendString(b []byte, s string) []byte {
-	enc, _ := json.Marshal(s)
-	return append(b, enc...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s)
+			return append(b, enc...)
+		}
+	}
+	// AppendQuote only reads s.
+	return jsontext.AppendQuote(b, unsafe.Slice(unsafe.StringData(s), len(s)))
 }
