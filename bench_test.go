@@ -65,6 +65,24 @@ func BenchmarkPutPreviewJSONArray(b *testing.B) { benchPutPreview(b, bigJSONArra
 // BenchmarkBaselineGJSONValid, the same array alone.)
 func BenchmarkPutPreviewEnvelope(b *testing.B) { benchPutPreview(b, bigEnvelope()) }
 
+// BenchmarkPutTextHoldingJSON stores the array of
+// BenchmarkPutPreviewJSONArray as text (Put of a string): the text is
+// indexed as the JSON it holds, in one scan.
+func BenchmarkPutTextHoldingJSON(b *testing.B) {
+	text := string(bigJSONArray())
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := New()
+		h, err := s.Put(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, _ := s.Get(h)
+		_ = RenderPreview(h, v)
+	}
+}
+
 var bigEnvelope = sync.OnceValue(func() []byte {
 	return fmt.Appendf(nil, `{"object":"list","data":%s,"has_more":true,"next_cursor":"c_1000000"}`, bigJSONArray())
 })

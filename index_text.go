@@ -12,21 +12,20 @@ import "github.com/agentvalues/values/internal/jsontext"
 // space) opens an array or object is scanned as JSON: one value makes a
 // container over the text, two or more a stream whose values references
 // index as items ("$r1.7.Action"). Only text that begins so pays for the
-// scan; a stream that breaks JSON anywhere is not one.
+// scan, and one value is scanned once: the text is scanned as a stream
+// only when its first value is whole and more follows. A stream that
+// breaks JSON anywhere is not one.
 func indexText(b []byte, lines int) (*container, *table) {
 	i := jsontext.SkipSpace(b, 0)
 	if i < len(b) && (b[i] == '{' || b[i] == '[') {
-		sh, err := jsontext.ScanStream(b, scanLimits)
-		switch {
-		case err != nil:
-		case sh.Count == 1:
-			top, sh, err := jsontext.Scan(b, scanLimits)
-			if err != nil {
-				return nil, nil // unreachable: the stream scan validated it
-			}
+		top, sh, err := jsontext.Scan(b, scanLimits)
+		if err == nil {
 			return newContainer(b[top.Start:top.End], &sh, top.Start, 0), nil
-		default:
-			return newStream(b, &sh), nil
+		}
+		if jsontext.AfterValue(err) {
+			if sh, err := jsontext.ScanStream(b, scanLimits); err == nil {
+				return newStream(b, &sh), nil
+			}
 		}
 	}
 	return nil, detectTable(b, lines)

@@ -3,6 +3,7 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"strconv"
@@ -407,6 +408,15 @@ func FuzzScanStream(f *testing.F) {
 					t.Fatalf("ScanStream(%q) recorded an invalid value %q", d, c.Val.Of(d))
 				}
 			}
+		}
+		// Scan sees one value, or says there is more after one
+		// (AfterValue), exactly when the stream holds one, or more.
+		serr := Valid(d)
+		if err == nil && (sh.Count == 1) != (serr == nil) || err == nil && sh.Count > 1 && !AfterValue(serr) {
+			t.Fatalf("ScanStream(%q): %d values; Scan: %v", d, sh.Count, serr)
+		}
+		if AfterValue(serr) && !errors.Is(serr, ErrSyntax) {
+			t.Fatalf("Scan(%q): %v does not wrap ErrSyntax", d, serr)
 		}
 	})
 }

@@ -12,6 +12,15 @@ import (
 // ErrSyntax is wrapped by every error about invalid JSON.
 var ErrSyntax = errors.New("invalid JSON")
 
+// errAfterValue is wrapped too by Scan's error for data after a valid
+// value: see AfterValue.
+var errAfterValue = errors.New("unexpected data after the value")
+
+// AfterValue reports whether err is [Scan]'s error for input that holds a
+// valid value and more after it: input that may be a stream of values
+// ([ScanStream]), as against one broken inside its first value.
+func AfterValue(err error) bool { return errors.Is(err, errAfterValue) }
+
 // Span is a half-open byte range [Start, End) of a document.
 type Span struct{ Start, End int }
 
@@ -660,7 +669,7 @@ func (sc *scanner) next(i int) (int, error) {
 		switch len(sc.stack) {
 		case 0:
 			if j := SkipSpace(d, i); j != len(d) {
-				return i, syntaxErr(d, j, "unexpected data after the value")
+				return i, fmt.Errorf("%w: %w at byte %d", ErrSyntax, errAfterValue, j)
 			}
 			return i, nil
 		case 1:
