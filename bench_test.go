@@ -83,6 +83,14 @@ func BenchmarkPutTextHoldingJSON(b *testing.B) {
 	}
 }
 
+// BenchmarkPutPreviewCutJSON stores the array of
+// BenchmarkPutPreviewJSONArray cut short, as a tool that stops printing
+// at a byte limit leaves it: it is text, found not to be JSON in one scan.
+func BenchmarkPutPreviewCutJSON(b *testing.B) {
+	data := bigJSONArray()
+	benchPutPreview(b, data[:len(data)-10])
+}
+
 var bigEnvelope = sync.OnceValue(func() []byte {
 	return fmt.Appendf(nil, `{"object":"list","data":%s,"has_more":true,"next_cursor":"c_1000000"}`, bigJSONArray())
 })

@@ -35,8 +35,13 @@ func FuzzPreview(f *testing.F) {
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}
-	// Indexed when stored, rather than on first use: larger than the bound.
-	f.Add([]byte("\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2,\"name\":\"b\"}]"), 40, "r1")
+	// Indexed when stored, rather than on first use: larger than the bound
+	// (at least MinMaxPreview).
+	rows := strings.Repeat(`{"identifier":1,"name":"a"},`, 40) + `{"identifier":2,"name":"b"}`
+	f.Add([]byte("\n  ["+rows+"]"), 400, "r1")
+	f.Add([]byte(strings.Repeat("{\"A\":1,\"B\":[1,2,3]}\n{\"A\":2,\"B\":[]}\n", 4)), 30, "r1")
+	f.Add([]byte("["+rows+`,{"id":3,`), 30, "r1")
+	f.Add([]byte(strings.Repeat("{\"A\":1}\n", 12)+"{broken\nid,name\n1,a\n2,b\n"), 20, "r1")
 	f.Fuzz(func(t *testing.T, data []byte, limit int, handle string) {
 		s := New(WithMaxPreview(limit % 5000))
 		bound := s.cfg.preview()
@@ -61,6 +66,16 @@ func FuzzPreview(f *testing.F) {
 		}
 		if !json.Valid(v.JSON()) {
 			t.Fatalf("JSON() is not valid JSON: %q", v.JSON())
+		}
+		// Text that PutOutput found not to be one JSON value is indexed as
+		// Put of the same string indexes it, without that first scan.
+		if v.Kind() == KindText && utf8.Valid(data) {
+			again := New(WithMaxPreview(limit % 5000))
+			h2, err := again.Put(string(data))
+			w, _ := again.Get(h2)
+			if err != nil || RenderPreview(h, w) != RenderPreview(h, v) {
+				t.Fatalf("PutOutput and Put(string) of %q differ (%v):\n%s\n%s", data, err, RenderPreview(h, v), RenderPreview(h, w))
+			}
 		}
 		// White space around an array or object changes nothing of its
 		// preview (it is not stored).

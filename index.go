@@ -65,7 +65,7 @@ func (x *value) tableIndex() *table {
 func buildIndex(x *value) (*container, *table) {
 	switch x.kind {
 	case KindText:
-		return indexText(x.raw, x.lines)
+		return indexText(x.raw, x.lines, jsonUntried)
 	case KindArray, KindObject:
 		_, sh, err := jsontext.Scan(x.raw, scanLimits)
 		if err != nil {

@@ -14,15 +14,20 @@ import "github.com/agentvalues/values/internal/jsontext"
 // index as items ("$r1.7.Action"). Only text that begins so pays for the
 // scan, and one value is scanned once: the text is scanned as a stream
 // only when its first value is whole and more follows. A stream that
-// breaks JSON anywhere is not one.
-func indexText(b []byte, lines int) (*container, *table) {
+// breaks JSON anywhere is not one. tried says what the caller found when
+// it scanned b as one value already, if it did.
+func indexText(b []byte, lines int, tried jsonTried) (*container, *table) {
 	i := jsontext.SkipSpace(b, 0)
-	if i < len(b) && (b[i] == '{' || b[i] == '[') {
-		top, sh, err := jsontext.Scan(b, scanLimits)
-		if err == nil {
-			return newContainer(b[top.Start:top.End], &sh, top.Start, 0), nil
+	if i < len(b) && (b[i] == '{' || b[i] == '[') && tried != jsonBroken {
+		more := tried == jsonMore
+		if !more {
+			top, sh, err := jsontext.Scan(b, scanLimits)
+			if err == nil {
+				return newContainer(b[top.Start:top.End], &sh, top.Start, 0), nil
+			}
+			more = jsontext.AfterValue(err)
 		}
-		if jsontext.AfterValue(err) {
+		if more {
 			if sh, err := jsontext.ScanStream(b, scanLimits); err == nil {
 				return newStream(b, &sh), nil
 			}

@@ -392,15 +392,36 @@ func (s *SessionValues) PutOutput(out []byte) string {
 // of more than eager bytes is indexed at once, a smaller one on first use
 // (see value.index).
 func classify(b []byte, eager int) *value {
+	tried := jsonUntried
 	if i := jsontext.SkipSpace(b, 0); i < len(b) && (b[i] == '{' || b[i] == '[') {
-		if x, err := newJSON(b, eager); err == nil {
+		x, err := newJSON(b, eager)
+		if err == nil {
 			return x
 		}
+		tried = jsonBroken
+		if jsontext.AfterValue(err) {
+			tried = jsonMore
+		}
 	}
-	return newTextOrBinary(b, eager)
+	return newText(b, eager, tried)
 }
 
-func newTextOrBinary(b []byte, eager int) *value {
+// jsonTried is what the caller of newText learned of the text by scanning
+// it as one JSON value, so that indexText does not scan it so again (a
+// 100 MB JSON array cut short by the tool that printed it fails once).
+type jsonTried uint8
+
+const (
+	jsonUntried jsonTried = iota // not scanned
+	jsonBroken                   // not one value, nor one followed by more: no JSON, no stream
+	jsonMore                     // one whole value and more after it: maybe a stream
+)
+
+func newTextOrBinary(b []byte, eager int) *value { return newText(b, eager, jsonUntried) }
+
+// newText is newTextOrBinary of text the caller may have scanned as JSON
+// already (tried).
+func newText(b []byte, eager int, tried jsonTried) *value {
 	if !utf8.Valid(b) {
 		return newBinary(b)
 	}
@@ -412,7 +433,7 @@ func newTextOrBinary(b []byte, eager int) *value {
 		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines})
 	}
 	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
-	x.c, x.table = indexText(b, lines)
+	x.c, x.table = indexText(b, lines, tried)
 	return x
 }
 
