@@ -258,10 +258,23 @@ func TestIndexOffsetsMemory(t *testing.T) {
 		b.WriteString(`"z":0}`)
 		return b.Bytes()
 	}
+	// first returns an object whose first field is dom, its dominant part,
+	// and whose small fields after it make it about size bytes.
+	first := func(dom []byte, size int) []byte {
+		b := bytes.NewBufferString(`{"dom":`)
+		b.Write(dom)
+		for i := 0; b.Len() < size; i++ {
+			fmt.Fprintf(b, `,"f%d":%d`, i, i)
+		}
+		b.WriteByte('}')
+		return b.Bytes()
+	}
 	for _, tt := range []struct {
 		name  string
 		value []byte
 	}{
+		{"a dominant object first, small fields after", first(build(100_000, func(i int) string { return fmt.Sprintf(`"%d":0`, i) }, "{", "}"), 3<<20)},
+		{"a dominant array first, small fields after", first(build(300_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]"), 1<<20)},
 		{"100k small objects", build(100_000, func(i int) string { return fmt.Sprintf(`{"id":%d,"ok":true}`, i) }, "[", "]")},
 		{"tiny items", build(300_000, func(i int) string { return strconv.Itoa(i % 10) }, "[", "]")},
 		{"tiny fields", build(100_000, func(i int) string { return fmt.Sprintf(`"%d":0`, i) }, "{", "}")},

@@ -97,11 +97,15 @@ func (b *KeyBlock) add(h uint64) {
 type keyIndexer struct {
 	blocks  KeyBlocks
 	scratch []byte // a decoded key with escapes
+	reserve int    // when not 0, the room to make for blocks once reserveAfter are full
 }
 
 // add records the valid key k (with its quotes) of d, in document order.
 func (x *keyIndexer) add(d []byte, k Span) {
 	if n := len(x.blocks); n == 0 || k.Start-x.blocks[n-1].Start >= KeyBlockGap {
+		if n == cap(x.blocks) && n >= reserveAfter && x.reserve > n {
+			x.blocks = append(make(KeyBlocks, 0, x.reserve), x.blocks...)
+		}
 		x.blocks = append(x.blocks, KeyBlock{Start: k.Start})
 	}
 	body := d[k.Start+1 : k.End-1]

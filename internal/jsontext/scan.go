@@ -97,8 +97,9 @@ type Shape struct {
 	// Nested, with Limits.Nested, is the Shape of the largest member of a
 	// top-level object that is an array or object (the first of equal
 	// ones, among the first nestedMembers of them), as Scan of that member
-	// alone records it with the same Limits (but Nested), except that its
-	// spans, marks and key blocks are offsets in the document; NestedVal
+	// alone records it with the same Limits (without Outline and Nested),
+	// except that its spans, marks and key blocks are offsets in the
+	// document; NestedVal
 	// is the member's span. Nil when the object has no such member. A
 	// caller about to scan the largest member of an object (the part that
 	// dominates it) so reads it once, not twice; it must check that
@@ -470,6 +471,7 @@ type level struct {
 	marks    bool        // record Marks of an array's items
 	markNext int         // the offset from which the next item is marked
 	keys     *keyIndexer // records KeyBlocks of an object
+	reserve  int         // for a member (see nesting), the room for marks the rest of the document may need
 }
 
 // begin records that a child starts at i.
@@ -479,10 +481,19 @@ func (lv *level) begin(d []byte, i int) {
 		lv.items.item(d[i])
 	}
 	if lv.marks && i >= lv.markNext {
+		if n := len(lv.sh.Marks); n == cap(lv.sh.Marks) && n >= reserveAfter && lv.reserve > n {
+			lv.sh.Marks = append(make(Marks, 0, lv.reserve), lv.sh.Marks...)
+		}
 		lv.sh.Marks = append(lv.sh.Marks, Mark{lv.sh.Count, i})
 		lv.markNext = i + MarkGap
 	}
 }
+
+// reserveAfter is how many marks or key blocks a member of a top-level
+// object (see nesting) grows to, appending, before its slice is made
+// large enough for the rest of the document at once: small members take
+// little, and a large one is not copied as it grows.
+const reserveAfter = 8
 
 // key records that the key k of d names the next child.
 func (lv *level) key(d []byte, k Span) {
@@ -504,13 +515,20 @@ const nestedMembers = 16
 // A nesting records, with Limits.Nested, the Shape of each member of a
 // top-level object that is an array or object (up to nestedMembers of
 // them) and keeps the largest: its children are values at depth 2, their
-// keys and fields at 2 and 3.
+// keys and fields at 2 and 3. Its slices grow as the members need them
+// (see reserveAfter): a member is not known to be large until it ends, and
+// most are small. They are reused from member to member, and the best's
+// are cut to their length when the scan ends.
 type nesting struct {
 	lim       Limits
 	on        bool  // a member is being recorded, in cur
 	cur, best level // best holds the largest member so far, from bestVal
 	bestVal   Span
 	members   int // recorded so far
+	// What cur does not use for the member it records: an array's items
+	// and an object's key indexer, kept for the next member of that kind.
+	spareItems *itemsScan
+	spareKeys  *keyIndexer
 }
 
 // member notes that a member starts at i: it is recorded when it is an
@@ -523,38 +541,43 @@ func (n *nesting) member(d []byte, i int) {
 	}
 	n.members++
 	lv := &n.cur
+	// An object's Marks stay empty: the slice is only kept for reuse.
 	sh := Shape{Head: lv.sh.Head[:0], ntail: n.lim.Tail, Marks: lv.sh.Marks[:0]}
-	*lv = level{sh: sh, head: n.lim.Head, items: lv.items, keys: lv.keys}
-	if c == '[' {
-		if lv.items == nil {
-			lv.items = &itemsScan{}
-		}
-		*lv.items = itemsScan{max: n.lim.Keys, tmpl: lv.items.tmpl[:0], it: Items{Keys: lv.items.it.Keys[:0]}}
-	} else {
-		lv.items, lv.sh.Marks = nil, nil
-	}
+	items, keys := lv.items, lv.keys
+	*lv = level{sh: sh, head: n.lim.Head}
 	if lv.sh.Head == nil && n.lim.Head > 0 {
 		lv.sh.Head = make([]Child, 0, min(n.lim.Head, 32))
 	}
-	// As index does, with room for what the rest of the document can hold.
-	switch {
-	case !n.lim.Index:
-		lv.keys = nil
-	case c == '[':
-		lv.marks, lv.markNext = true, i+MarkGap
-		if need := (len(d)-i)/MarkGap + 1; cap(lv.sh.Marks) < need {
-			lv.sh.Marks = make(Marks, 0, need)
+	if c == '[' {
+		if keys != nil {
+			n.spareKeys = keys
 		}
-		lv.keys = nil
-	default:
-		if lv.keys == nil {
-			lv.keys = &keyIndexer{}
+		if items == nil {
+			items, n.spareItems = n.spareItems, nil
 		}
-		lv.keys.blocks = lv.keys.blocks[:0]
-		if need := (len(d)-i)/KeyBlockGap + 1; cap(lv.keys.blocks) < need {
-			lv.keys.blocks = make(KeyBlocks, 0, need)
+		if items == nil {
+			items = &itemsScan{}
 		}
+		*items = itemsScan{max: n.lim.Keys, tmpl: items.tmpl[:0], it: Items{Keys: items.it.Keys[:0]}}
+		lv.items = items
+		lv.marks, lv.markNext = n.lim.Index, i+MarkGap // as index does
+		lv.reserve = (len(d)-i)/MarkGap + 1
+		return
 	}
+	if items != nil {
+		n.spareItems = items
+	}
+	if !n.lim.Index {
+		return
+	}
+	if keys == nil {
+		keys, n.spareKeys = n.spareKeys, nil
+	}
+	if keys == nil {
+		keys = &keyIndexer{}
+	}
+	keys.blocks, keys.reserve = keys.blocks[:0], (len(d)-i)/KeyBlockGap+1
+	lv.keys = keys
 }
 
 // done notes that the member being recorded ended at end: it becomes the
@@ -575,12 +598,20 @@ func (n *nesting) done(start, end int) {
 	}
 }
 
-// shape returns the best member's Shape and span, or nil.
+// shape returns the best member's Shape and span, or nil, its marks and
+// key blocks in slices of their length.
 func (n *nesting) shape() (*Shape, Span) {
 	if n.bestVal.End == 0 {
 		return nil, Span{}
 	}
-	return &n.best.sh, n.bestVal
+	sh := &n.best.sh
+	if cap(sh.Marks) > len(sh.Marks) {
+		sh.Marks = append(Marks(nil), sh.Marks...)
+	}
+	if cap(sh.Blocks) > len(sh.Blocks) {
+		sh.Blocks = append(KeyBlocks(nil), sh.Blocks...)
+	}
+	return sh, n.bestVal
 }
 
 // record adds the value that starts at i to the outline, and descends

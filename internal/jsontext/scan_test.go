@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -179,7 +180,7 @@ func TestScanNested(t *testing.T) {
 	many.WriteString("}")
 	for _, doc := range []string{
 		`{"object":"list","items":` + rows(400) + `,"has_more":false}`,
-		` {"meta":{"a":1}, "data": ` + fields(300) + ` , "tail":[1,2]} `,
+		` {"meta":{"a":1}, "data": ` + fields(900) + ` , "tail":[1,2]} `,
 		`{"a":` + rows(50) + `,"b":` + rows(50) + `,"c":` + rows(49) + `}`, // equal sizes: the first
 		many.String(),
 		`{"text":"` + strings.Repeat("t", 10000) + `","small":[1]}`,
@@ -189,5 +190,32 @@ func TestScanNested(t *testing.T) {
 			t.Fatalf("test document is not JSON: %.200s", doc)
 		}
 		checkNested(t, []byte(doc))
+	}
+}
+
+// TestScanNestedMemory: small members cost the nested recording little
+// memory, however large the rest of the document; it grows as a member
+// needs it (it once took room for the rest of the document at each one).
+func TestScanNestedMemory(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range nestedMembers {
+		fmt.Fprintf(&b, `"m%d":%s,`, i, []string{`[]`, `{}`, `[1,{"a":2}]`, `{"k":[3]}`}[i%4])
+	}
+	b.WriteString(`"text":"` + strings.Repeat("x", 4<<20) + `"}`)
+	d := []byte(b.String())
+	allocated := func(nested bool) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, sh, err := Scan(d, Limits{Head: 8, Tail: 2, Keys: 16, Index: true, Nested: nested})
+		runtime.ReadMemStats(&after)
+		if err != nil || (sh.Nested != nil) != nested {
+			t.Fatalf("Scan: %v, nested %v", err, sh.Nested)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	without := allocated(false) // the top-level object's key blocks, mostly
+	if with := allocated(true); with > without+64<<10 {
+		t.Errorf("Scan of a %d-byte object of small members allocated %d bytes with Nested, %d without; want at most 64 KiB more", len(d), with, without)
 	}
 }
