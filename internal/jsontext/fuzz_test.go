@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -210,6 +211,100 @@ func FuzzScanSplit(f *testing.F) {
 			t.Fatalf("tail (-one +split):\n%s\nfor %q", diff, data)
 		}
 	})
+}
+
+// FuzzScanSplitObject holds the split scan of a top-level object whose
+// array member spans the middle (scanSplitObject) to one scan, on a
+// document built around the input: it pads the array so that the split
+// can happen (the member's key a KiB or more before it).
+func FuzzScanSplitObject(f *testing.F) {
+	for _, seed := range []string{`1`, `{"a":[1,2]}`, `[{"x":1},{"y":[2]}]`, `"s"`, `{`, `[1,{"k":[]}],"more":{"z":[{},{}]`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, doc := range [][]byte{
+			fmt.Appendf(nil, `{"h":%s,"rows":[%s{"j":%s},{"k":1}],"t":%s}`, data, strings.Repeat(`{"i":0},`, 400), data, data),
+			fmt.Appendf(nil, `{"a":[%s],"rows":[%s[%s]],"big":[%s%s],"z":0}`, data, strings.Repeat(`[0],`, 1000), data, strings.Repeat(`{"p":[1,2,3]},`, 150), data),
+		} {
+			checkSplitObject(t, doc)
+		}
+	})
+}
+
+// checkSplitObject compares scanSplitObject of doc with one scan of it,
+// and reports whether the scan was split (its first half stopped where the
+// second began).
+func checkSplitObject(t *testing.T, doc []byte) (split bool) {
+	t.Helper()
+	lim := Limits{Head: 5, Tail: 2, Keys: 8, Index: true, Nested: true}
+	start := SkipSpace(doc, 0)
+	if mid := guessItemStart(doc, start+len(doc)/2); mid >= 0 {
+		a := newScanner(doc, start, false, lim)
+		a.stopDepth = 2
+		a.run(start, mid)
+		split = a.stopped
+	}
+	top1, sh1, err1, _ := scanFrom(doc, 0, false, -1, lim)
+	top2, sh2, err2, ok := scanSplitObject(doc, start, lim)
+	if !ok {
+		return split
+	}
+	if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+		t.Fatalf("one scan: %v, split: %v, for %.300q", err1, err2, doc)
+	}
+	if err1 != nil {
+		return split
+	}
+	opt := cmp.AllowUnexported(Child{}, Span{})
+	cmpShape := func(what string, a, b *Shape) {
+		t.Helper()
+		k := min(a.Count, 2)
+		if a.Count != b.Count || a.Depth != b.Depth || a.Largest != b.Largest {
+			t.Fatalf("%s: count %d/%d depth %d/%d largest %v/%v for %.300q", what, a.Count, b.Count, a.Depth, b.Depth, a.Largest, b.Largest, doc)
+		}
+		if diff := cmp.Diff(a.Head, b.Head, opt); diff != "" {
+			t.Fatalf("%s: head (-one +split):\n%s\nfor %.300q", what, diff, doc)
+		}
+		if diff := cmp.Diff(a.Last(k), b.Last(k), opt); diff != "" {
+			t.Fatalf("%s: tail (-one +split):\n%s\nfor %.300q", what, diff, doc)
+		}
+	}
+	if top1 != top2 {
+		t.Fatalf("top %v/%v for %.300q", top1, top2, doc)
+	}
+	cmpShape("object", &sh1, &sh2)
+	if !slices.Equal(sh1.Blocks, sh2.Blocks) {
+		t.Fatalf("key blocks %v / %v for %.300q", sh1.Blocks, sh2.Blocks, doc)
+	}
+	if sh2.Nested == nil {
+		return split // allowed: the caller scans the member again
+	}
+	if sh1.Nested == nil || sh1.NestedVal != sh2.NestedVal {
+		t.Fatalf("nested %v at %v, split %v at %v, for %.300q", sh1.Nested != nil, sh1.NestedVal, sh2.Nested != nil, sh2.NestedVal, doc)
+	}
+	n1, n2 := sh1.Nested, sh2.Nested
+	cmpShape("nested", n1, n2)
+	if !slices.Equal(n1.Blocks, n2.Blocks) {
+		t.Fatalf("nested key blocks %v / %v for %.300q", n1.Blocks, n2.Blocks, doc)
+	}
+	if part := sh2.NestedVal.Of(doc); part[0] == '[' {
+		checkItemsOf(t, part, doc, n2.Items, 8)
+		// Marks may fall elsewhere than one scan's (the second half marks
+		// its first item), but each is an item's start, in order.
+		var starts []int
+		EachChildAt(doc, sh2.NestedVal.Start, func(_ []byte, at int) int {
+			starts = append(starts, at)
+			return SkipValue(doc, at)
+		})
+		prev := -1
+		for _, m := range n2.Marks {
+			if m.Item < 0 || m.Item >= len(starts) || starts[m.Item] != m.Off || m.Off <= prev {
+				t.Fatalf("nested mark %v (of %d items) after %d for %.300q", m, len(starts), prev, doc)
+			}
+			prev = m.Off
+		}
+	}
+	return split
 }
 
 // modelItems computes the Items of the valid top-level array d from the

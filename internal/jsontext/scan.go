@@ -229,6 +229,9 @@ const splitScanMin = 4 << 20
 // is not an array or no boundary was found, and the caller scans alone.
 func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 	start := SkipSpace(d, 0)
+	if start < len(d) && d[start] == '{' && lim.Nested && lim.Outline == 0 {
+		return scanSplitObject(d, start, lim)
+	}
 	if start >= len(d) || d[start] != '[' {
 		return top, sh, nil, false
 	}
@@ -256,6 +259,106 @@ func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 	}
 	top.End = r.top.End
 	return top, joinShapes(d, &sh, &r.sh, lim), nil, true
+}
+
+// canStop reports whether run, at the value at i (at stopDepth), is where
+// the second half of a split scan started: an item of a top-level array;
+// or an item of an array member of a top-level object, one the nesting
+// records, when the member's key began at least KeyBlockGap before i (so
+// that the next key, after the member, starts a key block of its own, as
+// it does in one scan).
+func (sc *scanner) canStop(i int) bool {
+	if sc.stopDepth == 1 {
+		return sc.stack[0] == '['
+	}
+	return sc.stack[0] == '{' && sc.stack[1] == '[' && sc.nest != nil && sc.nest.on &&
+		i-sc.curKey.Start >= KeyBlockGap
+}
+
+// scanSplitObject is scanSplit for a top-level object at start, when the
+// middle of d is likely inside a large array member of it (the rows of
+// {"object":"list","data":[…]}): the second half starts at a guessed item
+// of that array, inside the object and the array, and the first confirms
+// it by arriving there. The Shape is the object's with the member's Nested
+// shape joined from both halves; Nested is nil (and the caller scans the
+// member again) when members the second half recorded may have been past
+// the nestedMembers the nesting records.
+func scanSplitObject(d []byte, start int, lim Limits) (top Span, sh Shape, err error, ok bool) {
+	mid := guessItemStart(d, start+len(d)/2)
+	if mid < 0 {
+		return top, sh, nil, false
+	}
+	b := &scanner{d: d, level: level{head: lim.Head}, stack: []byte{'{', '['}, spanning: true, stopDepth: 1}
+	b.sh.ntail, b.sh.Depth = lim.Tail, 2
+	if lim.Head > 0 {
+		b.sh.Head = make([]Child, 0, min(lim.Head, 32))
+	}
+	if lim.Index {
+		b.keys = &keyIndexer{blocks: make(KeyBlocks, 0, (len(d)-mid)/KeyBlockGap+1)}
+	}
+	b.nest = &nesting{lim: lim, on: true}
+	b.nest.reset(d, mid, '[')
+	b.nest.cur.markNext, b.nest.cur.sh.Depth = mid, 1 // its first item is marked, as in an array's second half
+	type result struct {
+		end int
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		end, err := b.run(mid, -1)
+		second <- result{end, err}
+	}()
+	a := newScanner(d, start, false, lim)
+	a.stopDepth = 2
+	top.Start = start
+	top.End, err = a.run(start, mid)
+	r := <-second // always wait: no goroutine outlives the call
+	if !a.stopped {
+		return top, a.shape(err), err, true // the guess was wrong; the first scan did it all
+	}
+	if r.err != nil {
+		return top, sh, r.err, true
+	}
+	top.End = r.end
+	return top, joinObject(d, a, b, lim), nil, true
+}
+
+// joinObject returns the Shape of the object scanned by a, up to an item
+// of its array member m, and by b, from that item to the end.
+func joinObject(d []byte, a, b *scanner, lim Limits) Shape {
+	m := Child{Key: a.curKey, Val: Span{a.curStart, b.spanEnd}}
+	a.sh.add(m, a.head, true)
+	bsh := b.shape(nil)
+	sh := joinShapes(d, &a.sh, &bsh, lim)
+	if a.keys != nil {
+		sh.Blocks = append(a.keys.blocks, b.keys.blocks...) // made large enough for the whole object
+	}
+	// m's own shape, from both halves.
+	first, second := a.nest.cur.sh, b.span.sh
+	first.Items, second.Items = a.nest.cur.items.items(), b.span.items.items()
+	ms := joinShapes(d, &first, &second, lim)
+	// The largest of the members before m (a's best), m, and those after
+	// (b's best, when it is known to be among those the nesting records).
+	size := func(s Span) int { return s.End - s.Start }
+	var best *Shape
+	var val Span
+	if a.nest.bestVal.End != 0 {
+		best, val = &a.nest.best.sh, a.nest.bestVal
+	}
+	if size(m.Val) > size(val) {
+		best, val = &ms, m.Val
+	}
+	if after := b.nest.bestVal; after.End != 0 && size(after) > size(val) {
+		if b.nest.bestAt > nestedMembers-a.nest.members {
+			return sh // it may not be; nor is the largest of those that are known
+		}
+		best, val = &b.nest.best.sh, after
+	}
+	if best != nil {
+		n := nesting{best: level{sh: *best}, bestVal: val}
+		sh.Nested, sh.NestedVal = n.shape()
+	}
+	return sh
 }
 
 // guessItemStart returns the first offset at or after from that follows
@@ -336,12 +439,21 @@ func (sc *scanner) index(lim Limits, i int, inArray bool) {
 // array starts exactly at offset stop, and gives up stopping once it has
 // gone past it.
 func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
-	sc := scanner{d: d, level: level{head: lim.Head}}
+	i := SkipSpace(d, from)
+	sc := newScanner(d, i, inArray, lim)
+	top.Start = i
+	top.End, err = sc.run(i, stop)
+	return top, sc.shape(err), err, sc.stopped
+}
+
+// newScanner returns the scanner of scanFrom for a value at i (inArray:
+// an item of a top-level array), before it runs.
+func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
+	sc := &scanner{d: d, level: level{head: lim.Head}, stopDepth: 1}
 	sc.sh.ntail = lim.Tail
 	if lim.Head > 0 {
 		sc.sh.Head = make([]Child, 0, min(lim.Head, 32)) // one allocation, not a growing one
 	}
-	i := SkipSpace(d, from)
 	if inArray || i < len(d) && d[i] == '[' {
 		sc.items = &itemsScan{max: lim.Keys}
 	}
@@ -360,9 +472,12 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 			sc.open[l] = -1
 		}
 	}
-	top.Start = i
-	top.End, err = sc.run(i, stop)
-	sh = sc.sh
+	return sc
+}
+
+// shape returns the Shape the scanner recorded, complete when err is nil.
+func (sc *scanner) shape(err error) Shape {
+	sh := sc.sh
 	if sc.keys != nil && err == nil {
 		sh.Blocks = sc.keys.blocks
 	}
@@ -372,7 +487,7 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 	if sc.nest != nil && err == nil {
 		sh.Nested, sh.NestedVal = sc.nest.shape()
 	}
-	return top, sh, err, sc.stopped
+	return sh
 }
 
 // run scans from i to the end of the document, or until an item of a
@@ -392,14 +507,14 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		if l := len(sc.stack); l != 0 && l <= sc.desc {
 			sc.record(i)
 		}
-		if len(sc.stack) == 1 {
-			if i >= stop && stop >= 0 {
-				if i == stop && sc.stack[0] == '[' {
-					sc.stopped = true
-					return i, nil
-				}
-				stop = -1
+		if stop >= 0 && i >= stop && len(sc.stack) == sc.stopDepth {
+			if i == stop && sc.canStop(i) {
+				sc.stopped = true
+				return i, nil
 			}
+			stop = -1
+		}
+		if len(sc.stack) == 1 {
 			sc.level.begin(d, i)
 			if sc.nest != nil {
 				sc.nest.member(d, i)
@@ -449,6 +564,16 @@ type scanner struct {
 	stream  bool     // the input is a stream of values, the top-level "array" of ScanStream
 	stopped bool     // run stopped at its stop offset
 	nest    *nesting // with Limits.Nested, for a top-level object
+	// stopDepth is the depth of the stack at which run may stop: 1 for an
+	// item of a top-level array, 2 for one of an array member of a
+	// top-level object (see scanSplitObject).
+	stopDepth int
+	// With spanning, the scan starts inside an array member of a
+	// top-level object (the second half of scanSplitObject): when that
+	// member ends, at spanEnd, the nesting's record of it moves to span.
+	spanning bool
+	spanEnd  int
+	span     level
 	// The outline: values at depth 1 to desc are recorded (desc is 0
 	// when there is no outline); open[l] is the part of the value at
 	// depth l while it is open and recorded, and -1 otherwise; outKey[l]
@@ -524,6 +649,7 @@ type nesting struct {
 	on        bool  // a member is being recorded, in cur
 	cur, best level // best holds the largest member so far, from bestVal
 	bestVal   Span
+	bestAt    int // the number of members recorded when best was
 	members   int // recorded so far
 	// What cur does not use for the member it records: an array's items
 	// and an object's key indexer, kept for the next member of that kind.
@@ -540,6 +666,12 @@ func (n *nesting) member(d []byte, i int) {
 		return
 	}
 	n.members++
+	n.reset(d, i, c)
+}
+
+// reset sets cur up to record a member that starts at i with c, '[' or
+// '{'.
+func (n *nesting) reset(d []byte, i int, c byte) {
 	lv := &n.cur
 	// An object's Marks stay empty: the slice is only kept for reuse.
 	sh := Shape{Head: lv.sh.Head[:0], ntail: n.lim.Tail, Marks: lv.sh.Marks[:0]}
@@ -588,7 +720,7 @@ func (n *nesting) done(start, end int) {
 		return
 	}
 	n.cur, n.best = n.best, n.cur
-	n.bestVal = Span{start, end}
+	n.bestVal, n.bestAt = Span{start, end}, n.members
 	b := &n.best
 	if b.items != nil {
 		b.sh.Items = b.items.items()
@@ -704,6 +836,13 @@ func (sc *scanner) next(i int) (int, error) {
 			}
 			return i, nil
 		case 1:
+			if sc.spanning {
+				// The member this scan started in ended: its start and key
+				// are the first half's.
+				sc.spanning, sc.spanEnd = false, i
+				sc.span, sc.nest.cur, sc.nest.on = sc.nest.cur, level{}, false
+				break
+			}
 			sc.level.end(i)
 			if sc.nest != nil && sc.nest.on {
 				sc.nest.done(sc.curStart, i)

@@ -219,3 +219,44 @@ func TestScanNestedMemory(t *testing.T) {
 		t.Errorf("Scan of a %d-byte object of small members allocated %d bytes with Nested, %d without; want at most 64 KiB more", len(d), with, without)
 	}
 }
+
+// TestScanSplitObject: the documents FuzzScanSplitObject builds do split,
+// and Scan splits a large envelope to the same Shape as one scan.
+func TestScanSplitObject(t *testing.T) {
+	for _, data := range []string{`1`, `[{"x":1},{"y":[2]}]`, `{"a":"` + strings.Repeat("b", 3000) + `"}`} {
+		doc := fmt.Appendf(nil, `{"h":%s,"rows":[%s{"j":%s},{"k":1}],"t":%s}`, data, strings.Repeat(`{"i":0},`, 400), data, data)
+		if !checkSplitObject(t, doc) {
+			t.Errorf("no split of %.100q…", doc)
+		}
+	}
+	// A member after the split that is larger than the one split, but
+	// past the first nestedMembers arrays and objects of the object, which
+	// one scan does not record: the split scan cannot tell which of those
+	// before it is the largest, and records no Nested.
+	var late strings.Builder
+	late.WriteString(`{"s":"` + strings.Repeat("s", 6000) + `","p0":[0],"p1":[1],"p2":[2],"p3":[3],"rows":[` + strings.Repeat(`{"i":0},`, 500) + `{"i":1}]`)
+	for i := range nestedMembers - 4 {
+		fmt.Fprintf(&late, `,"m%d":[%d]`, i, i)
+	}
+	late.WriteString(`,"later":[` + strings.Repeat(`[1,2,3],`, 700) + `[]]}`)
+	if !checkSplitObject(t, []byte(late.String())) {
+		t.Errorf("no split of the document with late members")
+	}
+	if _, sh, _, _ := scanSplitObject([]byte(late.String()), 0, Limits{Index: true, Nested: true}); sh.Nested != nil {
+		t.Errorf("split scan recorded %v as the largest member", sh.NestedVal)
+	}
+	var rows strings.Builder
+	for i := 0; rows.Len() < splitScanMin; i++ {
+		fmt.Fprintf(&rows, `{"id":%d,"name":"n%d","tags":["a"]},`, i, i)
+	}
+	doc := []byte(`{"object":"list","data":[` + rows.String() + `{}],"has_more":false}`)
+	lim := Limits{Head: 5, Tail: 2, Keys: 8, Index: true, Nested: true}
+	_, sh, err := Scan(doc, lim)
+	_, one, err1, _ := scanFrom(doc, 0, false, -1, lim)
+	if err != nil || err1 != nil || sh.Nested == nil || sh.NestedVal != one.NestedVal || sh.Nested.Count != one.Nested.Count || sh.Count != one.Count {
+		t.Fatalf("Scan %v %+v, one scan %v %+v", err, sh.NestedVal, err1, one.NestedVal)
+	}
+	if !checkSplitObject(t, doc) {
+		t.Errorf("no split of the envelope")
+	}
+}
