@@ -171,7 +171,9 @@ func SkipSpace(d []byte, i int) int {
 // offset of the problem.
 //
 // A top-level array of at least 4 MiB is scanned by two goroutines when
-// GOMAXPROCS allows, each over about half of it; both have ended when Scan
+// GOMAXPROCS allows, each over about half of it, and so is, with
+// lim.Nested (and no Outline), an object of at least 4 MiB whose middle
+// falls among the items of an array member; both have ended when Scan
 // returns.
 func Scan(d []byte, lim Limits) (top Span, sh Shape, err error) {
 	lim.Tail = min(max(lim.Tail, 0), MaxTail)
