@@ -211,7 +211,11 @@ func (s *itemsScan) keyID(d []byte, k Span) int {
 const keysCompared = 16
 
 // mergeItems returns the Items of an array whose items are those of a
-// followed by those of b, both of document d, keeping at most max keys.
+// followed by those of b, both of document d, keeping at most max keys;
+// or nil when b's cannot be told apart so: b tracked some fields as
+// Untracked that may have had keys a tracks (b, scanned alone, had
+// filled its Keys before it met them). The second half of a split scan
+// tracks more keys (secondHalfKeys) so that this is rare.
 func mergeItems(d []byte, a, b *Items, max int) *Items {
 	out := &Items{Kinds: a.Kinds | b.Kinds, Objects: a.Objects + b.Objects, Untracked: a.Untracked + b.Untracked}
 	out.Keys = append(out.Keys, a.Keys...)
@@ -219,8 +223,12 @@ func mergeItems(d []byte, a, b *Items, max int) *Items {
 	for i, k := range a.Keys {
 		ids[string(k.Key.Of(d))] = i
 	}
+	found := 0 // of a's keys, among b's
 	for _, k := range b.Keys {
 		if i, ok := ids[string(k.Key.Of(d))]; ok {
+			if i < len(a.Keys) {
+				found++
+			}
 			out.Keys[i].Kinds |= k.Kinds
 			out.Keys[i].Count += k.Count
 			continue
@@ -232,5 +240,13 @@ func mergeItems(d []byte, a, b *Items, max int) *Items {
 		ids[string(k.Key.Of(d))] = len(out.Keys)
 		out.Keys = append(out.Keys, k)
 	}
+	if b.Untracked > 0 && found < len(a.Keys) {
+		return nil
+	}
 	return out
 }
+
+// secondHalfKeys is how many keys the second half of a split scan tracks
+// for max kept: more than the first, so that the keys the first tracks are
+// among them (see mergeItems).
+func secondHalfKeys(max int) int { return 2*max + 16 }

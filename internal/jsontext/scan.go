@@ -173,8 +173,12 @@ func SkipSpace(d []byte, i int) int {
 // A top-level array of at least 4 MiB is scanned by two goroutines when
 // GOMAXPROCS allows, each over about half of it, and so is, with
 // lim.Nested (and no Outline), an object of at least 4 MiB whose middle
-// falls among the items of an array member; both have ended when Scan
-// returns.
+// falls among the items of an array member that Nested records, when the
+// member's key is at least a KiB before the middle (see scanSplitObject);
+// both have ended when Scan returns. The Shape is one scan's, but for the
+// Marks of a split array (or Nested member), which mark the first item of
+// the second half too, and for a Nested member the split cannot tell (nil:
+// see joinObject).
 func Scan(d []byte, lim Limits) (top Span, sh Shape, err error) {
 	lim.Tail = min(max(lim.Tail, 0), MaxTail)
 	if len(d) >= splitScanMin && runtime.GOMAXPROCS(0) > 1 {
@@ -260,7 +264,14 @@ func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 		return top, sh, r.err, true
 	}
 	top.End = r.top.End
-	return top, joinShapes(d, &sh, &r.sh, lim), nil, true
+	joined := joinShapes(d, &sh, &r.sh, lim)
+	if joined.Items == nil {
+		// The items' keys cannot be counted from the halves (mergeItems):
+		// one scan does it all.
+		top, sh, err, _ = scanFrom(d, 0, false, -1, lim)
+		return top, sh, err, true
+	}
+	return top, joined, nil, true
 }
 
 // canStop reports whether run, at the value at i (at stopDepth), is where
@@ -301,6 +312,7 @@ func scanSplitObject(d []byte, start int, lim Limits) (top Span, sh Shape, err e
 	b.nest = &nesting{lim: lim, on: true}
 	b.nest.reset(d, mid, '[')
 	b.nest.cur.markNext, b.nest.cur.sh.Depth = mid, 1 // its first item is marked, as in an array's second half
+	b.nest.cur.items.max = secondHalfKeys(lim.Keys)
 	type result struct {
 		end int
 		err error
@@ -348,6 +360,9 @@ func joinObject(d []byte, a, b *scanner, lim Limits) Shape {
 		best, val = &a.nest.best.sh, a.nest.bestVal
 	}
 	if size(m.Val) > size(val) {
+		if ms.Items == nil {
+			return sh // m's items' keys cannot be counted from the halves (mergeItems)
+		}
 		best, val = &ms, m.Val
 	}
 	if after := b.nest.bestVal; after.End != 0 && size(after) > size(val) {
@@ -382,7 +397,8 @@ func guessItemStart(d []byte, from int) int {
 }
 
 // joinShapes returns the shape of an array of d whose items are those of
-// a followed by those of b.
+// a followed by those of b; its Items are nil when mergeItems cannot tell
+// them.
 func joinShapes(d []byte, a, b *Shape, lim Limits) Shape {
 	sh := Shape{Count: a.Count + b.Count, Head: a.Head, ntail: a.ntail, Largest: a.Largest, Depth: max(a.Depth, b.Depth)}
 	for _, c := range b.Head {
@@ -456,7 +472,10 @@ func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
 	if lim.Head > 0 {
 		sc.sh.Head = make([]Child, 0, min(lim.Head, 32)) // one allocation, not a growing one
 	}
-	if inArray || i < len(d) && d[i] == '[' {
+	switch {
+	case inArray: // the second half of a split scan
+		sc.items = &itemsScan{max: secondHalfKeys(lim.Keys)}
+	case i < len(d) && d[i] == '[':
 		sc.items = &itemsScan{max: lim.Keys}
 	}
 	if inArray {

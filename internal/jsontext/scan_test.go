@@ -260,3 +260,39 @@ func TestScanSplitObject(t *testing.T) {
 		t.Errorf("no split of the envelope")
 	}
 }
+
+// TestSplitItemKeys: when the second half of a split scan meets more
+// distinct keys than it tracks before a key the first half tracks, the
+// counts cannot be merged: the array is scanned again, whole, and an
+// object's member gets no Nested, rather than a key's fields counted as
+// untracked (which made a key every item has look optional).
+func TestSplitItemKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	for range 200 {
+		b.WriteString(`{"x":1},`)
+	}
+	for i := range 200 {
+		fmt.Fprintf(&b, `{"k%d":1},`, i)
+	}
+	b.WriteString(`{"x":1}]`)
+	arr := []byte(b.String())
+	lim := Limits{Head: 3, Tail: 2, Keys: 8, Index: true, Nested: true}
+	_, sh, err, ok := scanSplit(arr, lim)
+	if !ok || err != nil {
+		t.Fatalf("scanSplit: %v %v", ok, err)
+	}
+	checkItems(t, arr, sh.Items, 8)
+	obj := []byte(`{"pad":"` + strings.Repeat("p", 1500) + `","rows":` + b.String() + `}`)
+	if !checkSplitObject(t, obj) {
+		t.Errorf("no split of %.100q…", obj)
+	}
+	// The review's case: one key kept, split before another key.
+	small := []byte(`{"pad":"` + strings.Repeat("p", 1500) + `","rows":[` + strings.Repeat(`{"x":1},`, 400) + `{"y":1},{"x":1}]}`)
+	lim1 := Limits{Keys: 1, Nested: true}
+	_, one, _, _ := scanFrom(small, 0, false, -1, lim1)
+	_, two, _, _ := scanSplitObject(small, 0, lim1)
+	if two.Nested != nil && (two.Nested.Items.Keys[0].Count != one.Nested.Items.Keys[0].Count || two.Nested.Items.Untracked != one.Nested.Items.Untracked) {
+		t.Errorf("split items %+v, one scan %+v", *two.Nested.Items, *one.Nested.Items)
+	}
+}
