@@ -301,11 +301,8 @@ func scanSplitObject(d []byte, start int, lim Limits) (top Span, sh Shape, err e
 	if mid < 0 {
 		return top, sh, nil, false
 	}
-	b := &scanner{d: d, level: level{head: lim.Head}, stack: []byte{'{', '['}, spanning: true, stopDepth: 1}
-	b.sh.ntail, b.sh.Depth = lim.Tail, 2
-	if lim.Head > 0 {
-		b.sh.Head = make([]Child, 0, min(lim.Head, 32))
-	}
+	b := &scanner{d: d, level: newLevel(lim), stack: []byte{'{', '['}, spanning: true, stopDepth: 1}
+	b.sh.Depth = 2
 	if lim.Index {
 		b.keys = &keyIndexer{blocks: make(KeyBlocks, 0, (len(d)-mid)/KeyBlockGap+1)}
 	}
@@ -372,8 +369,8 @@ func joinObject(d []byte, a, b *scanner, lim Limits) Shape {
 		best, val = &b.nest.best.sh, after
 	}
 	if best != nil {
-		n := nesting{best: level{sh: *best}, bestVal: val}
-		sh.Nested, sh.NestedVal = n.shape()
+		cutToLength(best)
+		sh.Nested, sh.NestedVal = best, val
 	}
 	return sh
 }
@@ -467,11 +464,7 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 // newScanner returns the scanner of scanFrom for a value at i (inArray:
 // an item of a top-level array), before it runs.
 func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
-	sc := &scanner{d: d, level: level{head: lim.Head}, stopDepth: 1}
-	sc.sh.ntail = lim.Tail
-	if lim.Head > 0 {
-		sc.sh.Head = make([]Child, 0, min(lim.Head, 32)) // one allocation, not a growing one
-	}
+	sc := &scanner{d: d, level: newLevel(lim), stopDepth: 1}
 	switch {
 	case inArray: // the second half of a split scan
 		sc.items = &itemsScan{max: secondHalfKeys(lim.Keys)}
@@ -604,6 +597,17 @@ type scanner struct {
 	outMax  int
 	open    [MaxOutlineDepth + 1]int
 	outKey  [MaxOutlineDepth + 1]Span
+}
+
+// newLevel returns the level that records the children of a top-level
+// value as lim asks.
+func newLevel(lim Limits) level {
+	lv := level{head: lim.Head}
+	lv.sh.ntail = lim.Tail
+	if lim.Head > 0 {
+		lv.sh.Head = make([]Child, 0, min(lim.Head, 32)) // one allocation, not a growing one
+	}
+	return lv
 }
 
 // A level records the Shape of the children of one container as the scan
@@ -757,14 +761,20 @@ func (n *nesting) shape() (*Shape, Span) {
 	if n.bestVal.End == 0 {
 		return nil, Span{}
 	}
-	sh := &n.best.sh
+	cutToLength(&n.best.sh)
+	return &n.best.sh, n.bestVal
+}
+
+// cutToLength copies the marks and key blocks of sh into slices of their
+// length, when they have room to spare: those of a nested member were
+// made with room for the rest of the document.
+func cutToLength(sh *Shape) {
 	if cap(sh.Marks) > len(sh.Marks) {
 		sh.Marks = append(Marks(nil), sh.Marks...)
 	}
 	if cap(sh.Blocks) > len(sh.Blocks) {
 		sh.Blocks = append(KeyBlocks(nil), sh.Blocks...)
 	}
-	return sh, n.bestVal
 }
 
 // record adds the value that starts at i to the outline, and descends
