@@ -372,14 +372,19 @@ func mirrorsRawText(res *rawResult) bool {
 	if res.structured[0] != '{' {
 		return false
 	}
+	// The members are read up to the first that rules it out, so that a
+	// large first member that is not a string is not read at all.
 	var member []byte
-	n := 0
-	jsontext.EachChild(res.structured, func(_, v []byte) bool {
-		n++
-		member = v
-		return n == 1
+	one := true
+	jsontext.EachChildAt(res.structured, 0, func(_ []byte, at int) int {
+		if one = member == nil && res.structured[at] == '"'; !one {
+			return -1
+		}
+		end := jsontext.SkipString(res.structured, at)
+		member = res.structured[at:end]
+		return end
 	})
-	if n != 1 || member[0] != '"' {
+	if !one || member == nil {
 		return false
 	}
 	if len(res.texts) == 1 && bytes.Equal(member, res.texts[0]) {
