@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -163,9 +164,12 @@ func TestLineConnTooLarge(t *testing.T) {
 
 // TestReadLineLong reads lines around the size at which readLine reads
 // into blocks, whole and past a bound: a line within the bound comes back
-// byte for byte, one past it as its head and tail.
+// byte for byte, one past it as its head and tail. The stream is read in
+// pieces of several sizes, and with its end reported with the last bytes,
+// so that long lines end in the middle of a read, with the next line's
+// bytes and the end of the stream in the same read.
 func TestReadLineLong(t *testing.T) {
-	sizes := []int{0, 1, idWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345}
+	sizes := []int{0, 1, idWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345, 5, 2*lineBlock + 7, 0, idWindow}
 	var in bytes.Buffer
 	var lines [][]byte
 	for i, n := range sizes {
@@ -178,37 +182,66 @@ func TestReadLineLong(t *testing.T) {
 		in.WriteByte('\n')
 	}
 	stream := in.Bytes()
-	for _, server := range []bool{true, false} { // the client side maps long lines on Linux
-		for _, bound := range []int{-1, lineBlock + 1, 2 * lineBlock} {
-			c := newLineConn(bytes.NewReader(stream), io.Discard, nil, bound, server, nil)
-			for _, want := range lines {
-				ln, err := c.readLine()
-				if err != nil {
-					t.Fatalf("bound %d: line of %d: %v", bound, len(want), err)
-				}
-				if ln.size != len(want) {
-					t.Errorf("bound %d: size %d, want %d", bound, ln.size, len(want))
-				}
-				if mapped := ln.free != nil; mapped != (!server && len(want) > lineBlock && runtime.GOOS == "linux" && !ln.over) {
-					t.Errorf("server %v, bound %d: line of %d mapped: %v", server, bound, len(want), mapped)
-				}
-				if bound < 0 || len(want) <= bound {
-					if ln.over || !bytes.Equal(ln.data, want) {
-						t.Errorf("bound %d: line of %d read as %d bytes (over %v)", bound, len(want), len(ln.data), ln.over)
-					}
-					if ln.free != nil {
-						ln.free()
-					}
-					continue
-				}
-				if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
-					t.Errorf("bound %d: line of %d past it: over %v, head and tail not the line's", bound, len(want), ln.over)
-				}
-			}
-			if _, err := c.readLine(); err != io.EOF {
-				t.Errorf("bound %d: after the last line: %v", bound, err)
+	readers := map[string]func() io.Reader{
+		"whole":      func() io.Reader { return bytes.NewReader(stream) },
+		"halves":     func() io.Reader { return iotest.HalfReader(bytes.NewReader(stream)) },
+		"end with":   func() io.Reader { return iotest.DataErrReader(bytes.NewReader(stream)) },
+		"odd pieces": func() io.Reader { return &pieceReader{b: stream, n: 77777} },
+	}
+	for name, reader := range readers {
+		for _, server := range []bool{true, false} { // the client side maps long lines on Linux
+			for _, bound := range []int{-1, lineBlock + 1, 2 * lineBlock} {
+				readLines(t, name, newLineConn(reader(), io.Discard, nil, bound, server, nil), lines, server, bound)
 			}
 		}
+	}
+}
+
+// pieceReader reads b n bytes at a time.
+type pieceReader struct {
+	b []byte
+	n int
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.n)], r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// readLines reads lines from c, each whole or, past bound, as its head
+// and tail, and then the end of the stream.
+func readLines(t *testing.T, reader string, c *lineConn, lines [][]byte, server bool, bound int) {
+	t.Helper()
+	for _, want := range lines {
+		ln, err := c.readLine()
+		if err != nil {
+			t.Fatalf("%s, bound %d: line of %d: %v", reader, bound, len(want), err)
+		}
+		if ln.size != len(want) {
+			t.Errorf("%s, bound %d: size %d, want %d", reader, bound, ln.size, len(want))
+		}
+		if mapped := ln.free != nil; mapped != (!server && len(want) > lineBlock && runtime.GOOS == "linux" && !ln.over) {
+			t.Errorf("%s, server %v, bound %d: line of %d mapped: %v", reader, server, bound, len(want), mapped)
+		}
+		if bound < 0 || len(want) <= bound {
+			if ln.over || !bytes.Equal(ln.data, want) {
+				t.Errorf("%s, bound %d: line of %d read as %d bytes (over %v)", reader, bound, len(want), len(ln.data), ln.over)
+			}
+			if ln.free != nil {
+				ln.free()
+			}
+			continue
+		}
+		if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
+			t.Errorf("%s, bound %d: line of %d past it: over %v, head and tail not the line's", reader, bound, len(want), ln.over)
+		}
+	}
+	if _, err := c.readLine(); err != io.EOF {
+		t.Errorf("%s, bound %d: after the last line: %v", reader, bound, err)
 	}
 }
 
