@@ -298,16 +298,32 @@ func joinText(content []mcp.Content) (string, bool) {
 // mirrorsText reports whether structured content is only the text again: an
 // object with a single string member equal to text.
 func mirrorsText(structured json.RawMessage, text string) bool {
-	if jsontext.Valid(structured) != nil || structured[jsontext.SkipSpace(structured, 0)] != '{' {
+	if jsontext.Valid(structured) != nil {
 		return false
 	}
-	n, same := 0, false
-	jsontext.EachChild(structured[jsontext.SkipSpace(structured, 0):], func(_, v []byte) bool {
-		n++
-		same = v[0] == '"' && jsontext.KeyEquals(v, text)
-		return n == 1
+	member, ok := onlyStringMember(structured[jsontext.SkipSpace(structured, 0):])
+	return ok && jsontext.KeyEquals(member, text)
+}
+
+// onlyStringMember returns the JSON string that is the only member of the
+// valid value v, when v is an object with one member and that member is a
+// string. It reads the members only up to the first that rules this out,
+// so that a large first member that is not a string is not read at all.
+func onlyStringMember(v []byte) ([]byte, bool) {
+	if v[0] != '{' {
+		return nil, false
+	}
+	var member []byte
+	one := true
+	jsontext.EachChildAt(v, 0, func(_ []byte, at int) int {
+		if one = member == nil && v[at] == '"'; !one {
+			return -1
+		}
+		end := jsontext.SkipString(v, at)
+		member = v[at:end]
+		return end
 	})
-	return n == 1 && same
+	return member, one && member != nil
 }
 
 // handleLine is the text block appended to a result shown whole; it says

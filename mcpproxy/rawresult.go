@@ -369,22 +369,8 @@ const compareApart = 1 << 20
 // mirrorsRawText is mirrorsText for a raw result: its structured content is
 // an object with a single string member whose text is the blocks' text.
 func mirrorsRawText(res *rawResult) bool {
-	if res.structured[0] != '{' {
-		return false
-	}
-	// The members are read up to the first that rules it out, so that a
-	// large first member that is not a string is not read at all.
-	var member []byte
-	one := true
-	jsontext.EachChildAt(res.structured, 0, func(_ []byte, at int) int {
-		if one = member == nil && res.structured[at] == '"'; !one {
-			return -1
-		}
-		end := jsontext.SkipString(res.structured, at)
-		member = res.structured[at:end]
-		return end
-	})
-	if !one || member == nil {
+	member, ok := onlyStringMember(res.structured)
+	if !ok {
 		return false
 	}
 	if len(res.texts) == 1 && bytes.Equal(member, res.texts[0]) {

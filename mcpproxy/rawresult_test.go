@@ -337,6 +337,8 @@ func FuzzParseRaw(f *testing.F) {
 	f.Add([]byte(`{"content":[{"type":"text","type":"text","text":"a\ud83d\ude00"},{"text":"b","type":"text","annotations":{"x":[1]}}],"isError":false}`))
 	f.Add([]byte(`{"content":[[{"type":"text","text":"a"}]],"structuredContent":{"content":"a"}}`))
 	f.Add([]byte(` {"cont\u0065nt":[{"type":"text","text":"x"}],"_meta":null}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u0062"}],"structuredContent":{"k":"a\nb"}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"structuredContent":{"k":"a","l":"a"}}`))
 	f.Fuzz(func(t *testing.T, r []byte) {
 		if !json.Valid(r) || jsontext.Valid(r) != nil {
 			return
@@ -375,6 +377,20 @@ func FuzzParseRaw(f *testing.F) {
 		}
 		if (res.structured != nil) != (want.StructuredContent != nil) {
 			t.Fatalf("parseRaw(%s): structured %s, the SDK's %v", r, res.structured, want.StructuredContent)
+		}
+		if text, _ := joinText(want.Content); res.structured != nil {
+			// Read every member whole: one member, a string, the text.
+			n, same := 0, false
+			if res.structured[0] == '{' {
+				jsontext.EachChild(res.structured, func(_, v []byte) bool {
+					n++
+					same = v[0] == '"' && string(jsontext.AppendUnquoted(nil, v)) == text
+					return true
+				})
+			}
+			if mirrors := n == 1 && same; mirrorsRawText(&res) != mirrors || mirrorsText(res.structured, text) != mirrors {
+				t.Fatalf("parseRaw(%s): mirrorsRawText %v, mirrorsText %v; want %v", r, mirrorsRawText(&res), mirrorsText(res.structured, text), mirrors)
+			}
 		}
 	})
 }
