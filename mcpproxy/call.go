@@ -323,7 +323,10 @@ func onlyStringMember(v []byte) ([]byte, bool) {
 		member = v[at:end]
 		return end
 	})
-	return member, one && member != nil
+	if !one || member == nil {
+		return nil, false
+	}
+	return member, true
 }
 
 // handleLine is the text block appended to a result shown whole; it says

@@ -436,3 +436,32 @@ func TestSalvageDeepResult(t *testing.T) {
 		t.Errorf("error %q, want it to say %q", resp.Error, want)
 	}
 }
+
+// TestOnlyStringMember: a mirror's structured content is an object of one
+// string member; anything else is not one, however its members are spaced
+// or escaped.
+func TestOnlyStringMember(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"content":"a log"}`:               `"a log"`,
+		`{ "k" : "x\"}" }`:                  `"x\"}"`,
+		`{"\u006b":"\u0078"}`:               `"\u0078"`,
+		`{}`:                                "",
+		`{ }`:                               "",
+		`{"a":"x","a":"x"}`:                 "",
+		`{"a":"x","b":"x"}`:                 "",
+		`{"a":"x","b":1}`:                   "",
+		`{"a":[1],"b":"x"}`:                 "",
+		`{"a":{"b":"x"}}`:                   "",
+		`{"a":null}`:                        "",
+		`["x"]`:                             "",
+		`"x"`:                               "",
+		`{"rows":[` + `"x"` + `]}`:          "",
+		`{"a":"` + `\ud800` + `"}`:          `"\ud800"`,
+		`{"a":"x"` + "\n\t" + ` , "b":"y"}`: "",
+	} {
+		got, ok := onlyStringMember([]byte(in))
+		if string(got) != want || ok != (want != "") {
+			t.Errorf("onlyStringMember(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+}
