@@ -170,6 +170,9 @@ func FuzzQuote(f *testing.F) {
 		if n, _ := StringStats(q); n != len(s) || string(AppendUnquoted(nil, q)) != string(s) {
 			t.Fatalf("StringStats/AppendUnquoted disagree on %s", q)
 		}
+		if got := AppendUnquoted([]byte("prefix"), q); string(got) != "prefix"+string(s) {
+			t.Fatalf("AppendUnquoted(prefix, %s) = %q", q, got)
+		}
 		checkUnquotedFunc(t, q)
 	})
 }
