@@ -193,7 +193,9 @@ func hex4(b []byte) rune {
 
 // AppendUnquoted appends the decoding of the valid JSON string raw
 // (quotes included) to dst. When dst has less room than len(raw) bytes
-// (the most a decoding takes), it is grown by that much at once.
+// (the most a decoding takes), it is grown by that much at once. dst must
+// not overlap raw: its room past the decoding, up to len(raw) bytes, may
+// be written.
 func AppendUnquoted(dst, raw []byte) []byte {
 	return appendUnquotedBody(dst, raw[1:len(raw)-1])
 }
