@@ -314,16 +314,15 @@ func onlyStringMember(v []byte) ([]byte, bool) {
 		return nil, false
 	}
 	var member []byte
-	one := true
-	jsontext.EachChildAt(v, 0, func(_ []byte, at int) int {
-		if one = member == nil && v[at] == '"'; !one {
-			return -1
+	whole := jsontext.EachChildAt(v, 0, func(_ []byte, at int) int {
+		if member != nil || v[at] != '"' {
+			return -1 // a second member, or one not a string
 		}
 		end := jsontext.SkipString(v, at)
 		member = v[at:end]
 		return end
-	})
-	if !one || member == nil {
+	}) >= 0
+	if !whole || member == nil {
 		return nil, false
 	}
 	return member, true
