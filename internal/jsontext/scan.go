@@ -455,7 +455,8 @@ func (sc *scanner) index(lim Limits, i int, inArray bool) {
 // gone past it.
 func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
 	i := SkipSpace(d, from)
-	sc := newScanner(d, i, inArray, lim)
+	var sc scanner // on the stack: a small message is scanned without allocating it
+	sc.init(d, i, inArray, lim)
 	top.Start = i
 	top.End, err = sc.run(i, stop)
 	return top, sc.shape(err), err, sc.stopped
@@ -464,7 +465,14 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 // newScanner returns the scanner of scanFrom for a value at i (inArray:
 // an item of a top-level array), before it runs.
 func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
-	sc := &scanner{d: d, level: newLevel(lim), stopDepth: 1}
+	sc := new(scanner)
+	sc.init(d, i, inArray, lim)
+	return sc
+}
+
+// init sets up the zero scanner sc as newScanner does.
+func (sc *scanner) init(d []byte, i int, inArray bool, lim Limits) {
+	sc.d, sc.level, sc.stopDepth = d, newLevel(lim), 1
 	switch {
 	case inArray: // the second half of a split scan
 		sc.items = &itemsScan{max: secondHalfKeys(lim.Keys)}
@@ -486,7 +494,6 @@ func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
 			sc.open[l] = -1
 		}
 	}
-	return sc
 }
 
 // shape returns the Shape the scanner recorded, complete when err is nil.
