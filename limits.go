@@ -54,6 +54,9 @@ const (
 // of others. It also counts the JSON values in args (containers, strings
 // other than keys, numbers and literals).
 func checkLimits(args []byte) (vs []Violation, more, values int) {
+	if values, ok := withinLimits(args); ok {
+		return nil, 0, values
+	}
 	var w jsontext.Walker
 	report := func(problem string) {
 		if len(vs) == maxViolations {
@@ -83,6 +86,31 @@ func checkLimits(args []byte) (vs []Violation, more, values int) {
 	}
 	return vs, more, scalars + w.Containers()
 }
+
+// withinLimits reports whether the validated JSON args are within the
+// limits of validation, as checkLimits finds them, and counts their values:
+// the usual case, in one walk that allocates nothing (checkLimits' reports
+// would put its Walker on the heap). It stops at the first value past a
+// limit, which checkLimits then walks again to report.
+func withinLimits(args []byte) (values int, ok bool) {
+	var w jsontext.Walker
+	w.MaxDepth = maxArgsDepth
+	w.TooDeep = stopPastLimit
+	scalars := 0
+	err := w.Walk(args, func(start, end int) error {
+		scalars++
+		if c := args[start]; (c == '-' || '0' <= c && c <= '9') && checkNumber(args[start:end]) != "" {
+			return errPastLimit
+		}
+		return nil
+	})
+	return scalars + w.Containers(), err == nil
+}
+
+// errPastLimit stops withinLimits' walk at a value past a limit.
+var errPastLimit = errors.New("values: past a limit of validation")
+
+func stopPastLimit(int) error { return errPastLimit }
 
 // checkNumber checks the valid number d against maxNumberDigits and
 // maxNumberExponent, and returns what is wrong with it, if anything.
