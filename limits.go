@@ -48,15 +48,21 @@ const (
 )
 
 // checkLimits checks the validated JSON args against the limits of
-// validation in one pass, without recursion, and returns a violation for
-// each number and each container past a limit (what such a container
-// holds is not looked at), at most maxViolations of them, and the number
-// of others. It also counts the JSON values in args (containers, strings
-// other than keys, numbers and literals).
+// validation, without recursion, and returns a violation for each number
+// and each container past a limit (what such a container holds is not
+// looked at), at most maxViolations of them, and the number of others. It
+// also counts the JSON values in args (containers, strings other than
+// keys, numbers and literals). Arguments within the limits take one walk
+// and no allocation; others take a second walk, which reports.
 func checkLimits(args []byte) (vs []Violation, more, values int) {
-	if values, ok := withinLimits(args); ok {
-		return nil, 0, values
+	if n, ok := withinLimits(args); ok {
+		return nil, 0, n
 	}
+	return reportLimits(args)
+}
+
+// reportLimits is checkLimits for args past a limit.
+func reportLimits(args []byte) (vs []Violation, more, values int) {
 	var w jsontext.Walker
 	report := func(problem string) {
 		if len(vs) == maxViolations {
@@ -88,10 +94,9 @@ func checkLimits(args []byte) (vs []Violation, more, values int) {
 }
 
 // withinLimits reports whether the validated JSON args are within the
-// limits of validation, as checkLimits finds them, and counts their values:
-// the usual case, in one walk that allocates nothing (checkLimits' reports
-// would put its Walker on the heap). It stops at the first value past a
-// limit, which checkLimits then walks again to report.
+// limits of validation, and when they are, the number of values in them,
+// in one walk that allocates nothing (reportLimits' closures put its
+// Walker on the heap). It stops at the first value past a limit.
 func withinLimits(args []byte) (values int, ok bool) {
 	var w jsontext.Walker
 	w.MaxDepth = maxArgsDepth
@@ -110,6 +115,8 @@ func withinLimits(args []byte) (values int, ok bool) {
 // errPastLimit stops withinLimits' walk at a value past a limit.
 var errPastLimit = errors.New("values: past a limit of validation")
 
+// stopPastLimit is withinLimits' Walker.TooDeep: a function, not a
+// closure, so that the Walker stays on the stack.
 func stopPastLimit(int) error { return errPastLimit }
 
 // checkNumber checks the valid number d against maxNumberDigits and

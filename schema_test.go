@@ -198,6 +198,19 @@ func nested(n int, v string) string {
 
 func zeros(depth int) string { return strings.Repeat("/0", depth) }
 
+// Arguments within the limits are checked without allocating: every
+// call's arguments are.
+func TestCheckLimitsAllocs(t *testing.T) {
+	args := []byte(`{"path":"src/main.go","rows":[1,2.5,-3e2,{"id":"x","ok":true}],"deep":` + nested(20, "null") + `}`)
+	if n := testing.AllocsPerRun(10, func() {
+		if vs, more, values := checkLimits(args); len(vs) != 0 || more != 0 || values != 30 {
+			t.Fatalf("checkLimits = %v, %d, %d values", vs, more, values)
+		}
+	}); n != 0 {
+		t.Errorf("checkLimits allocated %v times, want 0", n)
+	}
+}
+
 // Arguments past a limit of validation are reported, each number and each
 // container past it by pointer, and not validated: no schema violation is
 // reported with them.

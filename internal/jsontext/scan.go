@@ -462,15 +462,16 @@ func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span,
 	return top, sc.shape(err), err, sc.stopped
 }
 
-// newScanner returns the scanner of scanFrom for a value at i (inArray:
-// an item of a top-level array), before it runs.
+// newScanner returns a scanner on the heap, set up by init (scanFrom
+// keeps its own on its stack), for a split scan's halves.
 func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
 	sc := new(scanner)
 	sc.init(d, i, inArray, lim)
 	return sc
 }
 
-// init sets up the zero scanner sc as newScanner does.
+// init sets up the zero scanner sc to scan the value at d[i] (inArray: an
+// item of a top-level array) as lim asks, before it runs.
 func (sc *scanner) init(d []byte, i int, inArray bool, lim Limits) {
 	sc.d, sc.level, sc.stopDepth = d, newLevel(lim), 1
 	switch {

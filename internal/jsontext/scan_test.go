@@ -29,6 +29,19 @@ func TestScanJSONAgreesWithEncodingJSON(t *testing.T) {
 
 // TestScanSplit checks both outcomes of the two-goroutine scan's guess of a
 // boundary between array items: confirmed, and wrong (inside an item).
+// Scan of a small message allocates only the Shape's Head and the stack of
+// open brackets, not its scanner: a proxy scans several per call.
+func TestScanSmallAllocs(t *testing.T) {
+	d := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"result","arguments":{"n":[1,2,3]}}}`)
+	if n := testing.AllocsPerRun(10, func() {
+		if _, sh, err := Scan(d, Limits{Head: 6}); err != nil || sh.Count != 4 {
+			t.Fatalf("Scan: %d members, %v", sh.Count, err)
+		}
+	}); n > 2 {
+		t.Errorf("Scan allocated %v times, want 2", n)
+	}
+}
+
 func TestScanSplit(t *testing.T) {
 	items := func(n int) string {
 		var b strings.Builder
