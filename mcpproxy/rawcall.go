@@ -572,22 +572,23 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		close(p.sent)
 		return
 	}
-	head := make([]byte, 0, 80)
-	head = append(head, `{"jsonrpc":"2.0","id":`...)
-	head = append(head, wireNum...)
-	head = append(head, `,"method":"tools/call","params":`...)
-	frame := append([][]byte{head}, params...)
-	frame = append(frame, []byte("}\n"))
-	size := 0
-	for _, p := range frame {
-		size += len(p)
+	const before, after = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":`
+	head := len(before) + len(wireNum) + len(after)
+	size := head + len("}\n")
+	for _, b := range params {
+		size += len(b)
 	}
+	var frame [][]byte
 	if size <= rawJoinMax || onReader { // one buffer, one write (a light call's is small)
-		one := make([]byte, 0, size)
-		for _, p := range frame {
-			one = append(one, p...)
+		one := append(append(append(make([]byte, 0, size), before...), wireNum...), after...)
+		for _, b := range params {
+			one = append(one, b...)
 		}
-		frame = [][]byte{one}
+		frame = [][]byte{append(one, "}\n"...)}
+	} else {
+		frame = make([][]byte, 0, len(params)+2)
+		frame = append(frame, append(append(append(make([]byte, 0, head), before...), wireNum...), after...))
+		frame = append(append(frame, params...), []byte("}\n"))
 	}
 	c.sendRaw(p, frame, onReader)
 }

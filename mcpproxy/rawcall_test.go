@@ -566,6 +566,9 @@ func TestRawCallDownstreamRequest(t *testing.T) {
 		{"plain", false, nil, callLine("text"), true},
 		{"after setLevel", false, []string{`{"jsonrpc":"2.0","id":50,"method":"logging/setLevel","params":{"level":"debug"}}`}, callLine("text"), true},
 		{"v2 plain", true, nil, callWith(""), true},
+		// Arguments past rawLight and rawJoinMax: checked off the
+		// reading goroutine, and written in pieces.
+		{"large arguments", false, nil, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"result","arguments":{"case":"text","pad":"` + strings.Repeat("x", rawJoinMax) + `"}}}`, true},
 		{"v2 progress token in discover", true, []string{discoverWith(`"progressToken":"tok",`)}, callWith(`"progressToken":"tok",`), false},
 		{"v2 progress token agentvalues-1", true, []string{discoverWith(`"progressToken":"agentvalues-1",`)}, callWith(`"progressToken":"agentvalues-1",`), false},
 		{"v2 logLevel in discover", true, []string{discoverWith(`"io.modelcontextprotocol/logLevel":"debug",`)}, callWith(`"io.modelcontextprotocol/logLevel":"debug",`), true},
