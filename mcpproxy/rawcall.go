@@ -573,22 +573,24 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		return
 	}
 	const before, after = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":`
-	head := len(before) + len(wireNum) + len(after)
-	size := head + len("}\n")
+	size := len(before) + len(wireNum) + len(after)
+	n := size + len("}\n")
 	for _, b := range params {
-		size += len(b)
+		n += len(b)
 	}
+	join := n <= rawJoinMax || onReader // one buffer, one write (a light call's is small)
+	if join {
+		size = n
+	}
+	head := append(append(append(make([]byte, 0, size), before...), wireNum...), after...)
 	var frame [][]byte
-	if size <= rawJoinMax || onReader { // one buffer, one write (a light call's is small)
-		one := append(append(append(make([]byte, 0, size), before...), wireNum...), after...)
+	if join {
 		for _, b := range params {
-			one = append(one, b...)
+			head = append(head, b...)
 		}
-		frame = [][]byte{append(one, "}\n"...)}
+		frame = [][]byte{append(head, "}\n"...)}
 	} else {
-		frame = make([][]byte, 0, len(params)+2)
-		frame = append(frame, append(append(append(make([]byte, 0, head), before...), wireNum...), after...))
-		frame = append(append(frame, params...), []byte("}\n"))
+		frame = append(append(append(make([][]byte, 0, len(params)+2), head), params...), []byte("}\n"))
 	}
 	c.sendRaw(p, frame, onReader)
 }

@@ -27,8 +27,6 @@ func TestScanJSONAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestScanSplit checks both outcomes of the two-goroutine scan's guess of a
-// boundary between array items: confirmed, and wrong (inside an item).
 // Scan of a small message allocates only the Shape's Head and the stack of
 // open brackets, not its scanner: a proxy scans several per call.
 func TestScanSmallAllocs(t *testing.T) {
@@ -42,6 +40,8 @@ func TestScanSmallAllocs(t *testing.T) {
 	}
 }
 
+// TestScanSplit checks both outcomes of the two-goroutine scan's guess of a
+// boundary between array items: confirmed, and wrong (inside an item).
 func TestScanSplit(t *testing.T) {
 	items := func(n int) string {
 		var b strings.Builder
