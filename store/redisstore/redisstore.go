@@ -52,6 +52,19 @@
 // server for other clients. A body whose chunk is missing or altered (a
 // torn or damaged chunk set) fails Body with [store.ErrIntegrity].
 //
+// # Reads
+//
+// Body reads the grant, the body key's length and its head in one round
+// trip, and trusts no size Redis states before checking it: the grant's
+// size and the manifest's must agree (and with the size of the handle
+// record, which [values.Open]'s values pass through [Store.BodySized]),
+// every chunk is measured (STRLEN) at its length before the body is
+// allocated, and every string is read (GETRANGE) no further than one byte
+// past its length. Rewriting the keys to claim a huge body, or replacing a
+// chunk by a huge string, fails with [store.ErrIntegrity] for no more
+// memory than the real body. PutBody, which reads a stored body back to
+// compare it, reads no further than the length of the body it stores.
+//
 // # Expiry
 //
 // A grant lasts [store.DefaultTTL], or what [store.WithTTL] says, from the
@@ -98,8 +111,6 @@ package redisstore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -281,8 +292,12 @@ return 1
 // and compared (as the directory store compares its file): one that is
 // damaged, torn or of another layout that does not read back as body is
 // written again, so that a key is returned only for a body Body can read.
+// What is stored is read no further than body's own length (and one byte
+// more, to tell a longer string), so a body key or chunk replaced by a
+// large string costs no more memory than body.
 func (s *Store) writeBody(ctx context.Context, key string, body []byte, life time.Duration) error {
 	bk := s.bodyKey(key)
+	headEnd := int64(max(len(body)+1, maxManifest-1)) // GETRANGE's end is inclusive
 	var head []byte
 	if len(body) <= smallBody && len(body) <= s.chunk {
 		// One round trip when it is new: written if absent, and the stored
@@ -292,10 +307,10 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 		var get *redis.StringCmd
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			set = p.SetNX(ctx, bk, inline, life)
-			get = p.Get(ctx, bk)
+			get = p.GetRange(ctx, bk, 0, headEnd)
 			return nil
 		})
-		if err != nil {
+		if err != nil && !isWrongType(err) {
 			return err
 		}
 		if set.Val() {
@@ -304,12 +319,12 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 		head, _ = get.Bytes()
 	} else {
 		var err error
-		head, err = s.rdb.Get(ctx, bk).Bytes()
+		head, err = s.rdb.GetRange(ctx, bk, 0, headEnd).Bytes()
 		switch {
-		case errors.Is(err, redis.Nil):
-			return s.write(ctx, key, body, life, false)
-		case err != nil:
+		case err != nil && !isWrongType(err):
 			return err
+		case err == nil && len(head) == 0: // no body key
+			return s.write(ctx, key, body, life, false)
 		}
 	}
 	chunk, chunks, same, err := s.matches(ctx, key, head, body)
@@ -353,7 +368,8 @@ func (s *Store) write(ctx context.Context, key string, body []byte, life time.Du
 }
 
 // matches reports whether the stored head (and chunks) of key read back as
-// body, and the layout they are in.
+// body, and the layout they are in. A head of a key of another type, or
+// empty, does not. Chunks are compared one batch at a time, never joined.
 func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chunk, chunks int, same bool, err error) {
 	size, chunk, chunks, perr := parseManifest(head)
 	if perr != nil || size != len(body) {
@@ -362,14 +378,18 @@ func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chu
 	if chunks == 0 {
 		return 0, 0, bytes.Equal(head[1:], body), nil
 	}
-	stored, rerr := s.readChunks(ctx, key, size, chunk, chunks)
+	same = true
+	rerr := s.eachChunk(ctx, key, size, chunk, chunks, func(i int, part []byte) bool {
+		same = bytes.Equal(part, body[i*chunk:i*chunk+len(part)])
+		return same
+	})
 	if errors.Is(rerr, store.ErrIntegrity) {
 		return chunk, chunks, false, nil
 	}
 	if rerr != nil {
 		return 0, 0, false, rerr
 	}
-	return chunk, chunks, bytes.Equal(stored, body), nil
+	return chunk, chunks, same, nil
 }
 
 // smallBody is the size up to which PutBody sends a body without asking
@@ -408,115 +428,6 @@ func parseManifest(head []byte) (size, chunk, chunks int, err error) {
 		return 0, 0, 0, fmt.Errorf("malformed manifest %q", clip(head))
 	}
 	return 0, 0, 0, fmt.Errorf("unknown body format %q", clip(head[:1]))
-}
-
-// Body returns the bytes stored under key for session, verified against
-// the key. It fails with an error matching [store.ErrInvalidSession] or
-// [store.ErrInvalidKey] for a malformed argument, [store.ErrNotFound],
-// [store.ErrDenied] or [store.ErrExpired] as the package doc says,
-// [store.ErrIntegrity] when the session holds a live grant and the body
-// is missing, torn, of another size than granted, or does not hash to the
-// key, [store.ErrClosed] after Close, or wrapping Redis's error.
-func (s *Store) Body(session, key string) ([]byte, error) {
-	if err := store.CheckSession(session); err != nil {
-		return nil, err
-	}
-	if err := store.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	// One round trip for the grant and the body key (for a chunked body,
-	// its short manifest).
-	bk := s.bodyKey(key)
-	var gcmd, bcmd *redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		gcmd = p.Get(ctx, s.grantKey(session, key))
-		bcmd = p.Get(ctx, bk)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-	}
-	g, err := gcmd.Result()
-	head, herr := bcmd.Bytes()
-	if errors.Is(err, redis.Nil) {
-		if herr == nil {
-			return nil, fmt.Errorf("%w: session %q did not store %s", store.ErrDenied, session, key)
-		}
-		return nil, fmt.Errorf("%w: %s", store.ErrNotFound, key)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: grant of %q on %s: %w", session, key, err)
-	}
-	expires, size, ok := parseGrant(g)
-	if !ok {
-		return nil, fmt.Errorf("%w: grant of session %q on %s is malformed: %q", store.ErrIntegrity, session, key, clip([]byte(g)))
-	}
-	if s.cfg.Now().UnixNano() >= expires {
-		return nil, fmt.Errorf("%w: grant of session %q on %s ran out at %s", store.ErrExpired, session, key, time.Unix(0, expires).UTC().Format(time.RFC3339))
-	}
-	if errors.Is(herr, redis.Nil) {
-		return nil, fmt.Errorf("%w: body %s is missing", store.ErrIntegrity, key)
-	}
-	if herr != nil {
-		return nil, fmt.Errorf("redisstore: body %s: %w", key, herr)
-	}
-	hsize, chunk, chunks, err := parseManifest(head)
-	if err != nil {
-		return nil, fmt.Errorf("%w: body %s: %v", store.ErrIntegrity, key, err)
-	}
-	if int64(hsize) != size {
-		return nil, fmt.Errorf("%w: body %s is %d bytes, granted %d", store.ErrIntegrity, key, hsize, size)
-	}
-	var body []byte
-	if chunks == 0 {
-		body = head[1:]
-	} else {
-		body, err = s.readChunks(ctx, key, hsize, chunk, chunks)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != key {
-		return nil, fmt.Errorf("%w: body %s does not match its key", store.ErrIntegrity, key)
-	}
-	return body, nil
-}
-
-// readChunks reads and joins the chunks of a body of size bytes.
-func (s *Store) readChunks(ctx context.Context, key string, size, chunk, chunks int) ([]byte, error) {
-	body := make([]byte, 0, size)
-	const batch = 16 // chunks per round trip: bounded memory in flight
-	for first := 0; first < chunks; first += batch {
-		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := first; i < min(first+batch, chunks); i++ {
-				p.Get(ctx, s.chunkKey(key, chunk, i))
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-		}
-		for j, c := range cmds {
-			i := first + j
-			part, err := c.(*redis.StringCmd).Bytes()
-			if errors.Is(err, redis.Nil) {
-				return nil, fmt.Errorf("%w: chunk %d of body %s is missing (a torn chunk set)", store.ErrIntegrity, i, key)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-			}
-			if want := min(chunk, size-i*chunk); len(part) != want {
-				return nil, fmt.Errorf("%w: chunk %d of body %s is %d bytes, want %d", store.ErrIntegrity, i, key, len(part), want)
-			}
-			body = append(body, part...)
-		}
-	}
-	return body, nil
 }
 
 // parseGrant reads "EXPIRES SIZE".
