@@ -69,28 +69,39 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	// One round trip for the grant, the body key's length and its head: a
-	// small inline body whole, a chunked body's manifest. The head is read
-	// no further than the recorded size allows.
+	// One round trip to each slot at once: the grant from the session's,
+	// the body key's length and head from the body's (a small inline body
+	// whole, a chunked body's manifest). The head is read no further than
+	// the recorded size allows.
 	head := int64(smallBody)
 	if want >= 0 {
 		head = max(want+2, maxManifest) // 'i', the body and one byte more: a longer key shows
 	}
-	bk := s.bodyKey(key)
-	var gcmd, hcmd *redis.StringCmd
+	gk, bk := s.grantKey(session, key), s.bodyKey(key)
+	var g string
+	var gerr error
+	granted := make(chan struct{})
+	go func() {
+		defer close(granted)
+		gerr = s.do(gk, func(ctx context.Context) (err error) {
+			g, err = s.rdb.Get(ctx, gk).Result()
+			return err
+		})
+	}()
+	var hcmd *redis.StringCmd
 	var ncmd *redis.IntCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		gcmd = p.Get(ctx, s.grantKey(session, key))
-		ncmd = p.StrLen(ctx, bk)
-		hcmd = p.GetRange(ctx, bk, 0, head-1)
-		return nil
+	err := s.do(bk, func(ctx context.Context) error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			ncmd = p.StrLen(ctx, bk)
+			hcmd = p.GetRange(ctx, bk, 0, head-1)
+			return nil
+		})
+		return err
 	})
-	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+	<-granted
+	if err != nil && !isWrongType(err) {
 		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
 	}
-	g, gerr := gcmd.Result()
 	stored, nerr := ncmd.Result() // 0 for a missing key
 	if errors.Is(gerr, redis.Nil) {
 		if stored > 0 || isWrongType(nerr) {
@@ -142,7 +153,10 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 		}
 		// Larger than the head: read it whole, no further than its size
 		// (a key grown since it was measured is cut, and fails the digest).
-		body, err = s.rdb.GetRange(ctx, bk, 1, size).Bytes()
+		err = s.do(bk, func(ctx context.Context) (err error) {
+			body, err = s.rdb.GetRange(ctx, bk, 1, size).Bytes()
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
 		}
@@ -163,11 +177,11 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 		// Redis must hold every chunk at its length before the body's size
 		// is allocated: a manifest and grant rewritten to claim more than
 		// is stored fail here.
-		if err := s.measureChunks(ctx, key, msize, chunk, chunks); err != nil {
+		if err := s.measureChunks(key, msize, chunk, chunks); err != nil {
 			return nil, err
 		}
 		body = make([]byte, msize)
-		err = s.eachChunk(ctx, key, msize, chunk, chunks, func(i int, part []byte) bool {
+		err = s.eachChunk(key, msize, chunk, chunks, func(i int, part []byte) bool {
 			copy(body[i*chunk:], part)
 			return true
 		})
@@ -206,13 +220,18 @@ const (
 // measureChunks checks that every chunk of a body of size bytes in chunks
 // of chunk bytes is stored at its length, without reading any: a missing
 // or resized chunk fails with [store.ErrIntegrity].
-func (s *Store) measureChunks(ctx context.Context, key string, size, chunk, chunks int) error {
+func (s *Store) measureChunks(key string, size, chunk, chunks int) error {
+	bk := s.bodyKey(key)
 	for first := 0; first < chunks; first += measureBatch {
-		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := first; i < min(first+measureBatch, chunks); i++ {
-				p.StrLen(ctx, s.chunkKey(key, chunk, i))
-			}
-			return nil
+		var cmds []redis.Cmder
+		err := s.do(bk, func(ctx context.Context) (err error) {
+			cmds, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i := first; i < min(first+measureBatch, chunks); i++ {
+					p.StrLen(ctx, s.chunkKey(key, chunk, i))
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil && !isWrongType(err) {
 			return fmt.Errorf("redisstore: body %s: %w", key, err)
@@ -241,14 +260,19 @@ func (s *Store) measureChunks(ctx context.Context, key string, size, chunk, chun
 // costs no more than its own length: a chunk of another length, or a
 // missing one, fails with [store.ErrIntegrity]. part is valid only during
 // the call.
-func (s *Store) eachChunk(ctx context.Context, key string, size, chunk, chunks int, f func(i int, part []byte) bool) error {
+func (s *Store) eachChunk(key string, size, chunk, chunks int, f func(i int, part []byte) bool) error {
+	bk := s.bodyKey(key)
 	batch := max(1, min(readBatch, readBytes/chunk))
 	for first := 0; first < chunks; first += batch {
-		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := first; i < min(first+batch, chunks); i++ {
-				p.GetRange(ctx, s.chunkKey(key, chunk, i), 0, int64(chunkLen(i, size, chunk)))
-			}
-			return nil
+		var cmds []redis.Cmder
+		err := s.do(bk, func(ctx context.Context) (err error) {
+			cmds, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for i := first; i < min(first+batch, chunks); i++ {
+					p.GetRange(ctx, s.chunkKey(key, chunk, i), 0, int64(chunkLen(i, size, chunk)))
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil && !isWrongType(err) {
 			return fmt.Errorf("redisstore: body %s: %w", key, err)

@@ -10,8 +10,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -277,4 +279,276 @@ func vmHWM(t *testing.T) int64 {
 		}
 	}
 	return -1
+}
+
+// commandCounter is a go-redis hook that counts the commands a client
+// sends, pipelined or not.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// putsFailsafe bounds the wait for Puts to a Redis that does not answer:
+// not a timing assertion, only so that a hang fails the test instead of
+// holding it until the test binary's own timeout.
+const putsFailsafe = 2 * time.Minute
+
+// TestUnresponsiveRedis pauses Redis (CLIENT PAUSE WRITE: every write
+// waits) under Puts: each Put completes with its value in memory and the
+// failure reported, the first ones with ErrTimeout, and once the breaker
+// is open the later ones with ErrCircuitOpen without sending a command;
+// after the cool-down (an injected clock) a probe that meets the pause
+// opens the breaker again, and once Redis answers the probe closes it and
+// Puts are stored again.
+func TestUnresponsiveRedis(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	var sent commandCounter
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true})
+	rdb.AddHook(&sent)
+	defer rdb.Close()
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	clk := storetest.NewClock()
+	const cooldown = time.Minute
+	st := New(rdb, Config{ChunkSize: testChunk, Timeout: time.Second, BreakerFailures: 3, BreakerCooldown: cooldown}, store.WithClock(clk.Now))
+	var mu sync.Mutex
+	failed := map[string]error{}
+	s, err := values.Open(st, "s", values.WithStoreErrors(func(h string, err error) {
+		mu.Lock()
+		failed[h] = err
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failure := func(h string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failed[h]
+	}
+	// Output i is a chunked body when i is a multiple of 3 (not 0): under
+	// a WRITE pause its first round trip, a read, is answered, which the
+	// breaker counts as Redis answering; the others are written in their
+	// first round trip, which waits.
+	output := func(i int) []byte {
+		if i > 0 && i%3 == 0 {
+			return storetest.RandomBytes(3*testChunk+i, uint64(i))
+		}
+		return []byte(fmt.Sprintf(`{"put":%d}`, i))
+	}
+	before := s.PutOutput(output(0))
+	if !s.Persisted(before) {
+		t.Fatalf("%s, put before the pause, is not persisted: %v", before, failure(before))
+	}
+	// put stores outputs i to j-1 on another goroutine and returns their
+	// handles and the commands sent by the end of each, failing the test if
+	// they do not all return within the failsafe.
+	put := func(i, j int) (handles []string, sentAfter []int64) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ; i < j; i++ {
+				h := s.PutOutput(output(i))
+				handles = append(handles, h)
+				sentAfter = append(sentAfter, sent.n.Load())
+				if v, ok := s.Get(h); !ok || !bytes.Equal(v.Bytes(), output(i)) {
+					t.Errorf("%s is not in memory whole", h)
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(putsFailsafe):
+			t.Fatalf("Puts to a paused Redis still not done after %v", putsFailsafe)
+		}
+		return handles, sentAfter
+	}
+
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 3_600_000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Do(ctx, "CLIENT", "UNPAUSE")
+	paused, sentAfter := put(1, 11)
+	// The first Put's body and its record without a body time out; so does
+	// the second Put's body, the third failure in a row: the breaker opens,
+	// and nothing is sent from then on, for small bodies and chunked ones.
+	for i, h := range paused {
+		err := failure(h)
+		switch {
+		case s.Persisted(h):
+			t.Errorf("%s, put while Redis was paused, is reported persisted", h)
+		case i < 2 && !errors.Is(err, ErrTimeout):
+			t.Errorf("%s: %v; want ErrTimeout", h, err)
+		case i >= 2 && !errors.Is(err, ErrCircuitOpen):
+			t.Errorf("%s: %v; want ErrCircuitOpen", h, err)
+		}
+	}
+	for i := 2; i < len(sentAfter); i++ {
+		if sentAfter[i] != sentAfter[1] {
+			t.Errorf("%d commands sent by the end of the Put of %s, %d by the second: the open breaker let commands through", sentAfter[i], paused[i], sentAfter[1])
+		}
+	}
+	t.Logf("errors: first %v; last %v", failure(paused[0]), failure(paused[len(paused)-1]))
+
+	// After the cool-down one Put probes: its body times out, the breaker
+	// opens again, and its record fails at once.
+	clk.Advance(cooldown)
+	sentBefore := sent.n.Load()
+	probe, sentAfter := put(11, 13)
+	if err := failure(probe[0]); !errors.Is(err, ErrTimeout) {
+		t.Errorf("the probe %s: %v; want ErrTimeout", probe[0], err)
+	}
+	if sentAfter[0] == sentBefore {
+		t.Errorf("the probe sent nothing")
+	}
+	if err := failure(probe[1]); !errors.Is(err, ErrCircuitOpen) || sentAfter[1] != sentAfter[0] {
+		t.Errorf("after a failed probe %s: %v, %d commands sent; want ErrCircuitOpen and none", probe[1], err, sentAfter[1]-sentAfter[0])
+	}
+
+	// Redis answers again; until the cool-down runs out the breaker still
+	// fails Puts at once, then the probe closes it.
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sentBefore = sent.n.Load()
+	still, _ := put(13, 14)
+	if err := failure(still[0]); !errors.Is(err, ErrCircuitOpen) || sent.n.Load() != sentBefore {
+		t.Errorf("within the cool-down %s: %v; want ErrCircuitOpen and no command sent", still[0], err)
+	}
+	clk.Advance(cooldown)
+	recovered, _ := put(14, 20)
+	for _, h := range recovered {
+		if !s.Persisted(h) {
+			t.Errorf("%s, put after Redis answers again, is not persisted: %v", h, failure(h))
+		}
+	}
+	// A reader that reopens the session reads every handle it lists as
+	// it was put, and the ones stored after the pause all.
+	again, err := values.Open(New(admin, Config{ChunkSize: testChunk}), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(append(append(append([]string{before}, paused...), probe...), still...), recovered...)
+	for i, h := range all {
+		v, ok := again.Get(h)
+		if !ok {
+			if s.Persisted(h) {
+				t.Errorf("%s is persisted but not in the reopened session", h)
+			}
+			continue
+		}
+		got, err := v.Load()
+		if err != nil {
+			if s.Persisted(h) {
+				t.Errorf("%s is persisted but does not read back: %v", h, err)
+			}
+			continue
+		}
+		if !bytes.Equal(got, output(i)) {
+			t.Errorf("%s reopened holds other bytes", h)
+		}
+	}
+}
+
+// TestUnresponsiveClusterNode pauses one master of a Redis Cluster: Puts
+// whose keys it holds fail, at once once its breaker is open, while Puts
+// whose keys the other masters hold are stored as before, interleaved
+// with them.
+func TestUnresponsiveClusterNode(t *testing.T) {
+	t.Parallel()
+	addrs := testkit.StartRedisCluster(t)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+	defer cc.Close()
+	ctx := context.Background()
+	clk := storetest.NewClock()
+	st := New(cc, Config{Timeout: time.Second, BreakerFailures: 3, BreakerCooldown: time.Minute}, store.WithClock(clk.Now))
+	master := func(key string) string {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Options().Addr
+	}
+	// The paused master holds session "p"'s slot; session "q" and the
+	// bodies it stores are on the others.
+	pausedAddr := master(st.handlesKey("p"))
+	q := ""
+	for i := 0; q == ""; i++ {
+		if id := fmt.Sprintf("q%d", i); master(st.handlesKey(id)) != pausedAddr {
+			q = id
+		}
+	}
+	var qOutputs [][]byte
+	for i := 0; len(qOutputs) < 10; i++ {
+		out := []byte(fmt.Sprintf(`{"q":%d}`, i))
+		if master(st.bodyKey(store.KeyOf(out))) != pausedAddr {
+			qOutputs = append(qOutputs, out)
+		}
+	}
+	paused := redis.NewClient(&redis.Options{Addr: pausedAddr})
+	defer paused.Close()
+
+	var mu sync.Mutex
+	failed := map[string]error{}
+	report := values.WithStoreErrors(func(h string, err error) {
+		mu.Lock()
+		failed[h] = err
+		mu.Unlock()
+	})
+	sp, err := values.Open(st, "p", report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := values.Open(st, q, report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := paused.Do(ctx, "CLIENT", "PAUSE", 3_600_000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer paused.Do(ctx, "CLIENT", "UNPAUSE")
+	done := make(chan struct{})
+	var pHandles, qHandles []string
+	go func() {
+		defer close(done)
+		for i, out := range qOutputs {
+			pHandles = append(pHandles, sp.PutOutput([]byte(fmt.Sprintf(`{"p":%d}`, i))))
+			qHandles = append(qHandles, sq.PutOutput(out))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(putsFailsafe):
+		t.Fatalf("Puts to a cluster with a paused master still not done after %v", putsFailsafe)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range qHandles {
+		if !sq.Persisted(h) {
+			t.Errorf("session %s, on the masters that answer: %s is not persisted: %v", q, h, failed[h])
+		}
+	}
+	for i, h := range pHandles {
+		err := failed[h]
+		switch {
+		case sp.Persisted(h):
+			t.Errorf("session p, on the paused master: %s is persisted", h)
+		case i >= 2 && !errors.Is(err, ErrCircuitOpen):
+			t.Errorf("session p, on the paused master: %s: %v; want ErrCircuitOpen", h, err)
+		}
+	}
+	t.Logf("session p's last error: %v", failed[pHandles[len(pHandles)-1]])
 }

@@ -83,6 +83,21 @@
 // needs it is live. A grant that never expires (WithTTL(-1)) makes its
 // keys persistent.
 //
+// # A Redis that stops answering
+//
+// Every round trip to Redis has a deadline ([Config.Timeout], 5 s by
+// default): past it the call fails with [ErrTimeout]. A circuit breaker
+// per Redis server (per master on a cluster, so that one master that
+// stops answering does not fail the calls the others serve) counts round
+// trips in a row that went unanswered; at [Config.BreakerFailures] (3) it
+// opens, and for [Config.BreakerCooldown] (10 s, on the store's clock)
+// every call that needs that server fails at once with [ErrCircuitOpen],
+// sending nothing; then one call probes, and an answer closes the breaker.
+// So a hung server, a CLIENT PAUSE or a partition holds a few calls for
+// the deadline each and fails the rest at once; [values.Open]'s Puts keep
+// their values in memory and report the failure (values.WithStoreErrors,
+// SessionValues.Persisted), and no tool call waits on Redis for long.
+//
 // # Redis settings
 //
 // Redis 7.0 or later (EXPIRE GT and NX). As with the directory store, a
@@ -116,6 +131,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -132,10 +148,8 @@ const DefaultChunkSize = 4 << 20
 // that Body says [store.ErrExpired] rather than not found.
 const ExpiredGrace = 7 * 24 * time.Hour
 
-// opTimeout bounds one call's round trips to Redis.
-const opTimeout = 5 * time.Minute
-
-// Config is how a Store lays out its keys.
+// Config is how a Store lays out its keys and how long it waits for
+// Redis. Its zero value gives the defaults each field documents.
 type Config struct {
 	// Prefix starts every key the store writes; "" means "av". Stores with
 	// different prefixes share one Redis without seeing each other.
@@ -143,16 +157,44 @@ type Config struct {
 	// ChunkSize is the largest body stored as one Redis string; a larger
 	// body is stored in chunks of this size. 0 means DefaultChunkSize.
 	ChunkSize int
+	// Timeout bounds each round trip to Redis (a command, or a pipeline
+	// of them carrying at most 16 MiB or one chunk): past it the call
+	// fails with an error matching [ErrTimeout], and a Put keeps its value
+	// in memory. 0 means [DefaultTimeout]; negative, no deadline of the
+	// store's own. The deadline reaches the socket only on a client with
+	// ContextTimeoutEnabled (OpenURL makes it so); on another, a round
+	// trip can last the client's ReadTimeout.
+	Timeout time.Duration
+	// BreakerFailures is how many round trips in a row to one Redis
+	// server (a master, on a cluster) may go unanswered (a timeout, a
+	// refused or dropped connection; never an error reply) before the
+	// store stops sending to it: for BreakerCooldown every call that needs
+	// it then fails at once with an error matching [ErrCircuitOpen], and
+	// after it one call goes through as a probe, whose answer closes the
+	// breaker and whose failure opens it for another cool-down. 0 means
+	// [DefaultBreakerFailures]; negative, no breaker.
+	BreakerFailures int
+	// BreakerCooldown is how long an open breaker fails calls before it
+	// lets a probe through, on the store's clock ([store.WithClock]). 0
+	// means [DefaultBreakerCooldown].
+	BreakerCooldown time.Duration
 }
 
 // Store is a [values.Durable] on Redis. It is safe for concurrent use, by
 // any number of goroutines and processes.
 type Store struct {
-	rdb    redis.UniversalClient
-	owned  bool // Close closes rdb
-	prefix string
-	chunk  int
-	cfg    store.Settings
+	rdb      redis.UniversalClient
+	owned    bool // Close closes rdb
+	prefix   string
+	chunk    int
+	cfg      store.Settings
+	timeout  time.Duration // < 0: none
+	failures int           // breaker threshold; 0: no breaker
+	cooldown time.Duration
+	breakers struct {
+		sync.Mutex
+		m map[string]*breaker // by server address; "" for the only one
+	}
 	closed atomic.Bool
 }
 
@@ -168,6 +210,21 @@ func New(rdb redis.UniversalClient, cfg Config, opts ...store.Option) *Store {
 	}
 	if s.chunk <= 0 {
 		s.chunk = DefaultChunkSize
+	}
+	switch s.timeout = cfg.Timeout; {
+	case s.timeout == 0:
+		s.timeout = DefaultTimeout
+	case s.timeout < 0:
+		s.timeout = -1
+	}
+	switch s.failures = cfg.BreakerFailures; {
+	case s.failures == 0:
+		s.failures = DefaultBreakerFailures
+	case s.failures < 0:
+		s.failures = 0
+	}
+	if s.cooldown = cfg.BreakerCooldown; s.cooldown <= 0 {
+		s.cooldown = DefaultBreakerCooldown
 	}
 	return s
 }
@@ -186,12 +243,14 @@ func OpenURL(url string, opts ...store.Option) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
+		o.ContextTimeoutEnabled = true // Config.Timeout reaches the socket
 		rdb, where = redis.NewClusterClient(o), strings.Join(o.Addrs, ",")
 	} else {
 		o, err := redis.ParseURL(url)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
+		o.ContextTimeoutEnabled = true
 		rdb, where = redis.NewClient(o), o.Addr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -246,10 +305,8 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 		return "", store.ErrClosed
 	}
 	key := store.KeyOf(body)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	life := s.life()
-	if err := s.writeBody(ctx, key, body, life); err != nil {
+	if err := s.writeBody(key, body, life); err != nil {
 		return "", fmt.Errorf("redisstore: storing body %s: %w", key, err)
 	}
 	now := s.cfg.Now()
@@ -259,10 +316,13 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 	}
 	grant := fmt.Sprintf("%019d %d", expires, len(body)) // fixed width: compared as text
 	gk, hk := s.grantKey(session, key), s.handlesKey(session)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
-		renewGrant.Eval(ctx, p, []string{gk}, grant, life.Milliseconds()) // Eval, not EvalSha: within a transaction
-		extend(ctx, p, hk, life)
-		return nil
+	err := s.do(gk, func(ctx context.Context) error {
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
+			renewGrant.Eval(ctx, p, []string{gk}, grant, life.Milliseconds()) // Eval, not EvalSha: within a transaction
+			extend(ctx, p, hk, life)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("redisstore: recording the grant of %q on %s: %w", session, key, err)
@@ -295,7 +355,7 @@ return 1
 // What is stored is read no further than body's own length (and one byte
 // more, to tell a longer string), so a body key or chunk replaced by a
 // large string costs no more memory than body.
-func (s *Store) writeBody(ctx context.Context, key string, body []byte, life time.Duration) error {
+func (s *Store) writeBody(key string, body []byte, life time.Duration) error {
 	bk := s.bodyKey(key)
 	headEnd := int64(max(len(body)+1, maxManifest-1)) // GETRANGE's end is inclusive
 	var head []byte
@@ -305,10 +365,13 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 		inline := append([]byte{'i'}, body...)
 		var set *redis.BoolCmd
 		var get *redis.StringCmd
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			set = p.SetNX(ctx, bk, inline, life)
-			get = p.GetRange(ctx, bk, 0, headEnd)
-			return nil
+		err := s.do(bk, func(ctx context.Context) error {
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				set = p.SetNX(ctx, bk, inline, life)
+				get = p.GetRange(ctx, bk, 0, headEnd)
+				return nil
+			})
+			return err
 		})
 		if err != nil && !isWrongType(err) {
 			return err
@@ -318,42 +381,48 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 		}
 		head, _ = get.Bytes()
 	} else {
-		var err error
-		head, err = s.rdb.GetRange(ctx, bk, 0, headEnd).Bytes()
+		err := s.do(bk, func(ctx context.Context) (err error) {
+			head, err = s.rdb.GetRange(ctx, bk, 0, headEnd).Bytes()
+			return err
+		})
 		switch {
 		case err != nil && !isWrongType(err):
 			return err
 		case err == nil && len(head) == 0: // no body key
-			return s.write(ctx, key, body, life, false)
+			return s.write(key, body, life, false)
 		}
 	}
-	chunk, chunks, same, err := s.matches(ctx, key, head, body)
+	chunk, chunks, same, err := s.matches(key, head, body)
 	if err != nil {
 		return err
 	}
 	if !same {
-		return s.write(ctx, key, body, life, true)
+		return s.write(key, body, life, true)
 	}
 	// Stored whole before: make it live as long as this grant.
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the body's
-		extend(ctx, p, bk, life)
-		for i := range chunks {
-			extend(ctx, p, s.chunkKey(key, chunk, i), life)
-		}
-		return nil
+	return s.do(bk, func(ctx context.Context) error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the body's
+			extend(ctx, p, bk, life)
+			for i := range chunks {
+				extend(ctx, p, s.chunkKey(key, chunk, i), life)
+			}
+			return nil
+		})
+		return err
 	})
-	return err
 }
 
 // write stores body under key in this store's layout: the chunks first,
 // then the body key, the commit point; with SET NX for a new body (a body
 // is written once), or SET over one that does not read back as itself.
-func (s *Store) write(ctx context.Context, key string, body []byte, life time.Duration, over bool) error {
+func (s *Store) write(key string, body []byte, life time.Duration, over bool) error {
 	set := func(k string, v []byte) error {
-		if over {
-			return s.rdb.Set(ctx, k, v, life).Err()
-		}
-		return s.rdb.SetNX(ctx, k, v, life).Err()
+		return s.do(k, func(ctx context.Context) error {
+			if over {
+				return s.rdb.Set(ctx, k, v, life).Err()
+			}
+			return s.rdb.SetNX(ctx, k, v, life).Err()
+		})
 	}
 	if len(body) <= s.chunk {
 		return set(s.bodyKey(key), append([]byte{'i'}, body...))
@@ -370,7 +439,7 @@ func (s *Store) write(ctx context.Context, key string, body []byte, life time.Du
 // matches reports whether the stored head (and chunks) of key read back as
 // body, and the layout they are in. A head of a key of another type, or
 // empty, does not. Chunks are compared one batch at a time, never joined.
-func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chunk, chunks int, same bool, err error) {
+func (s *Store) matches(key string, head, body []byte) (chunk, chunks int, same bool, err error) {
 	size, chunk, chunks, perr := parseManifest(head)
 	if perr != nil || size != len(body) {
 		return 0, 0, false, nil
@@ -379,7 +448,7 @@ func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chu
 		return 0, 0, bytes.Equal(head[1:], body), nil
 	}
 	same = true
-	rerr := s.eachChunk(ctx, key, size, chunk, chunks, func(i int, part []byte) bool {
+	rerr := s.eachChunk(key, size, chunk, chunks, func(i int, part []byte) bool {
 		same = bytes.Equal(part, body[i*chunk:i*chunk+len(part)])
 		return same
 	})
@@ -456,18 +525,19 @@ func (s *Store) AppendRecord(session string, r values.Record) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	hk := s.handlesKey(session)
 	life := s.life()
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.RPush(ctx, hk, encodeRecord(r))
-		if life > 0 {
-			// A session without a grant yet still has its table kept as
-			// long as a grant made now would be.
-			p.ExpireNX(ctx, hk, life)
-		}
-		return nil
+	err := s.do(hk, func(ctx context.Context) error {
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, hk, encodeRecord(r))
+			if life > 0 {
+				// A session without a grant yet still has its table kept as
+				// long as a grant made now would be.
+				p.ExpireNX(ctx, hk, life)
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("redisstore: appending %s to the handle table of %q: %w", r.Handle, session, err)
@@ -485,9 +555,12 @@ func (s *Store) Records(session string) ([]values.Record, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	raw, err := s.rdb.LRange(ctx, s.handlesKey(session), 0, -1).Result()
+	hk := s.handlesKey(session)
+	var raw []string
+	err := s.do(hk, func(ctx context.Context) (err error) {
+		raw, err = s.rdb.LRange(ctx, hk, 0, -1).Result()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: the handle table of %q: %w", session, err)
 	}
