@@ -323,7 +323,9 @@ func TestUnresponsiveRedis(t *testing.T) {
 	ctx := context.Background()
 	clk := storetest.NewClock()
 	const cooldown = time.Minute
-	st := New(rdb, Config{ChunkSize: testChunk, Timeout: time.Second, BreakerFailures: 3, BreakerCooldown: cooldown}, store.WithClock(clk.Now))
+	// The default timeout: a shorter one could fail the Puts that must be
+	// stored on a machine loaded by the other tests.
+	st := New(rdb, Config{ChunkSize: testChunk, BreakerFailures: 3, BreakerCooldown: cooldown}, store.WithClock(clk.Now))
 	var mu sync.Mutex
 	failed := map[string]error{}
 	s, err := values.Open(st, "s", values.WithStoreErrors(func(h string, err error) {
@@ -474,7 +476,7 @@ func TestUnresponsiveClusterNode(t *testing.T) {
 	defer cc.Close()
 	ctx := context.Background()
 	clk := storetest.NewClock()
-	st := New(cc, Config{Timeout: time.Second, BreakerFailures: 3, BreakerCooldown: time.Minute}, store.WithClock(clk.Now))
+	st := New(cc, Config{BreakerFailures: 3, BreakerCooldown: time.Minute}, store.WithClock(clk.Now))
 	master := func(key string) string {
 		m, err := cc.MasterForKey(ctx, key)
 		if err != nil {

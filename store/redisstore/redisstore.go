@@ -29,6 +29,8 @@
 //	av:b:{KEY}:CHUNK:I  chunk I (from 0) of a body in chunks of CHUNK bytes
 //	av:s:{SESSION}:g:KEY   the session's grant on KEY: "EXPIRES SIZE"
 //	av:s:{SESSION}:h       the session's handle table, a list of records
+//	av:s:{SESSION}:m       the session's mark: the highest handle number
+//	                       its table recorded (N of "rN")
 //
 // The braces are Redis Cluster hash tags: a body and its chunks share one
 // hash slot, spread across the cluster by key; all of a session's records
@@ -114,10 +116,22 @@
 //     whose body did not reads as [store.ErrIntegrity], never as other bytes.
 //   - no AOF (RDB snapshots only, or none): a restart of Redis loses every
 //     write since the last snapshot, or everything.
-//   - maxmemory-policy noeviction is required: any other policy lets Redis
-//     evict bodies and records under memory pressure, which then read as
-//     [store.ErrIntegrity] or as missing handles. With noeviction a full
-//     Redis refuses writes, PutBody fails, and the value stays in memory.
+//   - maxmemory-policy noeviction: any other policy lets Redis evict
+//     bodies and handle tables under memory pressure, so [Open] and
+//     [OpenURL] refuse it ([ErrEvictionPolicy]) unless
+//     [Config.AllowEviction] accepts it. With noeviction a full Redis
+//     refuses writes, PutBody fails, and the value stays in memory. Under
+//     eviction an evicted body reads as [store.ErrIntegrity] (the value
+//     as unavailable, never as other bytes), and an evicted handle table
+//     is told from a new one by the session's mark, which AppendRecord
+//     raises with each record in the same script: [Store.Records] returns
+//     the handles the table lacks up to the mark as lost records, so a
+//     reopened session goes on after them and never hands a number out
+//     again (a "$r1" in a model's transcript then names nothing rather
+//     than another value). The mark has the table's TTL, or with
+//     AllowEviction none, so that a volatile- policy, which evicts only
+//     keys with a TTL, never takes it; an allkeys- policy may take it
+//     with the table, and the session then starts again at r1.
 //   - Redis Cluster with replicas fails over asynchronously: a write
 //     acknowledged by a master that dies before replicating it is lost as
 //     above (WAIT is not used).
@@ -128,7 +142,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,6 +194,23 @@ type Config struct {
 	// lets a probe through, on the store's clock ([store.WithClock]). 0
 	// means [DefaultBreakerCooldown].
 	BreakerCooldown time.Duration
+	// AllowEviction lets [Open] and [OpenURL] accept a Redis whose
+	// maxmemory-policy may evict keys (anything but noeviction, or a
+	// policy that cannot be read), with a warning to Logger; by default
+	// they fail with [ErrEvictionPolicy]. It also keeps each session's
+	// mark without a TTL, so that under a volatile- policy, which evicts
+	// only keys with one, eviction can never take it: a session whose
+	// table was evicted goes on after its last handle number, the
+	// evicted handles lost, and never hands a number out again. The cost
+	// is one small key per session (PREFIX:s:{SESSION}:m, some 100 bytes)
+	// that Redis never deletes; delete the ones of sessions past their
+	// retention to reclaim it. Under an allkeys- policy the mark can be
+	// evicted too.
+	AllowEviction bool
+	// Logger receives the warnings of the store: an evicting policy
+	// allowed by AllowEviction, a session reopened with handles lost from
+	// its table. nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is a [values.Durable] on Redis. It is safe for concurrent use, by
@@ -188,6 +221,8 @@ type Store struct {
 	prefix   string
 	chunk    int
 	cfg      store.Settings
+	log      *slog.Logger
+	forever  bool          // marks have no TTL (AllowEviction)
 	timeout  time.Duration // < 0: none
 	failures int           // breaker threshold; 0: no breaker
 	cooldown time.Duration
@@ -226,16 +261,51 @@ func New(rdb redis.UniversalClient, cfg Config, opts ...store.Option) *Store {
 	if s.cooldown = cfg.BreakerCooldown; s.cooldown <= 0 {
 		s.cooldown = DefaultBreakerCooldown
 	}
+	if s.log = cfg.Logger; s.log == nil {
+		s.log = slog.Default()
+	}
+	s.forever = cfg.AllowEviction
 	return s
 }
 
+// openTimeout bounds Open's round trips: the PING and the reads of the
+// maxmemory-policy.
+const openTimeout = 10 * time.Second
+
+// Open returns a store on rdb as New does, once Redis has answered a
+// PING and every server of rdb (every master of a cluster) has a
+// maxmemory-policy that does not evict keys: noeviction. Any other
+// policy, or one that neither CONFIG GET nor INFO memory reveals, fails
+// with [ErrEvictionPolicy] unless cfg.AllowEviction is set, when it is
+// logged as a warning. It fails too when Redis does not answer within
+// 10 s. Close does not close rdb.
+func Open(rdb redis.UniversalClient, cfg Config, opts ...store.Option) (*Store, error) {
+	s := New(rdb, cfg, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: Redis does not answer: %w", err)
+	}
+	if err := s.checkEviction(ctx, cfg.AllowEviction); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // OpenURL connects to the Redis that url names and returns a store on it
-// with the default Config; Close closes the connection. "redis://" and
-// "rediss://" URLs name one server (redis://HOST:PORT/DB, as
-// redis.ParseURL reads them); "redis+cluster://HOST:PORT?addr=HOST:PORT"
-// names a cluster by some of its nodes (as redis.ParseClusterURL reads
-// them). It fails when Redis does not answer a PING within 10 s.
+// with the default Config, checked as [Open] checks it; Close closes the
+// connection. "redis://" and "rediss://" URLs name one server
+// (redis://HOST:PORT/DB, as redis.ParseURL reads them);
+// "redis+cluster://HOST:PORT?addr=HOST:PORT" names a cluster by some of
+// its nodes (as redis.ParseClusterURL reads them). The parameter
+// allow_eviction=true sets [Config.AllowEviction]. It fails when Redis
+// does not answer a PING within 10 s, and with [ErrEvictionPolicy] as
+// Open does.
 func OpenURL(url string, opts ...store.Option) (*Store, error) {
+	url, allow, err := cutAllowEviction(url)
+	if err != nil {
+		return nil, err
+	}
 	var rdb redis.UniversalClient
 	var where string // the address(es), without the URL's password
 	if rest, ok := strings.CutPrefix(url, "redis+cluster://"); ok {
@@ -253,15 +323,42 @@ func OpenURL(url string, opts ...store.Option) (*Store, error) {
 		o.ContextTimeoutEnabled = true
 		rdb, where = redis.NewClient(o), o.Addr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	s, err := Open(rdb, Config{AllowEviction: allow}, opts...)
+	if err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", where, err)
+		if msg, ok := strings.CutPrefix(err.Error(), "redisstore: Redis does not answer: "); ok {
+			return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %s", where, msg)
+		}
+		return nil, err
 	}
-	s := New(rdb, Config{}, opts...)
 	s.owned = true
 	return s, nil
+}
+
+// cutAllowEviction removes the parameter allow_eviction from url's query
+// (go-redis refuses parameters it does not know) and returns its value.
+func cutAllowEviction(raw string) (string, bool, error) {
+	base, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return raw, false, nil
+	}
+	q, err := neturl.ParseQuery(query)
+	if err != nil {
+		return "", false, fmt.Errorf("redisstore: %w", err)
+	}
+	if !q.Has("allow_eviction") {
+		return raw, false, nil
+	}
+	v := q.Get("allow_eviction")
+	allow, err := strconv.ParseBool(v)
+	if err != nil {
+		return "", false, fmt.Errorf("redisstore: allow_eviction=%q: want true or false", v)
+	}
+	q.Del("allow_eviction")
+	if len(q) == 0 {
+		return base, allow, nil
+	}
+	return base + "?" + q.Encode(), allow, nil
 }
 
 // Close releases the store: later calls fail with [store.ErrClosed]. It
@@ -320,6 +417,9 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
 			renewGrant.Eval(ctx, p, []string{gk}, grant, life.Milliseconds()) // Eval, not EvalSha: within a transaction
 			extend(ctx, p, hk, life)
+			if !s.forever {
+				extend(ctx, p, s.markKey(session), life)
+			}
 			return nil
 		})
 		return err
@@ -525,19 +625,16 @@ func (s *Store) AppendRecord(session string, r values.Record) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	hk := s.handlesKey(session)
-	life := s.life()
+	hk, mk := s.handlesKey(session), s.markKey(session)
+	// A session without a grant yet still has its table (and mark) kept
+	// as long as a grant made now would be.
+	life := s.life().Milliseconds()
+	markLife := life
+	if s.forever {
+		markLife = -1
+	}
 	err := s.do(hk, func(ctx context.Context) error {
-		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.RPush(ctx, hk, encodeRecord(r))
-			if life > 0 {
-				// A session without a grant yet still has its table kept as
-				// long as a grant made now would be.
-				p.ExpireNX(ctx, hk, life)
-			}
-			return nil
-		})
-		return err
+		return appendRecord.Run(ctx, s.rdb, []string{hk, mk}, encodeRecord(r), handleNumber(r.Handle), life, markLife).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("redisstore: appending %s to the handle table of %q: %w", r.Handle, session, err)
@@ -547,7 +644,11 @@ func (s *Store) AppendRecord(session string, r values.Record) error {
 
 // Records returns session's records in append order, nil for a session
 // without records. A record that does not decode (damaged in Redis) is
-// returned as a lost record at its place.
+// returned as a lost record at its place. A table that lacks handles at
+// its end, against the session's mark (evicted, or cut short), ends with
+// a lost record for each, so that [values.Open] never hands their numbers
+// out again; this is logged as a warning. More than [MaxLostHandles] of
+// them, or a mark that is not a number, fail with [store.ErrIntegrity].
 func (s *Store) Records(session string) ([]values.Record, error) {
 	if err := store.CheckSession(session); err != nil {
 		return nil, err
@@ -555,25 +656,38 @@ func (s *Store) Records(session string) ([]values.Record, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	hk := s.handlesKey(session)
-	var raw []string
-	err := s.do(hk, func(ctx context.Context) (err error) {
-		raw, err = s.rdb.LRange(ctx, hk, 0, -1).Result()
+	hk, mk := s.handlesKey(session), s.markKey(session)
+	var lr *redis.StringSliceCmd
+	var mc *redis.StringCmd
+	err := s.do(hk, func(ctx context.Context) error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
+			lr = p.LRange(ctx, hk, 0, -1)
+			mc = p.Get(ctx, mk)
+			return nil
+		})
 		return err
 	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: the handle table of %q: %w", session, err)
+	}
+	raw, err := lr.Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: the handle table of %q: %w", session, err)
 	}
-	if len(raw) == 0 {
-		return nil, nil
+	mark, merr := mc.Result()
+	if merr != nil && !errors.Is(merr, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: the handle mark of %q: %w", session, merr)
 	}
-	recs := make([]values.Record, len(raw))
+	var recs []values.Record
+	if len(raw) > 0 {
+		recs = make([]values.Record, len(raw))
+	}
 	for i, b := range raw {
 		if r, err := decodeRecord([]byte(b)); err == nil {
 			recs[i] = r
 		} // else: a lost record, all zero
 	}
-	return recs, nil
+	return s.fence(session, recs, mark, merr == nil)
 }
 
 // clip shortens b for an error message.

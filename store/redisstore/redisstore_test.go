@@ -138,7 +138,7 @@ func TestKeysAndTTLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := "av:b:{" + key + "}:" + strconv.Itoa(testChunk) + ":"
-	want := []string{"av:b:{" + key + "}", c + "0", c + "1", c + "2", "av:s:{run-1}:g:" + key, "av:s:{run-1}:h"}
+	want := []string{"av:b:{" + key + "}", c + "0", c + "1", c + "2", "av:s:{run-1}:g:" + key, "av:s:{run-1}:h", "av:s:{run-1}:m"}
 	slicesSort(keys)
 	if strings.Join(keys, " ") != strings.Join(want, " ") {
 		t.Fatalf("keys %q, want %q", keys, want)
