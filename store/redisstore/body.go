@@ -35,8 +35,11 @@ var _ values.SizedDurable = (*Store)(nil)
 // key, [store.ErrClosed] after Close, or wrapping Redis's error.
 //
 // Memory: the body's size, once the strings holding it are measured at
-// that size; a grant or manifest claiming more than Redis holds fails
-// before the claimed size is allocated.
+// that size, and no more than the chunk size before that; a grant or
+// manifest claiming more than Redis holds fails before the claimed size is
+// allocated. Without the size of the handle record (see BodySized), a body
+// whose grant, manifest and chunks were all rewritten costs what Redis
+// holds for it before it fails the digest check.
 func (s *Store) Body(session, key string) ([]byte, error) {
 	return s.body(session, key, -1)
 }
@@ -69,39 +72,60 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	// One round trip to each slot at once: the grant from the session's,
-	// the body key's length and head from the body's (a small inline body
-	// whole, a chunked body's manifest). The head is read no further than
-	// the recorded size allows.
-	head := int64(smallBody)
+	// One round trip for the grant, the body key's length and its head (a
+	// small inline body whole, a chunked body's manifest); on a cluster,
+	// one to each slot at once, so that each server's breaker sees its
+	// own. The head is read no further than the recorded size allows or,
+	// without one, than the chunk size.
+	head := int64(max(s.chunk+2, maxManifest))
 	if want >= 0 {
 		head = max(want+2, maxManifest) // 'i', the body and one byte more: a longer key shows
 	}
 	gk, bk := s.grantKey(session, key), s.bodyKey(key)
-	var g string
-	var gerr error
-	granted := make(chan struct{})
-	go func() {
-		defer close(granted)
-		gerr = s.do(gk, func(ctx context.Context) (err error) {
-			g, err = s.rdb.Get(ctx, gk).Result()
+	var gcmd, hcmd *redis.StringCmd
+	var ncmd *redis.IntCmd
+	var err, gerr error
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		granted := make(chan struct{})
+		go func() {
+			defer close(granted)
+			gerr = s.do(gk, func(ctx context.Context) error {
+				gcmd = s.rdb.Get(ctx, gk)
+				return gcmd.Err()
+			})
+		}()
+		err = s.do(bk, func(ctx context.Context) error {
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				ncmd = p.StrLen(ctx, bk)
+				hcmd = p.GetRange(ctx, bk, 0, head-1)
+				return nil
+			})
 			return err
 		})
-	}()
-	var hcmd *redis.StringCmd
-	var ncmd *redis.IntCmd
-	err := s.do(bk, func(ctx context.Context) error {
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			ncmd = p.StrLen(ctx, bk)
-			hcmd = p.GetRange(ctx, bk, 0, head-1)
-			return nil
+		<-granted
+	} else {
+		err = s.do(bk, func(ctx context.Context) error {
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				gcmd = p.Get(ctx, gk)
+				ncmd = p.StrLen(ctx, bk)
+				hcmd = p.GetRange(ctx, bk, 0, head-1)
+				return nil
+			})
+			return err
 		})
-		return err
-	})
-	<-granted
+		if err == nil || answered(err) {
+			err, gerr = nil, gcmd.Err()
+		} else {
+			gerr = err
+		}
+	}
 	if err != nil && !isWrongType(err) {
 		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
 	}
+	if gerr != nil && !answered(gerr) {
+		return nil, fmt.Errorf("redisstore: grant of %q on %s: %w", session, key, gerr)
+	}
+	g := gcmd.Val()
 	stored, nerr := ncmd.Result() // 0 for a missing key
 	if errors.Is(gerr, redis.Nil) {
 		if stored > 0 || isWrongType(nerr) {
