@@ -164,8 +164,9 @@ const DefaultChunkSize = 4 << 20
 // that Body says [store.ErrExpired] rather than not found.
 const ExpiredGrace = 7 * 24 * time.Hour
 
-// Config is how a Store lays out its keys and how long it waits for
-// Redis. Its zero value gives the defaults each field documents.
+// Config is how a Store lays out its keys, how long it waits for Redis,
+// whether it accepts a Redis that evicts keys, and where it warns. Its
+// zero value gives the defaults each field documents.
 type Config struct {
 	// Prefix starts every key the store writes; "" means "av". Stores with
 	// different prefixes share one Redis without seeing each other.
