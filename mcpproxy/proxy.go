@@ -42,9 +42,11 @@ type Options struct {
 	// is unused), made with values.New(SessionOptions...) at the session's
 	// first call and dropped when the session ends. A session can neither
 	// read nor name another's values. Each new session's handles start past
-	// every handle handed out before it (values.WithFirstHandle), so that a
-	// handle in the transcript of a session that was lost names nothing in
-	// the one that replaces it.
+	// every handle handed out before it (values.WithFirstHandle): every
+	// handle in a response written so far, to any session, alive or ended;
+	// so that a handle in the transcript of a session that was lost names
+	// nothing in the one that replaces it. Finding where to start costs the
+	// same whatever the number of sessions.
 	PerSession     bool
 	SessionOptions []values.Option
 	// Log receives one line for each event a person running the proxy should
@@ -166,6 +168,7 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 	})
+	server.AddReceivingMiddleware(st.noteHanded)
 	followLogLevel(server, st, proxies)
 	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
