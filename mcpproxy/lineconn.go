@@ -120,6 +120,7 @@ type lineConn struct {
 	start    sync.Once
 	incoming chan jsonrpc.Message
 	workers  sync.WaitGroup // messages being taken apart from the read loop
+	slots    chan struct{}  // one per worker running: at most maxLineWorkers
 	readErr  error          // why reading stopped; valid once readDone is closed
 	readDone chan struct{}  // closed when the read loop has stopped
 
@@ -142,6 +143,7 @@ func newLineConn(r io.Reader, w io.Writer, closer io.Closer, max int, server boo
 		server:   server,
 		log:      log,
 		incoming: make(chan jsonrpc.Message),
+		slots:    make(chan struct{}, maxLineWorkers),
 		readDone: make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
@@ -196,10 +198,21 @@ func (c *lineConn) readLoop() {
 		case ln.size == 0:
 		case !c.server && !ln.over && ln.size >= rawEnvelopeMin:
 			// A large response is taken and stored (settle, fix) apart, so
-			// that the responses to other calls do not wait for it.
+			// that the responses to other calls do not wait for it; by at
+			// most maxLineWorkers at once.
+			select {
+			case c.slots <- struct{}{}:
+			case <-c.closed:
+				if ln.free != nil {
+					ln.free()
+				}
+				c.readErr = io.EOF
+				return
+			}
 			c.workers.Add(1)
 			go func() {
 				defer c.workers.Done()
+				defer func() { <-c.slots }()
 				c.deliver(c.take(&ln))
 			}()
 		default:
@@ -214,6 +227,12 @@ func (c *lineConn) readLoop() {
 		}
 	}
 }
+
+// maxLineWorkers bounds the large lines taken apart from the read loop at
+// once (see readLoop). Past it reading waits for one to be taken: lines
+// that come faster than they are taken (a server flooding large
+// notifications) wait in the server's pipe rather than in memory.
+const maxLineWorkers = 4
 
 // deliver hands msg, if any, to Read, and reports false when the
 // connection was closed first.
