@@ -54,8 +54,14 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		defer release()
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil {
-		down, release := p.progressToken(req.Session, tok)
+		// The call's progress goes on its own stream (over Streamable
+		// HTTP, the response to its POST, which a client without the
+		// standalone stream reads too), written before its result.
+		sess := p.stores.session(req.Session)
+		own := sess.callLane(ctx)
+		down, release := p.progressToken(sess, tok, own)
 		defer release()
+		defer own.flush(ctx) // first: the result follows its progress
 		params.SetProgressToken(down)
 	}
 	callCtx, cancel := context.WithCancel(context.WithValue(ctx, valuesKey{}, vals)) // for fixResult

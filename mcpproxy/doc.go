@@ -62,6 +62,17 @@
 // one line to its log and every later call of a mirrored tool returns an
 // isError result saying so; read_value keeps working on what is stored.
 //
+// # Sessions
+//
+// Each upstream session has a queue of its own for the notifications sent
+// to it (a downstream server's log messages, list changes): a client that
+// does not read them loses its own past a bound, is told how many once it
+// reads again, and holds up no other session (session.go). A call's
+// progress comes on the call's own stream. A downstream server's
+// notifications are handled as they are read, so one that floods them
+// costs the proxy one at a time, and log messages no session asked for
+// are dropped unread (intake.go).
+//
 // # Bad input
 //
 // Nothing a client or a server sends stops the proxy. On [LineTransport], a

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	values "github.com/agentvalues/values"
@@ -14,14 +13,14 @@ import (
 
 // stores gives each upstream session its store: one shared by all, or one
 // of its own per session, made at its first use and dropped when the
-// session ends. A gateway's proxies share one stores.
+// session ends; and keeps what the proxy knows of each session
+// (session.go). A gateway's proxies share one stores.
 type stores struct {
 	shared      *values.SessionValues // nil with a store per session
 	memoryOnly  bool                  // shared is in memory alone: storing in it does no I/O
 	sessionOpts []values.Option       // with a store per session: for values.New
-	sessions    sync.Map              // *mcp.ServerSession -> *values.SessionValues
+	live        sessionTable          // the upstream sessions (session.go)
 
-	mu sync.Mutex // held while a session's store is made
 	// handed is the highest handle number a session's store has handed
 	// out: raised as each request of a session ends (before its response
 	// is written: see handedOut) and when the session ends. A new
@@ -49,26 +48,18 @@ func (s *stores) of(ss *mcp.ServerSession) *values.SessionValues {
 	if s.shared != nil {
 		return s.shared
 	}
-	if v, ok := s.sessions.Load(ss); ok {
-		return v.(*values.SessionValues)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v, ok := s.sessions.Load(ss); ok {
-		return v.(*values.SessionValues)
-	}
-	first := int(s.handed.Load()) + 1
-	v := values.New(append(slices.Clip(s.sessionOpts), values.WithFirstHandle(first))...)
 	if ss == nil { // not a session's call; cannot happen through the SDK
-		return v
+		return s.newStore()
 	}
-	s.sessions.Store(ss, v)
-	go func() {
-		ss.Wait()
-		s.raise(v)
-		s.sessions.Delete(ss)
-	}()
-	return v
+	sess := s.session(ss)
+	sess.once.Do(func() { sess.vals.Store(s.newStore()) })
+	return sess.vals.Load()
+}
+
+// newStore makes a session's store, starting past handed.
+func (s *stores) newStore() *values.SessionValues {
+	first := int(s.handed.Load()) + 1
+	return values.New(append(slices.Clip(s.sessionOpts), values.WithFirstHandle(first))...)
 }
 
 // handedOut notes the handles the store of ss has handed out, once a
@@ -78,8 +69,10 @@ func (s *stores) handedOut(ss *mcp.ServerSession) {
 	if s.shared != nil {
 		return
 	}
-	if v, ok := s.sessions.Load(ss); ok {
-		s.raise(v.(*values.SessionValues))
+	if v, ok := s.live.all.Load(ss); ok {
+		if vals := v.(*session).vals.Load(); vals != nil {
+			s.raise(vals)
+		}
 	}
 }
 

@@ -62,7 +62,7 @@ func TestSessionStoreLookupFlat(t *testing.T) {
 	}
 	a.Put("a") // r4 of a
 	ss[0].Close()
-	waitFor(t, func() bool { _, ok := st.sessions.Load(ss[0]); return !ok })
+	waitFor(t, func() bool { _, ok := st.live.all.Load(ss[0]); return !ok })
 	if h := st.of(ss[2]).Next(); h != "r5" {
 		t.Errorf("a session made after one that handed out r4 ended starts at %s, want r5", h)
 	}
