@@ -71,7 +71,9 @@
 // progress comes on the call's own stream. A downstream server's
 // notifications are handled as they are read, so one that floods them
 // costs the proxy one at a time, and log messages no session asked for
-// are dropped unread (intake.go).
+// are dropped unread (intake.go). Over Streamable HTTP
+// ([Proxy.StreamableHTTPHandler]), ending a session, by its DELETE or its
+// idle timeout, cancels its calls, downstream too (httpsession.go).
 //
 // # Bad input
 //

@@ -72,6 +72,9 @@ type seams struct {
 	afterFunc   func(time.Duration, func()) // schedules a progress token's release; nil: time.AfterFunc
 	listBackoff time.Duration               // the first wait before listing the tools again; 0: listBackoff
 	restartWait time.Duration               // the first wait before restarting a dead server; 0: restartWait
+	// idleTimer arms a session's idle timer (httpsession.go) and returns
+	// its stop; nil: time.AfterFunc.
+	idleTimer func(time.Duration, func()) (stop func() bool)
 }
 
 // A Proxy stands between one downstream MCP server and the agent. Create it

@@ -16,7 +16,8 @@ import (
 // The proxy keeps, for each upstream session (a client connected to its
 // server), a session: the session's store (stores.of), the log level it
 // set, the queue of the notifications to it, and a context that ends when
-// the session does, under which its requests are handled.
+// the session does, under which its requests are handled, so that ending
+// a session (see httpsession.go) cancels its calls, downstream too.
 //
 // Notifications. A notification to a session that is not written in the
 // course of one of its requests (a downstream server's log messages, the
@@ -59,6 +60,8 @@ type session struct {
 	lvl  atomic.Int32                         // index in mcpLevels of the log level it set, -1 before
 	once sync.Once                            // makes vals
 	vals atomic.Pointer[values.SessionValues] // its own store, with Options.PerSession
+
+	http httpSession // over Streamable HTTP: see httpsession.go
 }
 
 func newSession(ss *mcp.ServerSession) *session {
@@ -138,6 +141,7 @@ func (st *stores) byID(id string) *session {
 func (st *stores) ended(s *session) {
 	s.end(errSessionEnded)
 	s.out.discard()
+	s.http.stop()
 	s.once.Do(func() {}) // a store being made is made
 	if v := s.vals.Load(); v != nil {
 		st.raise(v)

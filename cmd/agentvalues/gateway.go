@@ -240,7 +240,7 @@ const shutdownWait = 5 * time.Second
 
 // An mcpServer is a gateway or a proxy: what serveHTTP serves.
 type mcpServer interface {
-	Server() *mcp.Server
+	StreamableHTTPHandler(*mcp.StreamableHTTPOptions) http.Handler
 	Close() error
 }
 
@@ -248,7 +248,7 @@ type mcpServer interface {
 // until ctx is done, then closes it. The SDK's handler gives each HTTP
 // session its own server session, hence its own store, and refuses a
 // request that reached a loopback address with another Host (DNS
-// rebinding).
+// rebinding); g's wrapping of it ends a session's calls with the session.
 func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, maxBody int, stderr io.Writer) error {
 	defer g.Close()
 	if !strings.Contains(addr, ":") {
@@ -265,8 +265,8 @@ func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, maxBo
 	// A session that comes back after its end is a new session, whose
 	// handles start past the old one's (Options.PerSession): a stale "$r2"
 	// in the model's transcript names nothing rather than another value.
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
-		&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: int64(maxBody)}))
+	// Ending a session (DELETE, or sessionIdle) cancels its calls.
+	mux.Handle("/mcp", g.StreamableHTTPHandler(&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: int64(maxBody)}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
 	served := make(chan error, 1)

@@ -435,3 +435,50 @@ func TestGatewayHTTPProgressOnPOST(t *testing.T) {
 	b, progress := g.client(t, false)
 	callProgress(t, b, progress, 3)
 }
+
+// TestGatewayHTTPDeleteCancelsCalls: a DELETE of a session whose call the
+// server never answers, and whose standalone stream its client stopped
+// reading while log messages were written to it, is answered; the server
+// is told the call is cancelled, and the session is gone.
+func TestGatewayHTTPDeleteCancelsCalls(t *testing.T) {
+	t.Parallel()
+	g := startNotifyGateway(t)
+	s := openRawSession(t, g.url)
+	readResponse(t, s.post(t, `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}`))
+	stream, err := s.do(context.Background(), http.MethodGet, "")
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("the standalone stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close() // never read
+	readResponse(t, s.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"n__flood","arguments":{"n":300,"size":102400}}}`))
+	call := make(chan error, 1)
+	go func() {
+		resp, err := s.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"n__never","arguments":{}}}`)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		call <- err
+	}()
+	g.waitLine(t, "notify-server: never ")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := s.do(ctx, http.MethodDelete, "")
+	if err != nil {
+		t.Fatalf("DELETE of a session with a call in flight: %v\n%s", err, g.stderr())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("DELETE: %s, want 204", resp.Status)
+	}
+	g.waitLine(t, "notify-server: cancelled ")
+	select {
+	case <-call:
+	case <-time.After(time.Minute):
+		t.Error("the call's POST was still open a minute after its session ended")
+	}
+	if resp := s.post(t, `{"jsonrpc":"2.0","id":6,"method":"ping"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request of the deleted session: %s, want 404", resp.Status)
+	}
+}
