@@ -81,7 +81,10 @@
 // malformed line from the client is answered with the JSON-RPC error the
 // specification names (-32700, -32600, -32602) and the proxy reads on. A
 // line from the downstream server that is not JSON-RPC (a log line on its
-// standard output) is skipped with a line in the log. A result the SDK
+// standard output) is skipped with a line in the log, as is a response
+// whose id names no call in flight: ids match by type and value, so the
+// string "8" or the number 8.5 does not answer call 8, which goes on
+// waiting for its own response. A result the SDK
 // cannot decode, or that is not a CallToolResult object, becomes an isError
 // result saying so, at once. A result whose structuredContent nests deeper
 // than the SDK decodes is stored whole. A downstream tool whose definition

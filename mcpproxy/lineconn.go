@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -401,11 +402,16 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp, resultLine{}) {
-			// Its id is no call's (any more: a call cancelled is
-			// forgotten), and names none of the SDK's; unless it is a
-			// call's number written as a string.
-			return c.mistyped(resp.ID)
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server {
+			// The SDK makes an integer of any number id (8.5 is 8): the id
+			// as written must be one idOf takes, or it names no call.
+			raw, id, exact := responseID(data)
+			if !exact || !c.settle(resp, resultLine{}) {
+				// Its id is no call's (any more: a call cancelled is
+				// forgotten), and names none of the SDK's.
+				c.stray(raw, id, exact)
+				return nil
+			}
 		}
 		return c.offer(msg)
 	}
@@ -710,24 +716,35 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	return resp
 }
 
-// mistyped ends with an error the pending call whose number on the wire
-// the string id spells ("4" for 4), which JSON-RPC holds to be another id:
-// the call would otherwise wait for ever. It returns nil for any other id.
-func (c *lineConn) mistyped(id jsonrpc.ID) jsonrpc.Message {
-	s, ok := id.Raw().(string)
+// stray drops a response from the server whose id, raw as written and
+// id as idOf makes it (exact: it could), names no call in flight,
+// logging it unless it names, exactly, a call this connection sent that
+// ended before its response came (cancelled). Ids are matched by type and
+// value, as JSON-RPC has them: the string "8" is not the number 8, nor is
+// 8.5; a response with either is dropped, and call 8 goes on waiting for
+// its own.
+func (c *lineConn) stray(raw []byte, id jsonrpc.ID, exact bool) {
+	if n, ok := id.Raw().(int64); exact && ok && n > 0 && n <= c.wireSeq.Load() {
+		return
+	}
+	c.logf("ignored a response from the downstream server: its id %s names no call in flight", clipText(string(raw)))
+}
+
+// responseID returns the id of the message data, which the SDK decoded,
+// as written and as idOf makes it; exact is false when idOf does not take
+// it (or data has none).
+func responseID(data []byte) (raw []byte, id jsonrpc.ID, exact bool) {
+	// encoding/json, as the SDK, takes invalid UTF-8 in a string; the
+	// structure is all Member needs.
+	if !json.Valid(data) {
+		return nil, id, false
+	}
+	raw, ok := jsontext.Member(data, "id")
 	if !ok {
-		return nil
+		return nil, id, false
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
-		return nil
-	}
-	wire, _ := jsonrpc.MakeID(float64(n))
-	call, pending := c.calls.done(wire)
-	if !pending {
-		return nil
-	}
-	return &jsonrpc.Response{ID: call.id, Error: &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's response has the id %q, a string; the call's id is the number %d", s, n)}}
+	id, exact = idOf(raw)
+	return raw, id, exact
 }
 
 // tooLarge handles a line over the bound: the server side answers the
@@ -978,7 +995,9 @@ func messageID(data []byte) (jsonrpc.ID, bool) {
 	return idOf(v)
 }
 
-// idOf makes an id of the valid JSON value v, a string or a number.
+// idOf makes an id of the valid JSON value v, a string or a number. A
+// number must be an integer of at most maxExactID in magnitude (8.0 is 8):
+// the SDK makes an integer of any number, so that 8.5 would name call 8.
 func idOf(v []byte) (jsonrpc.ID, bool) {
 	var raw any
 	switch v[0] {
@@ -986,7 +1005,7 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 		raw = string(jsontext.AppendUnquoted(nil, v))
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		f, err := strconv.ParseFloat(string(v), 64) // as the SDK decodes an id
-		if err != nil {
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > maxExactID {
 			return jsonrpc.ID{}, false
 		}
 		raw = f
@@ -996,6 +1015,11 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 	id, err := jsonrpc.MakeID(raw)
 	return id, err == nil && id.IsValid()
 }
+
+// maxExactID is the largest integer magnitude up to which every integer
+// is a float64, as the SDK decodes a number id: past it two ids may be
+// decoded as one.
+const maxExactID = 1 << 53
 
 // findID finds the top-level id of a message known only by its first and
 // last bytes: in the head when the id comes before the large part (as the Go

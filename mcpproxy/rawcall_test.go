@@ -292,7 +292,8 @@ func scriptCases() map[string]string {
 		"wrong id then right": `{"jsonrpc":"2.0","id":999,"result":{"content":[]}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
 		"not json":            `{"jsonrpc":"2.0","id":%ID%,"result":{"content":[{"type":"text","text":"a` + "\t" + `b"}]}}`,
 		"not json, id last":   `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"a` + "\t" + `b"}]},"id":%ID%}`,
-		"id a string":         `{"jsonrpc":"2.0","id":"%ID%","result":{"content":[` + text("x") + `]}}`,
+		"id a string":         `{"jsonrpc":"2.0","id":"%ID%","result":{"content":[` + text("stray") + `]}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
+		"id fractional":       `{"jsonrpc":"2.0","id":%ID%.5,"result":{"content":[` + text("stray") + `]}}` + "\n" + `{"jsonrpc":"2.0","id":%ID%.5,"error":{"code":1,"message":"stray"}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
 	}
 	return cases
 }
@@ -354,7 +355,8 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 				"die":               "disconnected during the call of result",
 				"not json":          `result ran, but the proxy could not take its result: the downstream server's response is not valid JSON: \"invalid character '\\\\t' in string literal\"`,
 				"not json, id last": "the downstream server's response is not valid JSON",
-				"id a string":       `has the id \"4\", a string; the call's id is the number 4`,
+				"id a string":       `"text":"right"`,
+				"id fractional":     `"text":"right"`,
 			} {
 				if !strings.Contains(raw[name].Line, want) {
 					t.Errorf("%s: %s\nwant it to hold %s", name, raw[name].Line, want)
