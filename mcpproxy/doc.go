@@ -9,7 +9,10 @@
 // r2, …); a result larger than the threshold reaches the agent as a bounded
 // preview and a hint, a smaller one whole with a line naming its handle. The
 // handle also travels in the result's _meta under [MetaHandle], and in its
-// structuredContent. Input schemas are offered with a reference string
+// structuredContent. The agentvalues/ keys of every _meta the proxy relays
+// (results, their content blocks, resource contents, prompts, log
+// messages) are the proxy's own: a downstream server's are dropped, so
+// that no server can name another's value (the stored value keeps them). Input schemas are offered with a reference string
 // admitted beside every field (Options.OriginalSchemas turns that off);
 // arguments are validated against the original. A [Gateway] does the same
 // for several servers at once, with one store for all of them (or one per
