@@ -50,6 +50,15 @@
 // blocks (images, audio, resources) stores the JSON array of the blocks, so
 // nothing is lost.
 //
+// Invalid UTF-8: JSON text is UTF-8, and a string can carry anything else
+// only as stray bytes (which encoding/json and the SDK take) or as a lone
+// surrogate escape ("\ud800"). Both read as U+FFFD, as encoding/json
+// reads them: one U+FFFD for each byte that begins no valid sequence (a
+// message from the server holding one is read so before anything else
+// reads it), and one for each lone surrogate. So a text block stays text
+// and structured content stays JSON, stored the same on either path; a
+// value is never binary for a bad byte in a string.
+//
 // Whether a result comes whole is judged on what would reach the
 // transcript: the text of its content blocks plus its structured content.
 // Image and audio blocks are passed on to the agent in either case.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -387,8 +388,18 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	if len(data) == 0 {
 		return nil
 	}
-	if env, ok := plainEnvelope(data); ok {
-		if ln.free != nil { // a line in a mapping of its own
+	mapped := ln.free != nil // a line in a mapping of its own
+	env, ok := plainEnvelope(data)
+	if !ok && !c.server && !utf8.Valid(data) {
+		// A string holding bytes that are not UTF-8, which the scan
+		// refuses and the SDK takes: read as the SDK reads them, each such
+		// byte as U+FFFD, whichever path takes the message (see doc.go).
+		data = jsontext.AppendValidUTF8(make([]byte, 0, len(data)+len(data)/8+8), data)
+		mapped = false
+		env, ok = plainEnvelope(data)
+	}
+	if ok {
+		if mapped {
 			env.line.release = releasePages
 		}
 		if msg := c.fromEnvelope(env); msg != nil {

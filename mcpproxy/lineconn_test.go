@@ -94,6 +94,8 @@ func FuzzLineConnClient(f *testing.F) {
 		"Server listening on port 3000", `{"jsonrpc":"2.0","id":9,"result":{}}`,
 		`{"jsonrpc":"2.0","id":"c","result":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`, "\ufeff{}", "[1]",
+		"{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\xe2\x82\\ud800\"}]}}",
+		"\xff\xfe{\"jsonrpc\":\"2.0\"}", "{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"\xc0\":1},\"x\":\"\xed\xa0\x80\"}",
 	} {
 		f.Add([]byte(seed))
 	}

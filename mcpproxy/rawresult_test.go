@@ -13,10 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -102,8 +104,25 @@ func rawCases() map[string]string {
 		"empty content":              `{"content":[],"structuredContent":` + string(compact) + `}`,
 		"text block no text":         `{"content":[{"type":"text"}],"structuredContent":` + string(compact) + `}`,
 		"content not an array":       `{"content":{"type":"text","text":"x"}}`,
+		// Invalid UTF-8 in a JSON string, as a server may write it: bytes
+		// that begin no valid sequence, a sequence cut short, an overlong
+		// encoding, an encoded surrogate, past U+10FFFF, continuation bytes
+		// alone, and lone surrogate escapes. Each byte that begins no valid
+		// sequence reads as U+FFFD, as encoding/json reads it.
+		"invalid utf8":             `{"content":[` + text(log.String()) + `,{"type":"text","text":"` + badUTF8 + `"}]}`,
+		"invalid utf8 large":       `{"content":[{"type":"text","text":"` + strings.Repeat(badUTF8+`\n`, 3<<19/len(badUTF8)) + `"}]}`,
+		"invalid utf8 structured":  `{"content":[` + text(log.String()) + `],"structuredContent":{"s":"` + badUTF8 + `","n":[1,"` + "\xff" + `"]}}`,
+		"invalid utf8 same":        `{"content":[{"type":"text","text":"{\"s\":\"` + badUTF8 + strings.Repeat("x", 9000) + `\"}"}],"structuredContent":{"s":"` + badUTF8 + strings.Repeat("x", 9000) + `"}}`,
+		"invalid utf8 mirror":      `{"content":[{"type":"text","text":"` + badUTF8 + strings.Repeat("x", 9000) + `"}],"structuredContent":{"content":"` + badUTF8 + strings.Repeat("x", 9000) + `"}}`,
+		"small invalid utf8":       `{"content":[{"type":"text","text":"` + badUTF8 + `"}]}`,
+		"small invalid utf8 meta":  `{"content":[{"type":"text","text":"ok"}],"_meta":{"k":"` + badUTF8 + `"}}`,
+		"small invalid structured": `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"s":"` + badUTF8 + `"}}`,
 	}
 }
+
+// badUTF8 is the body of a JSON string holding invalid UTF-8 of every
+// kind, and lone surrogate escapes, between valid text.
+const badUTF8 = "a\xffb \xe2\x82 c\xc0\xafd \xed\xa0\x80e \xf4\x90\x80\x80f \x80\xbf g\xf0\x9f\x98 é ✓ \\ud800 \\udc00x \\ud800\\u0041 \\ud800\\ud83d\\ude00 h\xfe"
 
 // TestRawPathMatchesSDKPath calls every case through a proxy whose results
 // all take the raw path and through one whose results all take the SDK
@@ -160,6 +179,25 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 					t.Errorf("%s: nothing stored", name)
 				}
 			}
+			// Invalid UTF-8 in a string reads as U+FFFD, one per bad byte,
+			// on both paths: text stays text, structured content JSON.
+			const read = "a\uFFFDb \uFFFD\uFFFD c\uFFFD\uFFFDd \uFFFD\uFFFD\uFFFDe \uFFFD\uFFFD\uFFFD\uFFFDf \uFFFD\uFFFD g\uFFFD\uFFFD\uFFFD é ✓ "
+			for name, o := range raw {
+				if !strings.Contains(name, "invalid") {
+					continue
+				}
+				found := false
+				for h, v := range o.Values {
+					kind, val, _ := strings.Cut(v, ": ")
+					if kind == "binary" || !utf8.ValidString(val) {
+						t.Errorf("%s: %s stored as %s, valid UTF-8: %v", name, h, kind, utf8.ValidString(val))
+					}
+					found = found || strings.Contains(val, read)
+				}
+				if !found && !strings.Contains(name, "meta") {
+					t.Errorf("%s: no value holds the bad bytes read as U+FFFD each: %.600q", name, o.Values)
+				}
+			}
 		})
 	}
 }
@@ -171,6 +209,7 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 func TestRawPathTaken(t *testing.T) {
 	p := &Proxy{threshold: DefaultThreshold}
 	for name, res := range rawCases() {
+		res = string(jsontext.AppendValidUTF8(nil, []byte(res))) // as the connection reads it
 		vals := values.New()
 		out, took := p.presentRaw(vals, []byte(res), resultLine{})
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
@@ -339,8 +378,38 @@ func FuzzParseRaw(f *testing.F) {
 	f.Add([]byte(` {"cont\u0065nt":[{"type":"text","text":"x"}],"_meta":null}`))
 	f.Add([]byte(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u0062"}],"structuredContent":{"k":"a\nb"}}`))
 	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"structuredContent":{"k":"a","l":"a"}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a` + "\xff\xe2\x82" + `b\ud800"}],"structuredContent":{"content":"a` + "\xff\xe2\x82" + `b\ud800"}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"` + "\xed\xa0\x80\xc0\xaf" + `"},{"type":"text","text":"\udc00\ud800\u0041"}],"_meta":{"` + "\xf4\x90\x80\x80" + `":1}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"{\"a\":\"` + "\x80" + `\"}"}],"structuredContent":{"a":"` + "\x80" + `"}}`))
 	f.Fuzz(func(t *testing.T, r []byte) {
-		if !json.Valid(r) || jsontext.Valid(r) != nil {
+		if !json.Valid(r) {
+			return
+		}
+		if !utf8.Valid(r) {
+			// As the connection reads it: each byte that begins no valid
+			// sequence as U+FFFD. The SDK decodes it to what it decodes
+			// the original to, and the scanner takes it.
+			fixed := jsontext.AppendValidUTF8(nil, r)
+			if err := jsontext.Valid(fixed); err != nil {
+				t.Fatalf("%q, repaired to %q, is refused: %v", r, fixed, err)
+			}
+			var was, is mcp.CallToolResult
+			errWas, errIs := json.Unmarshal(r, &was), json.Unmarshal(fixed, &is)
+			if (errWas == nil) != (errIs == nil) {
+				t.Fatalf("the SDK decodes %q: %v, repaired to %q: %v", r, errWas, fixed, errIs)
+			}
+			if diff := cmp.Diff(&was, &is, cmpopts.IgnoreUnexported(mcp.CallToolResult{})); errWas == nil && diff != "" {
+				t.Fatalf("the SDK decodes %q and its repair differently (-original +repaired):\n%s", r, diff)
+			}
+			var anyWas, anyIs any
+			json.Unmarshal(r, &anyWas)
+			json.Unmarshal(fixed, &anyIs)
+			if !reflect.DeepEqual(anyWas, anyIs) {
+				t.Fatalf("encoding/json decodes %q and its repair differently: %#v, %#v", r, anyWas, anyIs)
+			}
+			r = fixed
+		}
+		if jsontext.Valid(r) != nil {
 			return
 		}
 		res, ok := parseRaw(r, nil)
