@@ -70,7 +70,12 @@
 // [CommandTransport] and [LineTransport] read messages of up to
 // [DefaultMaxMessage] (256 MiB) by default; a longer one is read through
 // without being held, and the call it answers fails with an error that
-// states both sizes. If the downstream server goes away, the proxy writes
+// states both sizes. A result the SDK decodes (one with an image, or one
+// shown whole) may have at most 100,000 content blocks: the SDK holds an
+// object per block, and one with more is refused with an isError result
+// saying so; a previewed result of text blocks alone may have any number,
+// read from its line in memory that does not grow with them. If the
+// downstream server goes away, the proxy writes
 // one line to its log and every later call of a mirrored tool returns an
 // isError result saying so; read_value keeps working on what is stored.
 //

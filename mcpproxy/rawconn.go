@@ -221,6 +221,9 @@ func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json
 				return out, nil
 			}
 		}
+		if n, over := manyBlocks(r); over {
+			return nil, &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
+		}
 		return wrapStructured(result), nil
 	case "tools/list":
 		return p.dropDeepTools(result), nil

@@ -71,7 +71,31 @@ func rawCases() map[string]string {
 	bigRows.WriteString(`]}`)
 	big := bigRows.String()
 	bigEscapes := strings.Repeat(`\"x\"\\ \ud83d\ude00 \ud800 \u00e9 `, 3<<19/36)
+	// More blocks than an outline keeps (see parseRawBlocks).
+	var many, manyRows []string
+	for i := range 3000 {
+		many = append(many, text(fmt.Sprintf("block %d \"q\" é", i)))
+	}
+	for i := range 3000 {
+		row := fmt.Sprintf(`%d,`, i)
+		switch i {
+		case 0:
+			row = "[" + row
+		case 2999:
+			row = "2999]"
+		}
+		manyRows = append(manyRows, text(row))
+	}
+	manyBlocks := strings.Join(many, ",")
 	return map[string]string{
+		"many blocks":                `{"content":[` + manyBlocks + `]}`,
+		"many blocks one large":      `{"_meta":{"before":1},"content":[` + manyBlocks + `,` + text(bigLog) + `,` + manyBlocks + `],"isError":false}`,
+		"many blocks structured":     `{"content":[` + manyBlocks + `],"structuredContent":` + string(compact) + `}`,
+		"many blocks mirror":         `{"content":[` + manyBlocks + `],"structuredContent":{"content":"x"}}`,
+		"many blocks same":           `{"content":[` + strings.Join(manyRows, ",") + `],"structuredContent":` + strings.Join(strings.Fields(strings.NewReplacer(`{"type":"text","text":"`, "", `"}`, "").Replace(strings.Join(manyRows, " "))), "") + `}`,
+		"many blocks and an image":   `{"content":[` + manyBlocks + `,{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`,
+		"many blocks, one not text":  `{"content":[` + manyBlocks + `,{"type":"text","text":5}]}`,
+		"many blocks, twice":         `{"content":[` + manyBlocks + `],"content":[]}`,
 		"large text":                 `{"content":[` + text(bigLog) + `]}`,
 		"large json text":            `{"content":[` + text(big) + `]}`,
 		"large structured same":      `{"content":[` + text(big) + `],"structuredContent":` + big + `}`,
@@ -213,7 +237,8 @@ func TestRawPathTaken(t *testing.T) {
 		vals := values.New()
 		out, took := p.presentRaw(vals, []byte(res), resultLine{})
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
-			name != "text block no text" && name != "content not an array"
+			name != "text block no text" && name != "content not an array" &&
+			!strings.Contains(name, "an image") && !strings.Contains(name, "not text") && !strings.Contains(name, "twice")
 		if took != want {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
 		}
@@ -332,6 +357,7 @@ func TestTextOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.texts = append(res.texts, q)
+			res.n++
 		}
 		l := len(strings.Join(texts, "\n"))
 		for n := -1; n <= 3*l+2; n++ {
@@ -425,6 +451,11 @@ func FuzzParseRaw(f *testing.F) {
 				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
 			}
 		}
+		if tr := bytes.TrimSpace(r); tr[0] == '{' {
+			if _, okBlocks := parseRawBlocks(tr); okBlocks != ok {
+				t.Fatalf("parseRawBlocks(%s): %v, parseRaw %v", r, okBlocks, ok)
+			}
+		}
 		if !ok {
 			return
 		}
@@ -432,13 +463,27 @@ func FuzzParseRaw(f *testing.F) {
 		if err := json.Unmarshal(r, &want); err != nil {
 			t.Fatalf("parseRaw took %s, which the SDK refuses: %v", r, err)
 		}
-		if len(want.Content) != len(res.texts) {
-			t.Fatalf("parseRaw(%s): %d texts, the SDK %d blocks", r, len(res.texts), len(want.Content))
+		var texts [][]byte
+		res.eachText(func(t []byte) { texts = append(texts, t) })
+		if len(want.Content) != len(texts) || res.n != len(texts) {
+			t.Fatalf("parseRaw(%s): %d texts (n=%d), the SDK %d blocks", r, len(texts), res.n, len(want.Content))
 		}
 		for i, c := range want.Content {
 			tc, isText := c.(*mcp.TextContent)
-			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, res.texts[i])) {
-				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, res.texts[i], c)
+			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, texts[i])) {
+				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, texts[i], c)
+			}
+		}
+		// Read as a result of many blocks is (see parseRawBlocks), it is
+		// read the same.
+		{
+			blocks, _ := parseRawBlocks(bytes.TrimSpace(r))
+			var got [][]byte
+			blocks.eachText(func(t []byte) { got = append(got, t) })
+			if !reflect.DeepEqual(got, texts) || blocks.n != res.n || string(blocks.structured) != string(res.structured) ||
+				string(blocks.isError) != string(res.isError) || string(blocks.meta) != string(res.meta) ||
+				blocks.textOver(len(r)/3) != res.textOver(len(r)/3) || string(blocks.text()) != string(res.text()) {
+				t.Fatalf("parseRawBlocks(%s) reads %+v, parseRaw %+v", r, blocks, res)
 			}
 		}
 		if (res.isError != nil && string(res.isError) == "true") != want.IsError {
@@ -531,6 +576,45 @@ func TestOnlyStringMember(t *testing.T) {
 		got, ok := onlyStringMember([]byte(in))
 		if string(got) != want || ok != (want != "") {
 			t.Errorf("onlyStringMember(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+}
+
+// TestManyBlocksBound: a result the SDK would decode with more than
+// maxDecodedBlocks content blocks is refused, one with that many is not;
+// text blocks alone, previewed, are taken in any number.
+func TestManyBlocksBound(t *testing.T) {
+	p := &Proxy{threshold: DefaultThreshold, stores: &stores{shared: values.New()}}
+	result := func(n int, image bool) []byte {
+		b := []byte(`{"content":[`)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"text","text":"x"}`...)
+		}
+		if image {
+			b = append(b, `,{"type":"image","data":"","mimeType":"image/png"}`...)
+		}
+		return append(b, "]}"...)
+	}
+	for _, tc := range []struct {
+		n       int
+		image   bool
+		refused bool
+	}{
+		{maxDecodedBlocks - 1, true, false},
+		{maxDecodedBlocks, true, true},
+		{maxDecodedBlocks + 1, false, false},
+		{3 * maxDecodedBlocks, false, false},
+	} {
+		out, werr := p.fixResult("tools/call", nil, result(tc.n, tc.image), resultLine{})
+		want := fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d", tc.n+1, maxDecodedBlocks)
+		if refused := werr != nil; refused != tc.refused || refused && !strings.Contains(werr.Message, want) {
+			t.Errorf("%d text blocks, image %v: refused with %v, want refused %v", tc.n, tc.image, werr, tc.refused)
+		}
+		if !tc.image && !bytes.Contains(out, []byte(rawStoredKey)) {
+			t.Errorf("%d text blocks: not taken by the raw path: %.200s", tc.n, out)
 		}
 	}
 }
