@@ -15,7 +15,7 @@ import (
 // ErrTooComplex is wrapped by the [Violation.Err] of tool arguments past a
 // limit of validation: arrays and objects nested more than 128 deep, a
 // number of more than 1000 digits or a magnitude beyond 1e±400, or a
-// validation that took more than its budget of steps or time (see
+// validation that spent its budget of steps or ran for 30 s (see
 // [Schema.Validate]).
 var ErrTooComplex = errors.New("too complex to validate")
 
@@ -47,22 +47,28 @@ const (
 	maxNumberDigits = 1000
 )
 
+// argsShape is what the budget of a validation is sized by: the number of
+// JSON values in the arguments (containers, strings other than keys,
+// numbers and literals), and the deepest nesting of their arrays and
+// objects.
+type argsShape struct{ values, depth int }
+
 // checkLimits checks the validated JSON args against the limits of
 // validation, without recursion, and returns a violation for each number
 // and each container past a limit (what such a container holds is not
 // looked at), at most maxViolations of them, and the number of others. It
-// also counts the JSON values in args (containers, strings other than
-// keys, numbers and literals). Arguments within the limits take one walk
-// and no allocation; others take a second walk, which reports.
-func checkLimits(args []byte) (vs []Violation, more, values int) {
-	if n, ok := withinLimits(args); ok {
-		return nil, 0, n
+// also measures args for the budget of validation. Arguments within the
+// limits take one walk and no allocation; others take a second walk,
+// which reports.
+func checkLimits(args []byte) (vs []Violation, more int, shape argsShape) {
+	if shape, ok := withinLimits(args); ok {
+		return nil, 0, shape
 	}
 	return reportLimits(args)
 }
 
 // reportLimits is checkLimits for args past a limit.
-func reportLimits(args []byte) (vs []Violation, more, values int) {
+func reportLimits(args []byte) (vs []Violation, more int, shape argsShape) {
 	var w jsontext.Walker
 	report := func(problem string) {
 		if len(vs) == maxViolations {
@@ -90,14 +96,14 @@ func reportLimits(args []byte) (vs []Violation, more, values int) {
 	if err != nil {
 		panic("values: checkLimits: " + err.Error()) // args were validated
 	}
-	return vs, more, scalars + w.Containers()
+	return vs, more, argsShape{values: scalars + w.Containers(), depth: w.Deepest()}
 }
 
 // withinLimits reports whether the validated JSON args are within the
-// limits of validation, and when they are, the number of values in them,
-// in one walk that allocates nothing (reportLimits' closures put its
-// Walker on the heap). It stops at the first value past a limit.
-func withinLimits(args []byte) (values int, ok bool) {
+// limits of validation, and when they are, their shape, in one walk that
+// allocates nothing (reportLimits' closures put its Walker on the heap).
+// It stops at the first value past a limit.
+func withinLimits(args []byte) (shape argsShape, ok bool) {
 	var w jsontext.Walker
 	w.MaxDepth = maxArgsDepth
 	w.TooDeep = stopPastLimit
@@ -109,7 +115,7 @@ func withinLimits(args []byte) (values int, ok bool) {
 		}
 		return nil
 	})
-	return scalars + w.Containers(), err == nil
+	return argsShape{values: scalars + w.Containers(), depth: w.Deepest()}, err == nil
 }
 
 // errPastLimit stops withinLimits' walk at a value past a limit.

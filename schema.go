@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -37,24 +38,40 @@ func schemaErr(err error) error {
 // Budget of validating one set of tool arguments. A recursive schema with
 // alternatives (a filter tree whose "oneOf" branches all recurse) makes the
 // validator apply subschemas a number of times that grows exponentially
-// with the depth of the arguments, and the validator's cost per step grows
-// with the depth too: 400 bytes 20 levels deep would take minutes. A
-// validation may therefore take at most validationSteps steps (the
-// applications of a subschema to a part of the arguments) plus
-// validationStepsPerValue for each JSON value in the arguments, and at most
-// validationTime plus validationTimePerValue per value of wall time, so
-// that large arguments from references get a proportionally larger budget
-// and small ones cannot pin a core. Ordinary arguments take a few steps
-// and a few microseconds per value; the time budget is a generous
-// backstop. Past either budget the validation stops and the
-// arguments are rejected with a [Violation] at the root whose Err wraps
-// [ErrTooComplex]; the tool is not called.
+// with the depth of the arguments, and the validator's cost per
+// application grows with the depth too: 400 bytes 20 levels deep would
+// take minutes. A validation may therefore take at most validationSteps
+// steps plus validationStepsPerValue for each JSON value in the arguments,
+// so that large arguments from references get a proportionally larger
+// budget. A step is one application of a subschema to a part of the
+// arguments, counted as stepCost of the arguments' depth. Ordinary
+// arguments take a few steps a value. The budget is counted, not timed,
+// so that the same arguments are accepted or refused on any machine,
+// however loaded; validationBackstop of wall time is a backstop for
+// causes the steps do not count, far above what any step budget takes.
+// Past either the validation stops and the arguments are rejected with a
+// [Violation] at the root whose Err wraps [ErrTooComplex]; the tool is not
+// called.
 const (
 	validationSteps         = 20_000
 	validationStepsPerValue = 64
-	validationTime          = time.Second
-	validationTimePerValue  = 100 * time.Microsecond
+	validationBackstop      = 30 * time.Second
 )
+
+// stepBudget returns the steps a validation of arguments holding values
+// JSON values may take.
+func stepBudget(values int) int {
+	return validationSteps + validationStepsPerValue*min(values, math.MaxInt/2/validationStepsPerValue)
+}
+
+// stepCost returns the steps one application of a subschema counts as in
+// arguments whose arrays and objects nest depth deep: 1 up to 31 levels,
+// 1 + depth²/1024 beyond (5 at 64 levels, 17 at maxArgsDepth), since the
+// validator's cost per application grows with the depth (it rebuilds the
+// schema path of each failure, one entry per application around it):
+// measured, a failing application 128 levels deep costs about 100 times
+// one 10 levels deep, and 20 times one 30 deep.
+func stepCost(depth int) int { return 1 + depth*depth/1024 }
 
 // Schema is a compiled JSON Schema for a tool's input. It is safe for
 // concurrent use: each validation running at the same time uses its own
@@ -65,6 +82,11 @@ type Schema struct {
 
 	mu   sync.Mutex
 	idle []*compiled // copies not in use
+
+	// backstop replaces validationBackstop when not 0: a seam for tests,
+	// which set it negative to reach it at once, or to hours to take wall
+	// time out of the budget.
+	backstop time.Duration
 }
 
 // compiled is one compilation of a Schema with the budget of the
@@ -72,6 +94,8 @@ type Schema struct {
 type compiled struct {
 	s        *jsonschema.Schema
 	steps    int // steps left
+	cost     int // steps an application counts as: see stepCost
+	checks   int // applications counted, for reading the clock every 64
 	deadline time.Time
 }
 
@@ -125,7 +149,8 @@ func compile(raw []byte) (*compiled, error) {
 // compiled copy: the validator calls it once each time it has applied a
 // subschema to a value (after the keywords that recurse), and it stops the
 // validation, by panicking with an errOverBudget, once the validation in
-// progress has spent its steps or its time (read every 64 steps).
+// progress has spent its steps or reached its backstop (the clock is read
+// every 64 applications).
 // Applications that stop early, at a failed "type", do not reach it; each
 // costs little more than the subschema that applied it.
 type stepCounter struct{ c *compiled }
@@ -136,11 +161,11 @@ func (sc stepCounter) Compile(jsonschema.CompilerContext, map[string]any) (jsons
 
 func (sc stepCounter) Validate(jsonschema.ValidationContext, any) error {
 	c := sc.c
-	c.steps--
+	c.steps -= c.cost
 	if c.steps < 0 {
 		panic(errOverBudget{fmt.Errorf("values: %w: checking the arguments against the schema took too many steps; pass a shallower or smaller value", ErrTooComplex)})
 	}
-	if c.steps%64 == 0 && time.Now().After(c.deadline) {
+	if c.checks++; c.checks%64 == 0 && time.Now().After(c.deadline) {
 		panic(errOverBudget{fmt.Errorf("values: %w: checking the arguments against the schema took too long; pass a shallower or smaller value", ErrTooComplex)})
 	}
 	return nil
@@ -184,13 +209,17 @@ func (s *Schema) put(c *compiled) {
 // math/big, at a cost that grows with both). The ValidationError lists,
 // instead of schema violations, each number and container past a limit,
 // with an Err wrapping [ErrTooComplex]. A validation may take at most
-// 20,000 steps (applications of a subschema to a part of the arguments)
-// plus 64 per JSON value in the arguments, and 1 s plus 100 µs per value:
-// a recursive schema with alternatives (a filter tree whose "oneOf"
-// branches all recurse) would otherwise take exponential time in the
-// depth of the arguments. Past either budget the validation stops and
-// the ValidationError holds one violation at the root wrapping
-// ErrTooComplex.
+// 20,000 steps plus 64 per JSON value in the arguments: a recursive schema
+// with alternatives (a filter tree whose "oneOf" branches all recurse)
+// would otherwise take exponential time in the depth of the arguments. A
+// step is one application of a subschema to a part of the arguments; in
+// arguments nested more than 31 levels deep it counts as more than one
+// (1 + depth²/1024: 17 at 128 levels), since each costs the validator
+// more. The budget is counted, not timed, so the same arguments are
+// accepted or refused on any machine; only a validation still running
+// after 30 s of wall time, which no step budget comes near, is stopped
+// by the clock. Past the budget the validation stops and the
+// ValidationError holds one violation at the root wrapping ErrTooComplex.
 func (s *Schema) Validate(args []byte) error {
 	if err := jsontext.Valid(args); err != nil {
 		return fmt.Errorf("values: %w", err)
@@ -226,36 +255,41 @@ func (s *SessionValues) Prepare(sch *Schema, args []byte) ([]byte, []string, err
 	return res.Args, resolved, nil
 }
 
-// violations validates args, which hold values JSON values, within the
-// budget of validation, and returns the schema's violations.
-func (s *Schema) violations(args []byte, values int) ([]Violation, error) {
+// violations validates args, of the given shape, within the budget of
+// validation, and returns the schema's violations and the steps the
+// validation took.
+func (s *Schema) violations(args []byte, shape argsShape) (vs []Violation, steps int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return nil, 0, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	c, err := s.get()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	c.steps = validationSteps + validationStepsPerValue*min(values, maxInt/2/validationStepsPerValue)
-	c.deadline = time.Now().Add(validationTime + validationTimePerValue*time.Duration(min(int64(values), 1<<32)))
+	backstop := s.backstop
+	if backstop == 0 {
+		backstop = validationBackstop
+	}
+	budget := stepBudget(shape.values)
+	c.steps, c.cost, c.checks, c.deadline = budget, stepCost(shape.depth), 0, time.Now().Add(backstop)
 	err = validateRecovered(c.s, v)
+	steps = budget - c.steps
 	s.put(c)
 	if over, ok := err.(errOverBudget); ok {
-		return []Violation{{Message: strings.TrimPrefix(over.err.Error(), "values: "), Err: over.err}}, nil
+		return []Violation{{Message: strings.TrimPrefix(over.err.Error(), "values: "), Err: over.err}}, steps, nil
 	}
 	if err == nil {
-		return nil, nil
+		return nil, steps, nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return nil, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
+		return nil, steps, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
 	}
 	// Report the leaves of the cause tree: the specific failures, not the
 	// "anyOf failed" around them.
-	var vs []Violation
 	stack := []*jsonschema.ValidationError{ve}
 	for len(stack) > 0 {
 		e := stack[len(stack)-1]
@@ -268,7 +302,7 @@ func (s *Schema) violations(args []byte, values int) ([]Violation, error) {
 			stack = append(stack, e.Causes[i])
 		}
 	}
-	return vs, nil
+	return vs, steps, nil
 }
 
 // validateRecovered runs the validator, turning a panic into an error: it

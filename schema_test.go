@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
@@ -203,8 +204,8 @@ func zeros(depth int) string { return strings.Repeat("/0", depth) }
 func TestCheckLimitsAllocs(t *testing.T) {
 	args := []byte(`{"path":"src/main.go","rows":[1,2.5,-3e2,{"id":"x","ok":true}],"deep":` + nested(20, "null") + `}`)
 	if n := testing.AllocsPerRun(10, func() {
-		if vs, more, values := checkLimits(args); len(vs) != 0 || more != 0 || values != 30 {
-			t.Fatalf("checkLimits = %v, %d, %d values", vs, more, values)
+		if vs, more, shape := checkLimits(args); len(vs) != 0 || more != 0 || shape != (argsShape{values: 30, depth: 21}) {
+			t.Fatalf("checkLimits = %v, %d, %+v", vs, more, shape)
 		}
 	}); n != 0 {
 		t.Errorf("checkLimits allocated %v times, want 0", n)
@@ -578,9 +579,9 @@ func FuzzCheckLimits(f *testing.F) {
 		if err := jsontext.Valid(args); err != nil {
 			return
 		}
-		vs, more, values := checkLimits(args)
-		if want := modelValues(t, args); len(vs) == 0 && values != want {
-			t.Fatalf("checkLimits(%q) counted %d values, want %d", args, values, want)
+		vs, more, shape := checkLimits(args)
+		if want := modelShape(t, args); len(vs) == 0 && shape != want {
+			t.Fatalf("checkLimits(%q) measured %+v, want %+v", args, shape, want)
 		}
 		var got []string
 		for _, v := range vs {
@@ -599,18 +600,19 @@ func FuzzCheckLimits(f *testing.F) {
 	})
 }
 
-// modelValues counts the values in the valid JSON args: every token of
-// encoding/json but keys and closing delimiters.
-func modelValues(t *testing.T, args []byte) int {
+// modelShape counts the values in the valid JSON args, every token of
+// encoding/json but keys and closing delimiters, and finds their deepest
+// nesting.
+func modelShape(t *testing.T, args []byte) argsShape {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	type frame struct{ object, wantKey bool }
 	var stack []frame
-	n := 0
+	var shape argsShape
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
-			return n
+			return shape
 		}
 		if err != nil {
 			t.Fatalf("Token: %v", err)
@@ -625,9 +627,10 @@ func modelValues(t *testing.T, args []byte) int {
 				continue // tok was a key
 			}
 		}
-		n++
+		shape.values++
 		if d, ok := tok.(json.Delim); ok {
 			stack = append(stack, frame{object: d == '{', wantKey: d == '{'})
+			shape.depth = max(shape.depth, len(stack))
 		}
 	}
 }
@@ -756,24 +759,23 @@ func filterTree(depth int, leaf string) string {
 }
 
 // Validation that would take exponential time stops within its budget
-// with ErrTooComplex at the root, whatever the depth; shallow trees are
-// validated as before, and the schema validates normally afterwards.
+// of steps with ErrTooComplex at the root, whatever the depth; shallow
+// trees are validated as before, and the schema validates normally
+// afterwards. The budget is counted, not timed: with the wall-clock
+// backstop out of reach, the outcome is the same on any machine.
 func TestValidateBudget(t *testing.T) {
 	sch := mustCompile(t, filterTreeSchema)
-	const (
-		either = "either" // the step or the time budget, whichever is spent first
-		slow   = "took too long"
-	)
+	sch.backstop = 24 * time.Hour
 	tests := []struct {
 		name string
 		args string
-		want string // "" for valid, "schema" for schema violations only, or the budget's words
+		want string // "" for valid, "schema" for schema violations only, "steps" for the budget
 	}{
 		{"shallow, valid", filterTree(3, "1"), ""},
 		{"shallow, invalid leaf", filterTree(3, "true"), "schema"},
-		{"the review's 16 levels", filterTree(16, "1"), either},
-		{"the review's 20 levels", filterTree(20, "true"), either},
-		{"deep: each step is slow", filterTree(60, "1"), slow},
+		{"the review's 16 levels", filterTree(16, "1"), "steps"},
+		{"the review's 20 levels", filterTree(20, "true"), "steps"},
+		{"deep: each application counts more", filterTree(60, "1"), "steps"},
 		{"again shallow, valid", filterTree(5, `"y"`), ""},
 	}
 	for _, tt := range tests {
@@ -789,23 +791,13 @@ func TestValidateBudget(t *testing.T) {
 					t.Fatalf("Validate = %v, want schema violations", err)
 				}
 			default:
-				vs := violationsOf(t, err)
-				words := tt.want
-				if words == either && len(vs) == 1 && !strings.Contains(vs[0].Message, slow) {
-					words = "took too many steps"
-				} else if words == either {
-					words = slow
-				}
-				want := []Violation{{Message: "too complex to validate: checking the arguments against the schema " + words + "; pass a shallower or smaller value", Err: ErrTooComplex}}
-				if diff := cmp.Diff(want, vs, ignoreErr); diff != "" {
+				want := []Violation{{Message: "too complex to validate: checking the arguments against the schema took too many steps; pass a shallower or smaller value", Err: ErrTooComplex}}
+				if diff := cmp.Diff(want, violationsOf(t, err), ignoreErr); diff != "" {
 					t.Fatalf("violations (-want +got):\n%s", diff)
 				}
 				if !strings.Contains(err.Error(), "\n(root): too complex to validate") {
 					t.Errorf("Error() = %s", err)
 				}
-			}
-			if tt.want == slow || tt.want == either {
-				return // time-bound: Prepare could differ on a busy machine
 			}
 			_, _, perr := New().Prepare(sch, []byte(tt.args))
 			if diff := cmp.Diff(violationsOf(t, err), violationsOf(t, perr), ignoreErr); diff != "" {
@@ -815,15 +807,51 @@ func TestValidateBudget(t *testing.T) {
 	}
 }
 
+// An application of a subschema counts as more steps in deeply nested
+// arguments, where the validator's cost per application grows: the same
+// schema applied to the same number of values nested deeper takes
+// stepCost of the depth per application.
+func TestValidateStepCost(t *testing.T) {
+	sch := mustCompile(t, `{"type":"array","items":{"$ref":"#"}}`)
+	sch.backstop = 24 * time.Hour
+	steps := func(depth int) int {
+		t.Helper()
+		args := []byte(nested(depth, ""))
+		_, _, shape := checkLimits(args)
+		if shape.depth != depth {
+			t.Fatalf("depth of %s = %d", args, shape.depth)
+		}
+		vs, n, err := sch.violations(args, shape)
+		if vs != nil || err != nil {
+			t.Fatalf("violations of %d nested arrays: %v, %v", depth, vs, err)
+		}
+		return n
+	}
+	// Up to 31 levels an application is one step: steps grow by the same
+	// number a level.
+	perLevel := steps(11) - steps(10)
+	base := steps(10) - 10*perLevel
+	if perLevel <= 0 || steps(31) != base+31*perLevel {
+		t.Fatalf("steps: %d a level from %d, %d at 31 levels", perLevel, base, steps(31))
+	}
+	for _, tt := range []struct{ depth, cost int }{{32, 2}, {64, 5}, {100, 10}, {maxArgsDepth, 17}} { // 1 + depth²/1024
+		if got, want := steps(tt.depth), (base+tt.depth*perLevel)*tt.cost; got != want {
+			t.Errorf("%d levels: %d steps, want %d applications of %d steps", tt.depth, got, base+tt.depth*perLevel, tt.cost)
+		}
+	}
+}
+
 // The step budget grows with the arguments: a schema applying a few
-// subschemas to each of many values is not refused.
+// subschemas to each of many values is not refused, though it takes more
+// steps than a validation of small arguments may.
 func TestValidateBudgetGrowsWithArgs(t *testing.T) {
 	sch := mustCompile(t, `{"type":"object","properties":{"rows":{"type":"array","items":{"oneOf":[`+
 		`{"type":"object","properties":{"id":{"type":"integer"},"kind":{"const":"a"}},"required":["kind"]},`+
 		`{"type":"object","properties":{"id":{"type":"integer"},"kind":{"const":"b"}},"required":["kind"]}]}}}}`)
+	sch.backstop = 24 * time.Hour
 	var b strings.Builder
 	b.WriteString(`{"rows":[`)
-	const n = 10_000 // about 3 steps a value: more than validationSteps in all
+	const n = 10_000
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
@@ -831,8 +859,31 @@ func TestValidateBudgetGrowsWithArgs(t *testing.T) {
 		fmt.Fprintf(&b, `{"id":%d,"kind":"b"}`, i)
 	}
 	b.WriteString(`]}`)
-	if err := sch.Validate([]byte(b.String())); err != nil {
+	args := []byte(b.String())
+	if err := sch.Validate(args); err != nil {
 		t.Fatalf("Validate of %d rows: %.300v", n, err)
+	}
+	_, _, shape := checkLimits(args)
+	if _, steps, err := sch.violations(args, shape); err != nil || steps <= validationSteps || steps > stepBudget(shape.values) {
+		t.Errorf("validating %d rows took %d steps (%v); want more than %d, at most %d", n, steps, err, validationSteps, stepBudget(shape.values))
+	}
+}
+
+// The wall-clock backstop stops a validation that is still running when
+// it is reached, whatever its steps: read every 64 applications.
+func TestValidateBackstop(t *testing.T) {
+	sch := mustCompile(t, filterTreeSchema)
+	args := []byte(filterTree(4, "1")) // valid, in 341 applications
+	if err := sch.Validate(args); err != nil {
+		t.Fatalf("Validate = %v", err)
+	}
+	sch.backstop = -time.Hour // reached before the validation starts
+	want := []Violation{{Message: "too complex to validate: checking the arguments against the schema took too long; pass a shallower or smaller value", Err: ErrTooComplex}}
+	if diff := cmp.Diff(want, violationsOf(t, sch.Validate(args)), ignoreErr); diff != "" {
+		t.Errorf("violations past the backstop (-want +got):\n%s", diff)
+	}
+	if err := sch.Validate([]byte(filterTree(1, "1"))); err != nil {
+		t.Errorf("Validate of fewer than 64 applications past the backstop = %v", err)
 	}
 }
 
@@ -840,6 +891,7 @@ func TestValidateBudgetGrowsWithArgs(t *testing.T) {
 // spends it does not make the others fail.
 func TestValidateBudgetConcurrent(t *testing.T) {
 	sch := mustCompile(t, filterTreeSchema)
+	sch.backstop = 24 * time.Hour
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Go(func() {

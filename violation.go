@@ -136,11 +136,11 @@ func (s *Schema) check(args []byte, refs []Reference) error {
 	}
 	omitted := 0
 	if s != nil {
-		limitVs, more, values := checkLimits(args)
+		limitVs, more, shape := checkLimits(args)
 		if len(limitVs) > 0 {
 			vs, omitted = append(vs, limitVs...), more // too costly to validate
 		} else {
-			schemaVs, err := s.violations(args, values)
+			schemaVs, _, err := s.violations(args, shape)
 			if err != nil {
 				return err
 			}

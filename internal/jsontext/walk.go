@@ -21,11 +21,12 @@ type Walker struct {
 	MaxDepth int
 	TooDeep  func(start int) error
 
-	depth  int       // open containers
-	small  [32]frame // the first ones
-	more   []frame   // the others, deeper than len(small)
-	opened int       // arrays and objects met by the walk
-	silent int       // the depth from which scalars are not visited, or -1
+	depth   int       // open containers
+	deepest int       // the most containers open at once in the last walk
+	small   [32]frame // the first ones
+	more    []frame   // the others, deeper than len(small)
+	opened  int       // arrays and objects met by the walk
+	silent  int       // the depth from which scalars are not visited, or -1
 }
 
 // frame is one open container: its bracket, and the index of its current
@@ -60,6 +61,7 @@ func (w *Walker) push(open byte) {
 	}
 	w.depth++
 	w.opened++
+	w.deepest = max(w.deepest, w.depth)
 }
 
 // Walk walks d, which must be exactly one JSON value (surrounding
@@ -68,7 +70,7 @@ func (w *Walker) push(open byte) {
 // with its quotes). It returns an error wrapping [ErrSyntax] at the first
 // byte that breaks JSON, or the first error of scalar or TooDeep.
 func (w *Walker) Walk(d []byte, scalar func(start, end int) error) error {
-	w.depth, w.silent, w.opened = 0, -1, 0
+	w.depth, w.deepest, w.silent, w.opened = 0, 0, -1, 0
 	i := 0
 	var err error
 	for {
@@ -189,6 +191,11 @@ func (w *Walker) Containers() int { return w.opened }
 // Depth returns the number of arrays and objects open around the value at
 // hand.
 func (w *Walker) Depth() int { return w.depth }
+
+// Deepest returns the deepest nesting of arrays and objects the last walk
+// met, those past MaxDepth included: 0 for a scalar, 1 for [1, 2], 2 for
+// {"a":[]}.
+func (w *Walker) Deepest() int { return w.deepest }
 
 // Pointer returns the JSON pointer (RFC 6901) of the value at hand in d,
 // the document being walked: "" for the document itself, "/rows/0/id"

@@ -139,6 +139,17 @@ func TestWalkerMaxDepth(t *testing.T) {
 	if w.Containers() != 8 {
 		t.Errorf("Containers = %d, want 8", w.Containers())
 	}
+	if w.Deepest() != 4 { // [ [ [ { at "x"
+		t.Errorf("Deepest = %d, want 4", w.Deepest())
+	}
+	for _, tt := range []struct {
+		doc  string
+		want int
+	}{{`1`, 0}, {`[]`, 1}, {`[1,2]`, 1}, {`{"a":[]}`, 2}, {`[[[[]]],[]]`, 4}} {
+		if err := w.Walk([]byte(tt.doc), func(int, int) error { return nil }); err != nil || w.Deepest() != tt.want {
+			t.Errorf("Deepest after walking %s = %d (%v), want %d", tt.doc, w.Deepest(), err, tt.want)
+		}
+	}
 	bad := []byte(`[[[1,}]]]`)
 	if err := w.Walk(bad, func(int, int) error { return nil }); !errors.Is(err, ErrSyntax) {
 		t.Errorf("Walk of invalid JSON past MaxDepth: %v", err)
