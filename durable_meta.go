@@ -124,12 +124,3 @@ func (s *SessionValues) fromRecord(r *Record) (*value, error) {
 	d.keep = s.dur.limit < 0 || r.Size <= int64(s.dur.limit)
 	return onDisk(&x, int(r.Size), d), nil
 }
-
-func kindNamed(name string) (Kind, bool) {
-	for k, n := range kindNames {
-		if n == name {
-			return Kind(k), true
-		}
-	}
-	return 0, false
-}

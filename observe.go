@@ -1,0 +1,64 @@
+package values
+
+import (
+	"unsafe"
+)
+
+// Observation is what an agent loop puts in the transcript for one tool
+// result: see [SessionValues.Observe] and [SessionValues.Transcript].
+type Observation struct {
+	Handle    string // the handle the result is stored under
+	Text      string // the text for the transcript
+	Previewed bool   // whether Text is a preview rather than the whole result
+}
+
+// Observe stores a tool's raw output with [SessionValues.PutOutput] and
+// returns what the agent loop puts in the transcript in its place, as
+// [SessionValues.Transcript] gives it.
+func (s *SessionValues) Observe(out []byte) Observation {
+	x := classify(out, s.cfg.inline())
+	h := s.add(x)
+	return s.transcript(h, x) // with its bytes, even if the store has dropped them
+}
+
+// Transcript returns what an agent loop puts in the transcript for the
+// value under handle, and false for an unknown handle.
+//
+// A value whose stored size is at most the inline limit ([WithInlineLimit];
+// by default the preview bound) is shown whole (text as it is, JSON as
+// stored) followed by a line naming its handle. A larger value, and every
+// binary value, is shown as [RenderPreview] followed by [ReferenceHint].
+// Either way the text is at most the inline limit or the preview bound,
+// plus one hint line. A value kept only in the durable store is read back
+// to be shown whole; when that fails it is previewed.
+func (s *SessionValues) Transcript(handle string) (Observation, bool) {
+	v, ok := s.Get(handle)
+	if !ok {
+		return Observation{}, false
+	}
+	x := v.get()
+	if x.disk != nil && x.size <= s.cfg.inline() && x.kind != KindBinary {
+		if m, _, err := x.loaded(); err == nil {
+			x = m
+		}
+	}
+	return s.transcript(handle, x), true
+}
+
+// transcript is Transcript for the value x under handle h.
+func (s *SessionValues) transcript(h string, x *value) Observation {
+	if x.kind == KindBinary || x.disk != nil || len(x.raw) > s.cfg.inline() {
+		b := make([]byte, 0, min(x.max, DefaultMaxPreview)+64+hintLen+5*len(h))
+		b = appendReferenceHint(appendPreview(b, h, Value{x}), h)
+		return Observation{Handle: h, Text: string(b), Previewed: true}
+	}
+	text := make([]byte, 0, len(x.raw)+96)
+	text = append(text, x.raw...)
+	if len(text) > 0 && text[len(text)-1] != '\n' {
+		text = append(text, '\n')
+	}
+	for _, part := range [...]string{"[stored as ", h, ": pass \"$", h, "\" or \"$", h, ".<field>\" as a tool argument to reuse it]"} {
+		text = append(text, part...)
+	}
+	return Observation{Handle: h, Text: unsafe.String(unsafe.SliceData(text), len(text))} // text is never modified
+}
