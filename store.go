@@ -179,3 +179,11 @@ func (s *SessionValues) add(v *value) string {
 	}
 	return h
 }
+
+// storedRange describes the handles of a store holding n > 0 values.
+func storedRange(base, n int) string {
+	if n == 1 {
+		return handleName(base + 1)
+	}
+	return handleName(base+1) + "…" + handleName(base+n)
+}
