@@ -11,6 +11,15 @@ import (
 // object so that rendering its preview, and finding its head and tail
 // items, never rescans it.
 
+// What a preview shows of a container, and so what Put records of it: the
+// preview's parts are sized to the preview bound in render.go and clip.go.
+const (
+	arrayHeadItems  = 3   // items shown from the start of a long array
+	arrayTailItems  = 2   // items shown from the end of a long array
+	objectFieldsMax = 24  // objects with more keys list key names only
+	literalBudget   = 120 // strings up to this many bytes are shown literally, never as a part of their own
+)
+
 // What Put records of a container.
 const (
 	scanHead      = objectFieldsMax + 1 // first children: the fields of an object described whole

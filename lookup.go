@@ -3,7 +3,6 @@ package values
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/agentvalues/values/internal/jsontext"
 )
@@ -546,30 +545,4 @@ func (l *keyLister) String() string {
 		return "; it is empty"
 	}
 	return string(l.b)
-}
-
-// shownKey returns the key raw (a valid JSON string, quotes included), or,
-// when it is too long to be shown whole, its first characters as a JSON
-// string appended to buf, more than appendKey shows of a key: so that
-// showing a key reads no more of it than that. (A key that holds a
-// character a key is shown quoted for only past those is shown unquoted.)
-func shownKey(buf, raw []byte) []byte {
-	if len(raw) <= 2*keyBudget {
-		return raw
-	}
-	i := 1
-	for i <= keyBudget+1 { // a body longer than keyBudget, so that appendKey clips it
-		switch {
-		case raw[i] == '\\' && raw[i+1] == 'u':
-			i += 6
-		case raw[i] == '\\':
-			i += 2
-		default:
-			i++
-		}
-	}
-	for !utf8.RuneStart(raw[i]) {
-		i++
-	}
-	return append(append(buf, raw[:i]...), '"')
 }

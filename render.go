@@ -4,26 +4,8 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/agentvalues/values/internal/jsontext"
-)
-
-// Preview budgets. Each is the most a part of a preview may take; all of
-// them shrink when the store's preview bound is smaller than the default,
-// and the bound itself is never exceeded.
-const (
-	arrayHeadItems   = 3   // items shown from the start of a long array
-	arrayTailItems   = 2   // items shown from the end of a long array
-	objectFieldsMax  = 24  // objects with more keys list key names only
-	objectKeysListed = 8   // key names listed for such an object
-	elementBudget    = 120 // bytes for one array item
-	literalBudget    = 120 // strings up to this many bytes are shown literally
-	keyBudget        = 64  // bytes for one key
-	handleBudget     = 32  // bytes for the handle that starts a preview
-	textHeadBudget   = 400 // bytes for the head of a long text, quotes included
-	textTailBudget   = 200 // bytes for the tail of a long text, quotes included
 )
 
 // RenderPreview describes v in one bounded line that starts with the handle,
@@ -123,22 +105,6 @@ func renderJSON(dst []byte, c *container, budget int) []byte {
 	return clipFrom(dst, start, budget) // a last resort: the parts are sized to fit
 }
 
-// clipFrom clips what dst holds past from to budget bytes, in place.
-func clipFrom(dst []byte, from, budget int) []byte {
-	if len(dst)-from <= budget {
-		return dst
-	}
-	return jsontext.AppendClipped(dst[:from], dst[from:], budget)
-}
-
-// appendHandle appends handle as valid UTF-8, clipped to handleBudget.
-func appendHandle(dst []byte, handle string) []byte {
-	if !utf8.ValidString(handle) {
-		handle = strings.ToValidUTF8(handle, "\uFFFD")
-	}
-	return jsontext.AppendClipped(dst, []byte(handle), handleBudget)
-}
-
 // size formats a byte count for reading at a glance, as appendSize does.
 func size(n int) string { return string(appendSize(nil, n)) }
 
@@ -182,30 +148,4 @@ func renderBinary(b []byte, x *value) []byte {
 	b = hex.AppendEncode(b, x.sum[:8])
 	b = append(b, jsontext.Ellipsis...)
 	return append(b, ')')
-}
-
-// appendKey appends the quoted key raw as a bare word when it is a plain
-// name, and quoted otherwise, clipped to keyBudget either way.
-func appendKey(dst, raw []byte) []byte {
-	body := raw[1 : len(raw)-1]
-	bare := len(body) > 0
-	for _, c := range body {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/' || c == '$' || c == '@') {
-			bare = false
-			break
-		}
-	}
-	if bare {
-		return jsontext.AppendClipped(dst, body, keyBudget)
-	}
-	return jsontext.AppendClippedString(dst, raw, keyBudget)
-}
-
-// appendLiteral appends a child's JSON: strings of at most literalBudget
-// decoded bytes, numbers, booleans and null, clipped to budget.
-func appendLiteral(dst, raw []byte, budget int) []byte {
-	if raw[0] == '"' {
-		return jsontext.AppendClippedString(dst, raw, budget)
-	}
-	return jsontext.AppendClipped(dst, raw, budget)
 }

@@ -61,10 +61,6 @@ func renderArray(dst []byte, c *container, budget int) []byte {
 	return append(dst, "])"...)
 }
 
-// minElement is the smallest budget an array item is shown in; below it
-// the items are elided.
-const minElement = 12
-
 // elementsNeed is the room the head and tail items of c would like.
 func elementsNeed(c *container) int {
 	return len(c.nodes) * (elementBudget + len(", "))
