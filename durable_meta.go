@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"unicode/utf8"
 	"unsafe"
 
@@ -81,7 +82,7 @@ func (m *recordMeta) set(k, v []byte) (ok bool) {
 }
 
 // metaInt parses a valid JSON number that is a non-negative int.
-func metaInt(v []byte) (int, bool) { return jsontext.ParseUint(v, maxInt) }
+func metaInt(v []byte) (int, bool) { return jsontext.ParseUint(v, math.MaxInt) }
 
 // metaString decodes a validated JSON string.
 func metaString(v []byte) (string, bool) {

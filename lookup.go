@@ -3,11 +3,21 @@ package values
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // This file finds the value or part a reference names.
+
+// Errors of finding what a reference names, wrapped with the reference and
+// details a model can act on.
+var (
+	// ErrUnknownHandle reports a handle that names no stored value.
+	ErrUnknownHandle = errors.New("not a stored value")
+	// ErrNoPath reports a path that does not exist in the referenced value.
+	ErrNoPath = errors.New("no such path")
+)
 
 // errScanBudget is returned by lookupPath when a lookup would scan more
 // than it may.
@@ -310,7 +320,7 @@ func (w *walker) item(c *walkCache, at int, seg string, last bool) (found []byte
 			b = &local
 		}
 		k, from := b.reach()
-		_, end, _, n := walkArray(w.cur, k, from, maxInt, budget, false, w.stream, b)
+		_, end, _, n := walkArray(w.cur, k, from, math.MaxInt, budget, false, w.stream, b)
 		if end < 0 {
 			return nil, 0, false, errScanBudget
 		}
@@ -445,7 +455,7 @@ func walkArray(d []byte, k, from, idx, limit int, open, stream bool, rec *builtI
 	} else if i == 0 {
 		i = jsontext.SkipSpace(d, 0)
 	}
-	markAt := maxInt
+	markAt := math.MaxInt
 	if rec != nil {
 		markAt = jsontext.MarkGap
 		if m := rec.marks; len(m) > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -377,7 +378,7 @@ func TestLookupNegativeIndexWalksOnce(t *testing.T) {
 		if !ok {
 			t.Fatalf("parseRef(%s) failed", tt.ref)
 		}
-		_, part, scanned, err := s.lookupPath(r, &walkCache{}, maxInt)
+		_, part, scanned, err := s.lookupPath(r, &walkCache{}, math.MaxInt)
 		if err != nil || string(part) != tt.want {
 			t.Errorf("$%s = %s, %v; want %s", tt.ref, part, err, tt.want)
 		}
@@ -402,7 +403,7 @@ func TestLookupStreamMarks(t *testing.T) {
 	}
 	for _, k := range []int{7, 9_000, 17_777, -1_234} {
 		r, _ := parseRef(fmt.Sprintf("%s.%d.n", h, k))
-		_, part, scanned, err := s.lookupPath(r, nil, maxInt)
+		_, part, scanned, err := s.lookupPath(r, nil, math.MaxInt)
 		want := k
 		if k < 0 {
 			want += 20_000
@@ -459,7 +460,7 @@ func TestLookupMissingKeyList(t *testing.T) {
 			var c walkCache
 			lookup := func(path string) error {
 				r, _ := parseRef(h + "." + tt.prefix + path)
-				_, _, _, err := s.lookupPath(r, &c, maxInt)
+				_, _, _, err := s.lookupPath(r, &c, math.MaxInt)
 				return err
 			}
 			if err := lookup("no1"); err == nil || !strings.HasSuffix(err.Error(), want) {
@@ -478,7 +479,7 @@ func TestLookupMissingKeyList(t *testing.T) {
 	s := New()
 	h := s.PutOutput([]byte(`{"` + strings.Repeat("k", 1000) + `":1,"\u0041` + strings.Repeat("k", 1000) + `":2}`))
 	r, _ := parseRef(h + ".nokey")
-	_, _, _, err := s.lookupPath(r, nil, maxInt)
+	_, _, _, err := s.lookupPath(r, nil, math.MaxInt)
 	wantLong := "; its keys: " + strings.Repeat("k", 61) + "…, " + `"\u0041` + strings.Repeat("k", 53) + `…"`
 	if err == nil || !strings.HasSuffix(err.Error(), wantLong) {
 		t.Errorf("%v; want it to end %q", err, wantLong)

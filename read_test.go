@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func expectedPaged(t testing.TB, s *SessionValues, ref string) []byte {
 	if !ok {
 		t.Fatalf("bad ref %q in test", ref)
 	}
-	whole, part, _, err := s.lookupPath(r, nil, maxInt)
+	whole, part, _, err := s.lookupPath(r, nil, math.MaxInt)
 	if err != nil {
 		t.Fatalf("lookup %q: %v", ref, err)
 	}

@@ -1,7 +1,9 @@
 package values
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -9,6 +11,13 @@ import (
 )
 
 // This file holds the grammar of references: "$" handle *("." segment).
+
+// ErrBadRef reports a string that is not a reference in the grammar
+// "$" handle *("." segment): a ref given to [SessionValues.Read] or
+// [SessionValues.Query], or a string in tool arguments that starts like a
+// reference ("$r" and a digit 1-9) but breaks the grammar, such as
+// "$r1..rows". The error says what breaks it, in words for the model.
+var ErrBadRef = errors.New("malformed reference")
 
 // ReferencePattern is a regular expression, in the ECMA-262 syntax of JSON
 // Schema's "pattern" (and in Go's), that a string matches exactly when it
@@ -26,7 +35,7 @@ type refPath struct {
 }
 
 // maxHandle stands for a handle number too large to have been handed out.
-const maxHandle = maxInt
+const maxHandle = math.MaxInt
 
 // String returns the reference in its typed form, "$r3.rows.0".
 func (r refPath) String() string {
@@ -165,7 +174,7 @@ func parseIndex(s string) (int, bool) {
 	if d == "" || d[0] == '0' && (len(d) > 1 || neg) {
 		return 0, false
 	}
-	n, ok := jsontext.ParseUint(d, maxInt)
+	n, ok := jsontext.ParseUint(d, math.MaxInt)
 	if neg {
 		n = -n
 	}

@@ -5,26 +5,16 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
-// Errors of resolving references. Lookup errors are wrapped with the
-// reference and details a model can act on.
-var (
-	// ErrBadRef reports a string that is not a reference in the grammar
-	// "$" handle *("." segment): a ref given to [SessionValues.Read], or a
-	// string in tool arguments that starts like a reference ("$r" and a
-	// digit 1-9) but breaks the grammar, such as "$r1..rows".
-	ErrBadRef = errors.New("malformed reference")
-	// ErrUnknownHandle reports a handle that names no stored value.
-	ErrUnknownHandle = errors.New("not a stored value")
-	// ErrNoPath reports a path that does not exist in the referenced value.
-	ErrNoPath = errors.New("no such path")
-	// ErrTooLarge reports tool arguments whose resolved form would exceed
-	// the store's bound ([WithMaxResolved]).
-	ErrTooLarge = errors.New("resolved arguments too large")
-)
+// ErrTooLarge reports work past a bound: tool arguments whose resolved
+// form would exceed the store's bound ([WithMaxResolved]), path lookups
+// that would scan more than 4 times that bound of stored JSON, and a
+// query's input or result past its bound ([WithQueryLimits]).
+var ErrTooLarge = errors.New("resolved arguments too large")
 
 // DefaultMaxResolved is the default bound in bytes on resolved tool
 // arguments: far more than any tool call needs, small enough that a few
@@ -248,13 +238,11 @@ const scanFactor = 4
 // scanBudget returns the bytes of stored JSON the path lookups of one call
 // may scan: scanFactor times bound, or the largest int when that overflows.
 func scanBudget(bound int) int {
-	if bound > maxInt/scanFactor {
-		return maxInt
+	if bound > math.MaxInt/scanFactor {
+		return math.MaxInt
 	}
 	return scanFactor * bound
 }
-
-const maxInt = int(^uint(0) >> 1)
 
 // initialRefs is the capacity the lists of a call start with, so that a
 // call with a few references allocates each list once.
@@ -374,7 +362,7 @@ func (r *resolver) str(start, end int) error {
 		return nil
 	}
 	grow := h.size - (end - start)
-	if grow > maxInt-r.total {
+	if grow > math.MaxInt-r.total {
 		return r.tooLarge() // reachable only with a bound near the largest int
 	}
 	r.total += grow

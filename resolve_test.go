@@ -1321,7 +1321,7 @@ func TestResolvePathsChargeWhatTheyScan(t *testing.T) {
 	for _, i := range []int{rows - 1, rows / 2, 12345, 3} {
 		row := fmt.Sprintf(`{"id":%d,"name":"row %d with some padding to make it longer"}`, i, i)
 		p, _ := parseRef(fmt.Sprintf("r1.rows.%d.id", i))
-		if _, part, scanned, err := s.lookupPath(p, nil, maxInt); err != nil || string(part) != strconv.Itoa(i) || scanned >= jsontext.MarkGap+len(row) {
+		if _, part, scanned, err := s.lookupPath(p, nil, math.MaxInt); err != nil || string(part) != strconv.Itoa(i) || scanned >= jsontext.MarkGap+len(row) {
 			t.Errorf("row %d: %s, %v, scanned %d bytes; want less than %d", i, part, err, scanned, jsontext.MarkGap+len(row))
 		}
 	}
@@ -1365,7 +1365,7 @@ func TestLookupPathScanned(t *testing.T) {
 			if !ok {
 				t.Fatalf("parseRef(%q) failed", tt.ref)
 			}
-			_, part, scanned, err := s.lookupPath(p, nil, maxInt)
+			_, part, scanned, err := s.lookupPath(p, nil, math.MaxInt)
 			if (err != nil) != (tt.part == "" && p.segs != "") || string(part) != tt.part {
 				t.Errorf("part %s, err %v; want %s", part, err, tt.part)
 			}

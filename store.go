@@ -1,6 +1,7 @@
 package values
 
 import (
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -158,7 +159,7 @@ func parseHandle(h string) (int, bool) {
 	if len(h) < 2 || h[0] != 'r' || h[1] == '0' {
 		return 0, false
 	}
-	return jsontext.ParseUint(h[1:], maxInt)
+	return jsontext.ParseUint(h[1:], math.MaxInt)
 }
 
 func handleName(i int) string {
