@@ -23,6 +23,14 @@ const (
 	textTailBudget = 200 // bytes for the tail of a long text, quotes included
 )
 
+// textEnds returns the budgets of the head and the tail of a long text
+// shown in avail bytes: two thirds for the head, at most textHeadBudget,
+// and what is left for the tail, at most textTailBudget.
+func textEnds(avail int) (head, tail int) {
+	head = min(textHeadBudget, avail*2/3)
+	return head, min(textTailBudget, avail-head)
+}
+
 // minElement is the smallest budget an array item is shown in; below it
 // the items are elided.
 const minElement = 12

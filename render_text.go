@@ -31,9 +31,7 @@ func renderText(b []byte, x *value, limit int) []byte {
 	b = append(b, ", lines="...)
 	b = strconv.AppendInt(b, int64(x.lines), 10)
 
-	avail := limit - len(b) - len(", head=, tail=)")
-	head := min(textHeadBudget, avail*2/3)
-	tail := min(textTailBudget, avail-head)
+	head, tail := textEnds(limit - len(b) - len(", head=, tail=)"))
 	if len(x.raw) <= head+tail && len(b)+len(") ")+jsontext.QuotedLen(x.raw) <= limit {
 		b = append(b, ") "...)
 		return jsontext.AppendQuote(b, x.raw)
@@ -58,8 +56,7 @@ func appendStringText(dst, raw []byte, n, lines, budget int) []byte {
 	if avail < 2*minElement {
 		return append(dst, ", …)"...)
 	}
-	head := min(textHeadBudget, avail*2/3)
-	tail := min(textTailBudget, avail-head)
+	head, tail := textEnds(avail)
 	dst = append(dst, ", head="...)
 	dst, _ = jsontext.AppendQuotedHead(dst, jsontext.StringHead(raw, head), head)
 	dst = append(dst, ", tail="...)
