@@ -15,14 +15,6 @@ import (
 // This file holds the ready-made read_value tool that offers
 // [SessionValues.Read] to a model.
 
-// Tool is the definition of a tool an agent loop registers with a model:
-// its name, a description for the model, and the JSON Schema of its input.
-type Tool struct {
-	Name        string
-	Description string
-	InputSchema json.RawMessage
-}
-
 // ReadValueTool returns the definition of the read_value tool, which
 // [SessionValues.HandleReadValue] serves. Its input is
 // {"ref": string, "offset": integer ≥ 0, "limit": integer}, with ref
