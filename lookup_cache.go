@@ -4,6 +4,10 @@ import (
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
+// This file holds what one call of Resolve remembers of the values its
+// lookups read back and the containers they scanned, so that many paths
+// through one large value scan it once.
+
 // walkCache remembers, within one call of Resolve, the containers that
 // path lookups reached by scanning at least walkCacheMin bytes, and the
 // values they read back from the durable store, by the reference that

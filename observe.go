@@ -4,6 +4,9 @@ import (
 	"unsafe"
 )
 
+// This file holds what an agent loop puts in the transcript for a stored
+// value: the value whole when small, else its preview and hint.
+
 // Observation is what an agent loop puts in the transcript for one tool
 // result: see [SessionValues.Observe] and [SessionValues.Transcript].
 type Observation struct {

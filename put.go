@@ -12,6 +12,10 @@ import (
 	"github.com/gabriel-vasile/mimetype"
 )
 
+// This file holds how a value enters the store: Put of a Go value,
+// PutOutput of a tool's raw output, and the classification of raw bytes as
+// JSON, text or binary.
+
 // ErrInvalidJSON is wrapped by the error [SessionValues.Put] returns for a
 // [json.RawMessage] that is not exactly one valid JSON value.
 var ErrInvalidJSON = jsontext.ErrSyntax

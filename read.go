@@ -12,8 +12,8 @@ import (
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
-// This file holds paging reads of stored values ([SessionValues.Read]) and
-// the ready-made read_value tool that offers them to a model.
+// This file holds paging reads of stored values ([SessionValues.Read]);
+// tool_read.go offers them to a model as the read_value tool.
 
 // Read limits. A page is what one read_value call puts in the transcript, so
 // its whole rendered text is bounded, continuation line included.
@@ -176,23 +176,11 @@ func appendRefJSON(dst []byte, ref string) []byte {
 // an error. A negative offset is an error wrapping [ErrReadArgs].
 //
 // A malformed ref is an error wrapping [ErrBadRef], an unknown handle
-// [ErrUnknownHandle], a path that does not exist [ErrNoPath], a path too
-// costly to look up [ErrTooLarge], and a value kept only in the durable
-// store that cannot be read back [ErrUnavailable].
-// Each page of such a value reads it back whole (the store verifies its
-// digest), so paging it costs one read of the value per page.
-//
-// Cost: finding a path costs what a reference lookup does, and is held to
-// the same budget as the lookups of one [SessionValues.Resolve] call
-// (256 MiB of stored JSON scanned, by default): past it Read fails with an
-// error wrapping [ErrTooLarge] (a path thousands of segments deep into a
-// deeply nested value would otherwise scan it once per segment). After that a
-// page costs time and memory proportional to the page, whatever the size of
-// the value, with no copy of the value. The exception is a path to a JSON
-// string: its escapes make decoded offsets unknowable without reading, so
-// each page of it scans the string's raw bytes (all of them for Total, and
-// again up to the page), still without copying or allocating beyond the
-// page.
+// [ErrUnknownHandle], a path that does not exist [ErrNoPath], a value kept
+// only in the durable store that cannot be read back [ErrUnavailable], and
+// a path whose lookup would scan more than one [SessionValues.Resolve]
+// call may (256 MiB of stored JSON, by default) [ErrTooLarge]. The package
+// documentation's Cost section says what a page costs.
 //
 // Read is safe for concurrent use, as the store is.
 func (s *SessionValues) Read(ref string, offset, limit int) (Page, error) {

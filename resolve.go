@@ -98,16 +98,20 @@ func (r *Resolution) Unresolved() []Reference {
 // spliced as [Value.AppendJSON] encodes it (text as a JSON string, binary as
 // a base64 string), a part as its stored JSON bytes; nothing is decoded
 // or re-encoded, and substituted values are never scanned for references
-// again. A string that merely contains a reference ("echo $r1 > f") is
-// left alone. A reference whose handle or path names no value is left as
-// written, for the tool's validation to report; [SessionValues.ResolveDetail]
-// says which and why, and [SessionValues.Prepare] turns it into an error.
-// So is a string that starts like a reference ("$r" and a digit 1-9) but
-// breaks the grammar, such as "$r1..rows", "$r1.rows." or "$r1.a\x" (a
-// bad escape); ResolveDetail reports it with [ErrBadRef].
-// A string of two or more '$' followed by something that starts like a
-// reference loses one '$' ("$$r1" becomes the string "$r1", "$$r2d2" the
-// string "$r2d2"); "$$hello" stays as it is.
+// again. A path goes on into the JSON array or object a string holds
+// ("$r1.content.0.text.5.name"), and takes the values of a text holding a
+// stream of JSON values as items ("$r1.7.Action"); of duplicate keys the
+// last wins, as in encoding/json. A string that merely
+// contains a reference ("echo $r1 > f") is left alone. A reference whose
+// handle or path names no value is left as written, for the tool's
+// validation to report; [SessionValues.ResolveDetail] says which and why,
+// and [SessionValues.Prepare] turns it into an error. So is a string that
+// starts like a reference ("$r" and a digit 1-9) but breaks the grammar,
+// such as "$r1..rows", "$r1.rows." or "$r1.a\x" (a bad escape);
+// ResolveDetail reports it with [ErrBadRef]. A string of two or more '$'
+// followed by something that starts like a reference loses one '$'
+// ("$$r1" becomes the string "$r1", "$$r2d2" the string "$r2d2");
+// "$$hello" stays as it is.
 //
 // args must be exactly one valid JSON value (surrounding whitespace is
 // kept); otherwise the error wraps [ErrInvalidJSON]. Any nesting depth is
@@ -116,41 +120,10 @@ func (r *Resolution) Unresolved() []Reference {
 // store's bound ([WithMaxResolved], default 64 MiB), Resolve fails with
 // [ErrTooLarge] as soon as that is certain, before building anything; so
 // does a call whose path lookups would scan more than 4 times that bound
-// of stored JSON (256 MiB by default, about half a second), each lookup
-// charged what it scans:
-//   - nothing for a child that the index Put made of a value answers (the
-//     first three and last two items of an array, every field of an object
-//     of up to 24 keys, an index out of range of an array whose length it
-//     knows), so "$r1.-1" and "$r1.rows" are found at once in a value of
-//     any size;
-//   - for any other item of an array Put indexed (a stored array, or a
-//     stream of JSON values in a text, or the part of a value that
-//     dominates its preview, such as the rows of {"rows":[…]}, or the JSON
-//     a string holds when it is that part), the walk to it from the item
-//     Put marked before it, less than 512 bytes, and the item when the path
-//     ends there or goes on into it;
-//   - for a key of an object Put indexed (likewise, the value or its
-//     dominant part), a test of 32 bytes per block of about 1 KiB of its
-//     fields, from the last block back, and a scan of each block whose
-//     test admits the key, stopping at the last block that holds it;
-//   - an array Put did not index walked up to the item, and an object
-//     scanned whole;
-//   - a value kept only in the durable store read back whole.
-//
-// Of duplicate keys the last wins, as in encoding/json; a lookup through
-// key blocks finds it without scanning the fields before its block.
-// Within one call, a value read back and every container reached by
-// scanning at least 4 KiB are remembered, so that other paths through
-// them do not read or scan them again: a walk through such an array starts
-// from the nearest item an earlier walk marked (one item in 512 bytes) or
-// from where the walks reached, and the first key looked up in such an
-// object indexes its keys in blocks for the rest of the call. Row ids from
-// one large result ("$r1.rows.0.id", "$r1.rows.1.id", … or "$r1.0.id",
-// "$r1.1.id", …) thus cost, in any order, about 600 bytes each: 10,000 of
-// them from a 10 MB array resolve in less time than one validating pass
-// over it.
-//
-// See the package documentation for its cost.
+// of stored JSON (256 MiB by default), each lookup charged what it scans:
+// nothing for the head and tail items and the small objects Put indexed,
+// so that "$r1.-1" and "$r1.rows" are found at once in a value of any
+// size. The package documentation's Cost section says what a lookup scans.
 func (s *SessionValues) Resolve(args []byte) ([]byte, []string, error) {
 	r := resolver{s: s, args: args}
 	if err := r.run(); err != nil {

@@ -9,6 +9,11 @@ import (
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
+// This file holds the store: its options, its table of values by handle,
+// and the handles themselves.
+
+// config is what the options of a store set, each option in its
+// concept's file; the zero config selects every default.
 type config struct {
 	maxPreview   int // see WithMaxPreview; 0 selects the default
 	inlineLimit  int // see WithInlineLimit; 0 selects the default
