@@ -1185,9 +1185,5 @@ func clipText(s string) string {
 	if len(s) <= clipLog {
 		return strconv.Quote(s)
 	}
-	cut := clipLog
-	for cut > 0 && s[cut]&0xc0 == 0x80 {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
+	return strconv.Quote(s[:jsontext.HeadCutString(s, clipLog)]) + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // Dir is a [values.Durable] and [Cleaner] in a directory of the local file
@@ -257,7 +258,7 @@ func (d *Dir) checkFormat() error {
 		return fmt.Errorf("store: %w", err)
 	}
 	if string(b) != formatText {
-		return fmt.Errorf("store: %s holds an unknown store format %q", d.root, clip(string(b)))
+		return fmt.Errorf("store: %s holds an unknown store format %q", d.root, jsontext.ClipString(string(b)))
 	}
 	return nil
 }

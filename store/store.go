@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // Cleaner is the two-phase retention cleanup of a store: [Cleaner.Plan]
@@ -213,9 +214,9 @@ func CheckKey(key string) error {
 		return nil
 	}
 	if len(key) != KeyLen {
-		return fmt.Errorf("%w: %q is %d bytes, want %d lowercase hex digits", ErrInvalidKey, clip(key), len(key), KeyLen)
+		return fmt.Errorf("%w: %q is %d bytes, want %d lowercase hex digits", ErrInvalidKey, jsontext.ClipString(key), len(key), KeyLen)
 	}
-	return fmt.Errorf("%w: %q holds a byte other than 0-9 a-f", ErrInvalidKey, clip(key))
+	return fmt.Errorf("%w: %q holds a byte other than 0-9 a-f", ErrInvalidKey, jsontext.ClipString(key))
 }
 
 // isKey reports whether k is KeyLen lowercase hex digits.
@@ -250,14 +251,14 @@ var keyDigits = [256]bool{
 // where it starts. The message itself is always valid UTF-8.
 func CheckSession(id string) error {
 	if len(id) == 0 || len(id) > MaxSessionLen {
-		return fmt.Errorf("%w: %q is %d bytes, want 1 to %d", ErrInvalidSession, clip(id), len(id), MaxSessionLen)
+		return fmt.Errorf("%w: %q is %d bytes, want 1 to %d", ErrInvalidSession, jsontext.ClipString(id), len(id), MaxSessionLen)
 	}
 	if id == "." || id == ".." {
 		return fmt.Errorf("%w: %q", ErrInvalidSession, id)
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has %s at byte %d, want A-Z a-z 0-9 . _ -", ErrInvalidSession, clip(id), quoteCharAt(id, i), i)
+			return fmt.Errorf("%w: %q has %s at byte %d, want A-Z a-z 0-9 . _ -", ErrInvalidSession, jsontext.ClipString(id), quoteCharAt(id, i), i)
 		}
 	}
 	return nil
@@ -274,19 +275,6 @@ func quoteCharAt(s string, i int) string {
 	return strconv.QuoteRune(r)
 }
 
-// clip shortens s for an error message, never inside a UTF-8 sequence.
-func clip(s string) string {
-	const n = 80
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > n-utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 // CheckRecord reports whether r may be appended to a handle table: its
 // Handle 1 to [MaxHandleLen] bytes (so a lost record, whose Handle is
 // empty, is never appended and never mistaken for a real one), its Kind
@@ -301,9 +289,9 @@ func clip(s string) string {
 func CheckRecord(r values.Record) error {
 	switch {
 	case len(r.Handle) == 0 || len(r.Handle) > MaxHandleLen:
-		return fmt.Errorf("%w: handle %q is %d bytes, want 1 to %d", ErrInvalidRecord, clip(r.Handle), len(r.Handle), MaxHandleLen)
+		return fmt.Errorf("%w: handle %q is %d bytes, want 1 to %d", ErrInvalidRecord, jsontext.ClipString(r.Handle), len(r.Handle), MaxHandleLen)
 	case len(r.Kind) > MaxKindLen:
-		return fmt.Errorf("%w: kind %q is %d bytes, want at most %d", ErrInvalidRecord, clip(r.Kind), len(r.Kind), MaxKindLen)
+		return fmt.Errorf("%w: kind %q is %d bytes, want at most %d", ErrInvalidRecord, jsontext.ClipString(r.Kind), len(r.Kind), MaxKindLen)
 	case r.Size < 0:
 		return fmt.Errorf("%w: size %d is negative", ErrInvalidRecord, r.Size)
 	case len(r.Meta) > MaxMetaSize:
@@ -311,7 +299,7 @@ func CheckRecord(r values.Record) error {
 	}
 	if r.Key != "" {
 		if CheckKey(r.Key) != nil {
-			return fmt.Errorf("%w: key %q is not %d lowercase hex digits", ErrInvalidRecord, clip(r.Key), KeyLen)
+			return fmt.Errorf("%w: key %q is not %d lowercase hex digits", ErrInvalidRecord, jsontext.ClipString(r.Key), KeyLen)
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // demoCommand runs the scripted agent loop on DIR (default: GOROOT/src).
@@ -190,11 +191,7 @@ func printSummary(w io.Writer, records []demoRecord) {
 func describeArgs(args []byte, refs []string) string {
 	shown := string(args)
 	if len(args) > demoArgsShown {
-		cut := demoArgsShown
-		for cut > 0 && !utf8.RuneStart(args[cut]) {
-			cut--
-		}
-		shown = string(args[:cut]) + "…"
+		shown = string(args[:jsontext.HeadCut(args, demoArgsShown)]) + jsontext.Ellipsis
 	}
 	var b strings.Builder
 	b.WriteString(shown)
@@ -337,9 +334,5 @@ func clipLine(line []byte) string {
 	if len(line) <= demoMatchText {
 		return string(line)
 	}
-	cut := demoMatchText
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return string(line[:cut]) + "…"
+	return string(line[:jsontext.HeadCut(line, demoMatchText)]) + jsontext.Ellipsis
 }

@@ -3,6 +3,7 @@ package jsontext
 import (
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Ellipsis marks every elision.
@@ -29,6 +30,20 @@ func HeadCut(s []byte, budget int) int {
 		return i + size
 	}
 	return i
+}
+
+// HeadCutString is [HeadCut] of a string, at a cost that does not depend
+// on len(s).
+func HeadCutString(s string, budget int) int {
+	if budget >= len(s) {
+		return len(s)
+	}
+	if budget <= 0 {
+		return 0
+	}
+	// The bytes HeadCut reads: up to the end of a sequence starting at or
+	// before budget. HeadCut does not modify them.
+	return HeadCut(unsafe.Slice(unsafe.StringData(s), min(len(s), budget+utf8.UTFMax)), budget)
 }
 
 // TailCut returns the smallest n ≥ len(s)-budget such that s[n:] does not

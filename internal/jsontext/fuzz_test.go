@@ -108,6 +108,8 @@ func FuzzClip(f *testing.F) {
 		}
 		if n := HeadCut(s, budget); n < 0 || n > max(budget, 0) || n > len(s) || valid && !utf8.Valid(s[:n]) {
 			t.Fatalf("HeadCut(%q, %d) = %d", s, budget, n)
+		} else if ns := HeadCutString(string(s), budget); ns != n {
+			t.Fatalf("HeadCutString(%q, %d) = %d, HeadCut = %d", s, budget, ns, n)
 		}
 		if n := TailCut(s, budget); n < 0 || n > len(s) || len(s)-n > max(budget, 0) || valid && !utf8.Valid(s[n:]) {
 			t.Fatalf("TailCut(%q, %d) = %d", s, budget, n)

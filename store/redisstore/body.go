@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/store"
 )
 
@@ -141,7 +142,7 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 	}
 	expires, size, ok := parseGrant(g)
 	if !ok {
-		return nil, fmt.Errorf("%w: grant of session %q on %s is malformed: %q", store.ErrIntegrity, session, key, clip([]byte(g)))
+		return nil, fmt.Errorf("%w: grant of session %q on %s is malformed: %q", store.ErrIntegrity, session, key, jsontext.ClipString(g))
 	}
 	if s.cfg.Now().UnixNano() >= expires {
 		return nil, fmt.Errorf("%w: grant of session %q on %s ran out at %s", store.ErrExpired, session, key, time.Unix(0, expires).UTC().Format(time.RFC3339))
@@ -189,7 +190,7 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 		}
 	case 'c':
 		if stored > maxManifest || int64(len(h)) != stored {
-			return nil, fmt.Errorf("%w: body %s: malformed manifest %q", store.ErrIntegrity, key, clip(h))
+			return nil, fmt.Errorf("%w: body %s: malformed manifest %q", store.ErrIntegrity, key, jsontext.AppendClipped(nil, h, jsontext.ShownMax))
 		}
 		msize, chunk, chunks, err := parseManifest(h)
 		if err != nil {
@@ -213,7 +214,7 @@ func (s *Store) body(session, key string, want int64) ([]byte, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: body %s: unknown body format %q", store.ErrIntegrity, key, clip(h[:1]))
+		return nil, fmt.Errorf("%w: body %s: unknown body format %q", store.ErrIntegrity, key, h[:1])
 	}
 	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != key {
 		return nil, fmt.Errorf("%w: body %s does not match its key", store.ErrIntegrity, key)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/store"
 )
 
@@ -89,7 +90,7 @@ func (s *Store) fence(session string, recs []values.Record, mark string, marked 
 	}
 	m, err := strconv.ParseInt(mark, 10, 64)
 	if err != nil || m < 0 {
-		return nil, fmt.Errorf("%w: the handle mark of session %q is malformed: %q", store.ErrIntegrity, session, clip([]byte(mark)))
+		return nil, fmt.Errorf("%w: the handle mark of session %q is malformed: %q", store.ErrIntegrity, session, jsontext.ClipString(mark))
 	}
 	var top int64
 	for _, r := range recs {

@@ -154,6 +154,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/store"
 )
 
@@ -595,9 +596,9 @@ func parseManifest(head []byte) (size, chunk, chunks int, err error) {
 				return size, chunk, chunks, nil
 			}
 		}
-		return 0, 0, 0, fmt.Errorf("malformed manifest %q", clip(head))
+		return 0, 0, 0, fmt.Errorf("malformed manifest %q", jsontext.AppendClipped(nil, head, jsontext.ShownMax))
 	}
-	return 0, 0, 0, fmt.Errorf("unknown body format %q", clip(head[:1]))
+	return 0, 0, 0, fmt.Errorf("unknown body format %q", head[:1])
 }
 
 // parseGrant reads "EXPIRES SIZE".
@@ -689,12 +690,4 @@ func (s *Store) Records(session string) ([]values.Record, error) {
 		} // else: a lost record, all zero
 	}
 	return s.fence(session, recs, mark, merr == nil)
-}
-
-// clip shortens b for an error message.
-func clip(b []byte) string {
-	if len(b) > 40 {
-		return string(bytes.ToValidUTF8(b[:40], nil)) + "…"
-	}
-	return string(bytes.ToValidUTF8(b, nil))
 }
