@@ -17,7 +17,9 @@ import (
 // JSON, text or binary.
 
 // ErrInvalidJSON is wrapped by the error [SessionValues.Put] returns for a
-// [json.RawMessage] that is not exactly one valid JSON value.
+// [json.RawMessage] that is not exactly one valid JSON value, and by the
+// errors of [SessionValues.Resolve] and [Schema.Validate] for such
+// arguments.
 var ErrInvalidJSON = jsontext.ErrSyntax
 
 // Put stores v and returns its handle.
