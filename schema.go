@@ -44,14 +44,15 @@ func schemaErr(err error) error {
 // steps plus validationStepsPerValue for each JSON value in the arguments,
 // so that large arguments from references get a proportionally larger
 // budget. A step is one application of a subschema to a part of the
-// arguments, counted as stepCost of the arguments' depth. Ordinary
-// arguments take a few steps a value. The budget is counted, not timed,
-// so that the same arguments are accepted or refused on any machine,
-// however loaded; validationBackstop of wall time is a backstop for
-// causes the steps do not count, far above what any step budget takes.
-// Past either the validation stops and the arguments are rejected with a
-// [Violation] at the root whose Err wraps [ErrTooComplex]; the tool is not
-// called.
+// arguments, counted as stepCost of the deepest nesting in the arguments
+// (the validator does not say where an application is, so arguments with
+// one deep corner pay the deep rate everywhere). Ordinary arguments take
+// a few steps a value. The budget is counted, not timed, so that the same
+// arguments are accepted or refused on any machine, however loaded;
+// validationBackstop of wall time is a backstop for causes the steps do
+// not count, far above what any step budget takes. Past either, the
+// validation stops and the arguments are rejected with a [Violation] at
+// the root whose Err wraps [ErrTooComplex]; the tool is not called.
 const (
 	validationSteps         = 20_000
 	validationStepsPerValue = 64
