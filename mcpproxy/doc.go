@@ -62,6 +62,16 @@
 // one line to its log and every later call of a mirrored tool returns an
 // isError result saying so; read_value keeps working on what is stored.
 //
+// # Serving over HTTP
+//
+// [NewHTTPHandler] serves a proxy's or gateway's server over Streamable
+// HTTP, a server session (and with Options.PerSession a store) per HTTP
+// session, and [ServeHTTP] serves it on a listener: the bounds that a
+// server a network can reach needs (request bodies held once and bounded
+// in flight, requests) are theirs, each refused with an HTTP status and a
+// JSON-RPC error saying which (see [HTTPOptions]; httpserve.go,
+// httpbody.go).
+//
 // # Bad input
 //
 // Nothing a client or a server sends stops the proxy. On [LineTransport], a

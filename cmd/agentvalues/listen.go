@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentvalues/values/mcpproxy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// httpFlags are the flags of proxy and gateway that bound serving over
+// HTTP (-listen). Zero in a number or a duration means no bound, as for
+// -max-message.
+type httpFlags struct {
+	maxRequests  *int
+	maxBodyBytes *int64
+}
+
+func addHTTPFlags(fs *flag.FlagSet) httpFlags {
+	f := httpFlags{
+		maxRequests:  fs.Int("max-requests", mcpproxy.DefaultMaxRequests, "with -listen: most HTTP requests (other than event streams) handled at once; one past it is refused with 503 (0: no bound)"),
+		maxBodyBytes: fs.Int64("max-body-bytes", mcpproxy.DefaultMaxBodyBytes, "with -listen: most `bytes` of request bodies held at once; a request past it is refused with 503 (0: no bound)"),
+	}
+	return f
+}
+
+// options returns the HTTPOptions the flags give, with maxMessage as the
+// -max-message flag has it (-1: no bound).
+func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
+	return &mcpproxy.HTTPOptions{
+		MaxMessage:   maxMessage,
+		MaxRequests:  noBound(*f.maxRequests),
+		MaxBodyBytes: noBound(*f.maxBodyBytes),
+	}
+}
+
+// noBound maps 0, which means no bound on the command line, to -1, which
+// means it in HTTPOptions.
+func noBound[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// An mcpServer is a gateway or a proxy: what serveHTTP serves.
+type mcpServer interface {
+	Server() *mcp.Server
+	Close() error
+}
+
+// serveHTTP serves g (the command named what) over Streamable HTTP at addr
+// until ctx is done, then closes it: mcpproxy's handler (a server session,
+// hence a store, per HTTP session; bounds on requests, bodies, sessions
+// and origins) at /mcp, behind its connection bounds.
+func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts *mcpproxy.HTTPOptions, stderr io.Writer) error {
+	defer g.Close()
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	opts.Log = stderr
+	mux := http.NewServeMux()
+	// A session that comes back after its end is a new session, whose
+	// handles start past the old one's (Options.PerSession): a stale "$r2"
+	// in the model's transcript names nothing rather than another value.
+	mux.Handle("/mcp", mcpproxy.NewHTTPHandler(g.Server(), opts))
+	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
+	if err := mcpproxy.ServeHTTP(ctx, ln, mux, opts); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Serving over Streamable HTTP. [NewHTTPHandler] is the SDK's Streamable
+// HTTP handler (a server session, and so with Options.PerSession a store,
+// per HTTP session) behind the bounds a server that a network can reach
+// needs, each refused with an HTTP status and a JSON-RPC error body that
+// says which bound and how to raise it:
+//
+//   - at most MaxRequests requests other than GET are handled at once
+//     (503, Retry-After);
+//   - an idle session ends after SessionTimeout;
+//   - a request body is read by the handler itself, within MaxMessage
+//     (413), and while the bodies held at once stay within MaxBodyBytes
+//     (503, Retry-After); the large arguments of a tools/call are held
+//     apart from what the SDK decodes (see httpbody.go).
+//
+// [ServeHTTP] serves a handler on a listener.
+
+// Defaults of [HTTPOptions].
+const (
+	// DefaultMaxBodyBytes bounds the bytes of request bodies held at once:
+	// two bodies of DefaultMaxMessage. A body costs about its size while
+	// its request is handled (see httpbody.go), so this, not the number
+	// of requests, is what bounds their memory.
+	DefaultMaxBodyBytes = 2 * DefaultMaxMessage
+	// DefaultMaxRequests bounds the requests other than GET (the open event
+	// streams) handled at once: far more tool calls than an agent runs in
+	// parallel, few enough that a flood of small requests cannot take the
+	// process's goroutines and memory.
+	DefaultMaxRequests = 256
+	// DefaultSessionTimeout is how long a session may go without a request
+	// before it is ended, its store dropped: a client that went away
+	// without ending its session would otherwise hold its values for good.
+	DefaultSessionTimeout = time.Hour
+)
+
+// HTTPOptions configures [NewHTTPHandler] and [ServeHTTP]. A nil
+// *HTTPOptions, and zero in a field, mean the documented default; a
+// negative number means no bound.
+type HTTPOptions struct {
+	// MaxMessage bounds a request body in bytes; a longer one is refused
+	// with 413 before it is read. Zero means DefaultMaxMessage.
+	MaxMessage int
+	// MaxBodyBytes bounds the bytes of the request bodies held at once, each
+	// from the start of its reading until its request is answered (a
+	// tools/call holds its arguments for the whole call). A request whose
+	// body would take the total past it is refused with 503 and
+	// Retry-After; a body larger than MaxBodyBytes is taken only when no
+	// other body is held. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxRequests bounds the requests other than GET handled at once; one
+	// past it is refused with 503 and Retry-After. Zero means
+	// DefaultMaxRequests.
+	MaxRequests int
+	// SessionTimeout ends a session that has had no request for this long,
+	// dropping its store. Zero means DefaultSessionTimeout; negative
+	// means never.
+	SessionTimeout time.Duration
+	// Log receives a line when a bound refuses a request (at most one a
+	// minute per bound, with the number refused). Nil means os.Stderr.
+	Log io.Writer
+}
+
+// httpConfig is HTTPOptions with the defaults filled in; -1 means no
+// bound.
+type httpConfig struct {
+	maxMessage     int64
+	maxBodyBytes   int64
+	maxRequests    int
+	sessionTimeout time.Duration
+	log            io.Writer
+}
+
+func newHTTPConfig(o *HTTPOptions) httpConfig {
+	if o == nil {
+		o = &HTTPOptions{}
+	}
+	c := httpConfig{
+		maxMessage:     int64(orDefault(o.MaxMessage, DefaultMaxMessage)),
+		maxBodyBytes:   orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxRequests:    orDefault(o.MaxRequests, DefaultMaxRequests),
+		sessionTimeout: orDefault(o.SessionTimeout, DefaultSessionTimeout),
+		log:            o.Log,
+	}
+	if c.log == nil {
+		c.log = os.Stderr
+	}
+	return c
+}
+
+// orDefault returns v, def for zero, and -1 for any negative v.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return -1
+	}
+	return v
+}
+
+// An httpHandler is what NewHTTPHandler returns.
+type httpHandler struct {
+	cfg    httpConfig
+	server *mcp.Server
+	sdk    *mcp.StreamableHTTPHandler
+
+	mu       sync.Mutex
+	requests int   // requests other than GET being handled
+	held     int64 // bytes of the request bodies held
+	log      *refusals
+}
+
+// NewHTTPHandler returns an http.Handler that serves server over
+// Streamable HTTP (the SDK's [mcp.StreamableHTTPHandler], stateful: a
+// server session per HTTP session), with the bounds of opts (see
+// [HTTPOptions]). It adds a receiving middleware to server (see
+// httpbody.go) that must run before any middleware that reads a
+// tools/call's arguments: middleware added to server after NewHTTPHandler
+// sees, for arguments over 64 KiB, a stand-in. The handler serves every
+// path it is given; mount it at the endpoint ("/mcp"). It is safe for
+// concurrent use.
+func NewHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
+	cfg := newHTTPConfig(opts)
+	h := &httpHandler{cfg: cfg, server: server, log: newRefusals(cfg.log)}
+	timeout := h.cfg.sessionTimeout
+	if timeout < 0 {
+		timeout = 0 // the SDK's "never"
+	}
+	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		// The handler reads and bounds the body itself: the SDK gets it whole.
+		&mcp.StreamableHTTPOptions{SessionTimeout: timeout, MaxRequestBodyBytes: -1})
+	server.AddReceivingMiddleware(restoreArguments)
+	return h
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodGet || req.Method == http.MethodHead {
+		h.sdk.ServeHTTP(w, req)
+		return
+	}
+	if !h.take("requests", func() bool { return h.cfg.maxRequests < 0 || h.requests < h.cfg.maxRequests }, func() { h.requests++ },
+		fmt.Sprintf("%d requests are being handled, the most this server takes at once (MaxRequests)", h.cfg.maxRequests)) {
+		writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy,
+			fmt.Sprintf("the server is busy: %d requests are being handled, the most it takes at once; try again in a moment", h.cfg.maxRequests), time.Second)
+		return
+	}
+	defer h.release(func() { h.requests-- })
+	if req.Method == http.MethodPost && sdkReads(req) {
+		body, b, ok := h.readBody(w, req)
+		if !ok {
+			return
+		}
+		defer b.release()
+		if req, ok = withBody(req, body, b); !ok {
+			return
+		}
+	}
+	if req.Body != nil && h.cfg.maxMessage >= 0 {
+		// Should the SDK read a body after all, not past the bound.
+		req.Body = http.MaxBytesReader(w, req.Body, h.cfg.maxMessage)
+	}
+	h.sdk.ServeHTTP(w, req)
+}
+
+// sdkReads reports whether the SDK's handler reads the body of the POST
+// req: it refuses one whose Content-Type or Accept is wrong before that
+// (the tests below are its own), so its body is not read here either.
+func sdkReads(req *http.Request) bool {
+	if ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		return false
+	}
+	jsonOK, streamOK := false, false
+	for _, v := range req.Header.Values("Accept") {
+		for token := range strings.SplitSeq(v, ",") {
+			base, _, _ := strings.Cut(token, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// take reports whether the bound named what admits one more (ok, under
+// h.mu) and if so counts it in (add). A refusal is logged with why.
+func (h *httpHandler) take(what string, ok func() bool, add func(), why string) bool {
+	h.mu.Lock()
+	admit := ok()
+	if admit {
+		add()
+	}
+	h.mu.Unlock()
+	if !admit {
+		h.log.refused(what, why)
+	}
+	return admit
+}
+
+// release undoes what take counted in, under h.mu.
+func (h *httpHandler) release(sub func()) {
+	h.mu.Lock()
+	sub()
+	h.mu.Unlock()
+}
+
+// codeBusy is the JSON-RPC error code of a request refused because a bound
+// of the server is reached (requests, sessions, body bytes, connections):
+// the same request may succeed later. It is in the range JSON-RPC
+// reserves for implementation-defined server errors.
+const codeBusy = -32051
+
+// writeHTTPError answers a request the HTTP layer refuses with status and a
+// JSON-RPC error response: for the request id, or with a null id when it
+// is not known (as JSON-RPC asks). A positive retry sets Retry-After.
+func writeHTTPError(w http.ResponseWriter, status int, id *jsonrpc.ID, code int64, msg string, retry time.Duration) {
+	body := struct {
+		JSONRPC string        `json:"jsonrpc"`
+		ID      any           `json:"id"`
+		Error   jsonrpc.Error `json:"error"`
+	}{JSONRPC: "2.0", Error: jsonrpc.Error{Code: code, Message: "mcpproxy: " + msg}}
+	if id != nil {
+		body.ID = id.Raw()
+	}
+	data, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	if retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
+	}
+	w.WriteHeader(status)
+	w.Write(data)
+}
+
+// ServeHTTP serves h (typically a mux with [NewHTTPHandler] at "/mcp") on
+// ln until ctx is done. Then it stops accepting,
+// waits up to 5 s for the requests in flight (an event stream never ends
+// on its own), closes what remains and returns nil. It returns the error
+// that ends serving otherwise. ServeHTTP closes ln.
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, opts *HTTPOptions) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("mcpproxy: serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("mcpproxy: serving HTTP: %w", err)
+	}
+	return nil
+}
+
+// shutdownWait bounds how long ServeHTTP waits, once told to stop, for the
+// requests in flight.
+const shutdownWait = 5 * time.Second
+
+// refusals logs the refusals of each bound: a line at the first, then at
+// most one a minute, with the number refused since the last line.
+type refusals struct {
+	w     io.Writer
+	mu    sync.Mutex
+	last  map[string]time.Time // by bound: when its last line was written
+	since map[string]int       // by bound: refusals not yet in a line
+}
+
+// refuseLogEvery is the least time between two log lines of one bound.
+const refuseLogEvery = time.Minute
+
+func newRefusals(w io.Writer) *refusals {
+	return &refusals{w: w, last: map[string]time.Time{}, since: map[string]int{}}
+}
+
+// refused counts a refusal by the bound named what, for the reason why.
+func (r *refusals) refused(what, why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.since[what]++
+	if now := time.Now(); now.Sub(r.last[what]) >= refuseLogEvery {
+		fmt.Fprintf(r.w, "agentvalues: refused %d over HTTP since the last such line: %s\n", r.since[what], why)
+		r.last[what], r.since[what] = now, 0
+	}
+}

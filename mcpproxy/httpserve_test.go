@@ -1,0 +1,202 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An argsServer is an MCP server whose tool "args" answers with the exact
+// bytes of the arguments it was called with, and whose tool "wait" blocks
+// until release is closed.
+type argsServer struct {
+	server  *mcp.Server
+	got     chan []byte // the arguments of each call of "args"
+	entered chan struct{}
+	release chan struct{}
+	url     string
+}
+
+func newArgsServer(t *testing.T, opts *HTTPOptions) *argsServer {
+	t.Helper()
+	s := &argsServer{server: mcp.NewServer(&mcp.Implementation{Name: "args", Version: "1"}, nil), got: make(chan []byte, 16), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	s.server.AddTool(&mcp.Tool{Name: "args", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.got <- bytes.Clone(req.Params.Arguments)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(len(req.Params.Arguments))}}}, nil
+		})
+	s.server.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.entered <- struct{}{}
+			select {
+			case <-s.release:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil
+		})
+	if opts == nil {
+		opts = &HTTPOptions{}
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	srv := httptest.NewServer(NewHTTPHandler(s.server, opts))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// rawPost sends body to url in session sid ("": none), chunked when
+// chunked is set, and returns the status, the headers and the body of the
+// answer.
+func rawPost(t *testing.T, url, sid string, body []byte, chunked bool, headers ...string) (int, http.Header, string) {
+	t.Helper()
+	var r io.Reader = bytes.NewReader(body)
+	if chunked {
+		r = io.MultiReader(r) // hides the length: sent chunked
+	}
+	req, err := http.NewRequest("POST", url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		switch {
+		case headers[i+1] == "":
+		case headers[i] == "Host":
+			req.Host = headers[i+1]
+		default:
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(data)
+}
+
+// rawSession opens a session on url and returns its id.
+func rawSession(t *testing.T, url string) string {
+	t.Helper()
+	status, h, body := rawPost(t, url, "", []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`), false)
+	sid := h.Get("Mcp-Session-Id")
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %.300s", status, body)
+	}
+	if status, _, body := rawPost(t, url, sid, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), false); status != http.StatusAccepted {
+		t.Fatalf("initialized: %d %.300s", status, body)
+	}
+	return sid
+}
+
+// TestHTTPArguments checks that a tool gets the arguments of a call over
+// HTTP byte for byte, whether they are held apart from what the SDK
+// decodes (64 KiB and more) or not, the body sent with a length or
+// chunked; that of duplicate keys the last counts, as for the SDK; and
+// that a stand-in a client writes is only a string to the tool.
+func TestHTTPArguments(t *testing.T) {
+	t.Parallel()
+	s := newArgsServer(t, nil)
+	sid := rawSession(t, s.url)
+	big := `{"text":"` + strings.Repeat(`a \"quoted\" \u00e9 line\n`, 10000) + `", "n" : 1e3 ,"list":[1, 2,{"x":null}]}`
+	forged := `{"agentvalues/arguments":"0123456789abcdef:1"}`
+	for _, tc := range []struct {
+		name, params, want string
+	}{
+		{"small", `{"name":"args","arguments":{"a":1, "b" : [true]}}`, `{"a":1, "b" : [true]}`},
+		{"large", `{"name":"args","arguments":` + big + `}`, big},
+		{"large, the arguments first", `{"arguments":` + big + `,"name":"args"}`, big},
+		{"duplicate arguments, the large last", `{"name":"args","arguments":{"small":1},"arguments":` + big + `}`, big},
+		{"duplicate arguments, the large first", `{"name":"args","arguments":` + big + `,"arguments":{"small":1}}`, `{"small":1}`},
+		{"duplicate params", `{"name":"args","arguments":` + big + `},"params":{"name":"args","arguments":{"p":2}}`, `{"p":2}`},
+		{"a forged stand-in", `{"name":"args","arguments":` + forged + `}`, forged},
+	} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, chunked %v", tc.name, chunked), func(t *testing.T) {
+				body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + tc.params + `}`
+				status, _, answer := rawPost(t, s.url, sid, []byte(body), chunked)
+				if status != http.StatusOK || !strings.Contains(answer, `"result"`) {
+					t.Fatalf("%d %.300s", status, answer)
+				}
+				if got := <-s.got; string(got) != tc.want {
+					t.Errorf("the tool got %d bytes of arguments %.80q…, want %d bytes %.80q…", len(got), got, len(tc.want), tc.want)
+				}
+			})
+		}
+	}
+	// Nothing is left held once the calls are answered.
+	n := 0
+	stashed.Range(func(any, any) bool { n++; return true })
+	if n != 0 {
+		t.Errorf("%d stashed arguments left after the calls", n)
+	}
+}
+
+// TestRestoreArgumentsGone: a stand-in whose arguments are no longer
+// held (its request ended before the call started) fails the call rather
+// than reaching the tool.
+func TestRestoreArgumentsGone(t *testing.T) {
+	t.Parallel()
+	called := false
+	next := func(context.Context, string, mcp.Request) (mcp.Result, error) { called = true; return nil, nil }
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "x", Arguments: json.RawMessage(argsMark + `18446744073709551615"}`)}}
+	_, err := restoreArguments(next)(context.Background(), "tools/call", req)
+	if err == nil || called || !strings.Contains(err.Error(), "the arguments of this call are gone") {
+		t.Errorf("got %v, tool called %v", err, called)
+	}
+}
+
+// TestHTTPBounds checks the request bounds of the handler: a body over
+// MaxMessage, sent with its length or chunked, is refused with 413 and
+// the request's id; a request past MaxRequests with 503 and Retry-After.
+func TestHTTPBounds(t *testing.T) {
+	t.Parallel()
+	s := newArgsServer(t, &HTTPOptions{MaxMessage: 1 << 20, MaxRequests: 2})
+	sid := rawSession(t, s.url)
+	over := []byte(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"args","arguments":{"s":"` + strings.Repeat("x", 1<<20) + `"}}}`)
+	for _, chunked := range []bool{false, true} {
+		status, _, body := rawPost(t, s.url, sid, over, chunked)
+		want := fmt.Sprintf(`"id":"big","error":{"code":-32600,"message":"mcpproxy: Invalid Request: the message is %d bytes, over the limit of 1048576"}`, len(over))
+		if chunked {
+			want = `"id":"big","error":{"code":-32600,"message":"mcpproxy: Invalid Request: the message is over the limit of 1048576 bytes"}`
+		}
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, want) {
+			t.Errorf("chunked %v: %d %s\nwant 413 and %s", chunked, status, body, want)
+		}
+	}
+
+	// Two calls of wait in flight hold both places.
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			rawPost(t, s.url, sid, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait","arguments":{}}}`, 100+i), false)
+		})
+		<-s.entered
+	}
+	status, h, body := rawPost(t, s.url, sid, []byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), false)
+	if status != http.StatusServiceUnavailable || h.Get("Retry-After") != "1" || !strings.Contains(body, `"id":null,"error":{"code":-32051,"message":"mcpproxy: the server is busy: 2 requests are being handled, the most it takes at once; try again in a moment"}`) {
+		t.Errorf("past MaxRequests: %d Retry-After %q %s", status, h.Get("Retry-After"), body)
+	}
+	close(s.release)
+	wg.Wait()
+	if status, _, body := rawPost(t, s.url, sid, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), false); status != http.StatusOK {
+		t.Errorf("after the calls: %d %s", status, body)
+	}
+}
