@@ -67,10 +67,10 @@
 // [NewHTTPHandler] serves a proxy's or gateway's server over Streamable
 // HTTP, a server session (and with Options.PerSession a store) per HTTP
 // session, and [ServeHTTP] serves it on a listener: the bounds that a
-// server a network can reach needs (request bodies held once and bounded
-// in flight, requests) are theirs, each refused with an HTTP status and a
-// JSON-RPC error saying which (see [HTTPOptions]; httpserve.go,
-// httpbody.go).
+// server a network can reach needs (Origin, request bodies held once and
+// bounded in flight, requests) are theirs, each refused with an
+// HTTP status and a JSON-RPC error saying which (see [HTTPOptions];
+// httpserve.go, httpbody.go, httporigin.go).
 //
 // # Bad input
 //

@@ -25,6 +25,8 @@ import (
 // needs, each refused with an HTTP status and a JSON-RPC error body that
 // says which bound and how to raise it:
 //
+//   - an Origin header, which only browsers send, must name the listener
+//     or an allowed origin (403; see httporigin.go);
 //   - at most MaxRequests requests other than GET are handled at once
 //     (503, Retry-After);
 //   - an idle session ends after SessionTimeout;
@@ -75,6 +77,10 @@ type HTTPOptions struct {
 	// dropping its store. Zero means DefaultSessionTimeout; negative
 	// means never.
 	SessionTimeout time.Duration
+	// AllowedOrigins are the browser origins ("https://app.example.com",
+	// scheme, host and port if not the scheme's default) admitted besides
+	// the listener's own (see httporigin.go). "*" admits every origin.
+	AllowedOrigins []string
 	// Log receives a line when a bound refuses a request (at most one a
 	// minute per bound, with the number refused). Nil means os.Stderr.
 	Log io.Writer
@@ -87,6 +93,7 @@ type httpConfig struct {
 	maxBodyBytes   int64
 	maxRequests    int
 	sessionTimeout time.Duration
+	origins        []string
 	log            io.Writer
 }
 
@@ -99,6 +106,7 @@ func newHTTPConfig(o *HTTPOptions) httpConfig {
 		maxBodyBytes:   orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxRequests:    orDefault(o.MaxRequests, DefaultMaxRequests),
 		sessionTimeout: orDefault(o.SessionTimeout, DefaultSessionTimeout),
+		origins:        o.AllowedOrigins,
 		log:            o.Log,
 	}
 	if c.log == nil {
@@ -154,6 +162,10 @@ func NewHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
 }
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if why := h.badOrigin(req); why != "" {
+		writeHTTPError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why, 0)
+		return
+	}
 	if req.Method == http.MethodGet || req.Method == http.MethodHead {
 		h.sdk.ServeHTTP(w, req)
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -198,5 +199,62 @@ func TestHTTPBounds(t *testing.T) {
 	wg.Wait()
 	if status, _, body := rawPost(t, s.url, sid, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), false); status != http.StatusOK {
 		t.Errorf("after the calls: %d %s", status, body)
+	}
+}
+
+// An addrListener gives every connection it accepts another local
+// address: the address of a network interface the machine may not have.
+type addrListener struct {
+	net.Listener
+	ip net.IP
+}
+
+func (l addrListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	at := *c.LocalAddr().(*net.TCPAddr)
+	at.IP = l.ip
+	return addrConn{c, &at}, nil
+}
+
+type addrConn struct {
+	net.Conn
+	local net.Addr
+}
+
+func (c addrConn) LocalAddr() net.Addr { return c.local }
+
+// TestHTTPOriginNotLoopback serves on what the handler sees as a
+// non-loopback address (203.0.113.7), where the SDK's Host guard is off: a
+// page of a DNS-rebound name sends that name as Host and in Origin, and is
+// refused for its Origin; a page of the server's own address, and a client
+// without Origin, are served.
+func TestHTTPOriginNotLoopback(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	srv := httptest.NewUnstartedServer(NewHTTPHandler(s, &HTTPOptions{AllowedOrigins: []string{"https://ui.example.org"}}))
+	srv.Listener = addrListener{srv.Listener, net.ParseIP("203.0.113.7")}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	initialize := []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	for _, tc := range []struct {
+		host, origin string
+		status       int
+	}{
+		{"rebound.example:" + port, "", http.StatusOK},
+		{"rebound.example:" + port, "http://rebound.example:" + port, http.StatusForbidden},
+		{"203.0.113.7:" + port, "http://203.0.113.7:" + port, http.StatusOK},
+		{"203.0.113.7:" + port, "http://localhost:" + port, http.StatusForbidden},
+		{"203.0.113.7:" + port, "http://127.0.0.1:" + port, http.StatusForbidden},
+		{"203.0.113.7:" + port, "http://203.0.113.8:" + port, http.StatusForbidden},
+		{"ui.example.org", "https://UI.example.org", http.StatusOK},
+	} {
+		status, _, body := rawPost(t, srv.URL, "", initialize, false, "Host", tc.host, "Origin", tc.origin)
+		if status != tc.status {
+			t.Errorf("Host %s, Origin %q: %d %.200s; want %d", tc.host, tc.origin, status, body, tc.status)
+		}
 	}
 }

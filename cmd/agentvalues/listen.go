@@ -20,13 +20,16 @@ import (
 type httpFlags struct {
 	maxRequests  *int
 	maxBodyBytes *int64
+	origins      *originList
 }
 
 func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 	f := httpFlags{
 		maxRequests:  fs.Int("max-requests", mcpproxy.DefaultMaxRequests, "with -listen: most HTTP requests (other than event streams) handled at once; one past it is refused with 503 (0: no bound)"),
 		maxBodyBytes: fs.Int64("max-body-bytes", mcpproxy.DefaultMaxBodyBytes, "with -listen: most `bytes` of request bodies held at once; a request past it is refused with 503 (0: no bound)"),
+		origins:      &originList{},
 	}
+	fs.Var(f.origins, "allow-origin", "with -listen: a browser `ORIGIN` (https://app.example.com) allowed to call besides the server's own; repeat for more, * for any")
 	return f
 }
 
@@ -34,9 +37,10 @@ func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 // -max-message flag has it (-1: no bound).
 func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
 	return &mcpproxy.HTTPOptions{
-		MaxMessage:   maxMessage,
-		MaxRequests:  noBound(*f.maxRequests),
-		MaxBodyBytes: noBound(*f.maxBodyBytes),
+		MaxMessage:     maxMessage,
+		MaxRequests:    noBound(*f.maxRequests),
+		MaxBodyBytes:   noBound(*f.maxBodyBytes),
+		AllowedOrigins: *f.origins,
 	}
 }
 
@@ -47,6 +51,16 @@ func noBound[T int | int64 | time.Duration](v T) T {
 		return -1
 	}
 	return v
+}
+
+// An originList is the repeatable -allow-origin flag.
+type originList []string
+
+func (o *originList) String() string { return strings.Join(*o, ",") }
+
+func (o *originList) Set(s string) error {
+	*o = append(*o, s)
+	return nil
 }
 
 // An mcpServer is a gateway or a proxy: what serveHTTP serves.

@@ -291,3 +291,59 @@ func TestHTTPBodyMemory(t *testing.T) {
 		t.Errorf("a call after: %d %v %.300s", r.status, r.err, r.body)
 	}
 }
+
+// TestHTTPOrigin checks the Origin header of requests to the gateway on a
+// loopback address: none (a client that is not a browser), the server's
+// own origin (any loopback host, the port it serves on) and an origin
+// allowed with -allow-origin are served; any other is refused with 403
+// and a JSON-RPC error saying why, whatever Host says — the page of a
+// DNS-rebound name would send its own name as both.
+func TestHTTPOrigin(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	config := `{"mcpServers":{"blobs":{"command":` + quote(os.Args[0]) + `,"args":[` + quote(blobServerArg) + `]}}}`
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := startListener(t, "gateway", "--config", path, "--listen", "0", "-allow-origin", "https://app.example.com", "-allow-origin", "http://LOCALTOOL.test:3000")
+	port := l.url[strings.LastIndex(l.url, ":")+1 : strings.LastIndex(l.url, "/")]
+	for _, tc := range []struct {
+		origin, host string
+		ok           bool
+	}{
+		{"", "", true},
+		{"http://127.0.0.1:" + port, "", true},
+		{"http://localhost:" + port, "", true},
+		{"http://[::1]:" + port, "", true},
+		{"https://app.example.com", "", true},
+		{"https://app.example.com:443", "", true},
+		{"http://localtool.test:3000", "", true},
+		{"http://evil.example:" + port, "", false},
+		{"http://127.0.0.1:1", "", false},
+		{"https://127.0.0.1:" + port, "", false},
+		{"http://app.example.com", "", false},
+		{"null", "", false},
+		{"http://localhost.evil.example:" + port, "localhost:" + port, false},
+	} {
+		t.Run(tc.origin, func(t *testing.T) {
+			var headers []string
+			if tc.origin != "" {
+				headers = []string{"Origin", tc.origin}
+			}
+			r := postString(l.url, "", initializeRequest, headers...)
+			code, msg, _ := r.rpcError()
+			switch {
+			case tc.ok && (r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == ""):
+				t.Errorf("Origin %q: %d %.300s; want it served", tc.origin, r.status, r.body)
+			case !tc.ok && (r.status != http.StatusForbidden || code != -32600 || !strings.Contains(msg, fmt.Sprintf("Forbidden: the Origin %q is not allowed", tc.origin))):
+				t.Errorf("Origin %q: %d %.300s; want 403 and a JSON-RPC error naming it", tc.origin, r.status, r.body)
+			}
+		})
+	}
+	// Every request, not only the first of a session.
+	sid := initialize(t, l.url)
+	r := postString(l.url, sid, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`, "Origin", "http://evil.example:"+port)
+	if r.status != http.StatusForbidden {
+		t.Errorf("a request of a session from another origin: %d %.300s", r.status, r.body)
+	}
+}
