@@ -29,7 +29,8 @@ import (
 //     or an allowed origin (403; see httporigin.go);
 //   - at most MaxRequests requests other than GET are handled at once
 //     (503, Retry-After);
-//   - an idle session ends after SessionTimeout;
+//   - at most MaxSessions sessions are open; a new one past it is refused
+//     (503, Retry-After); an idle one ends after SessionTimeout;
 //   - a request body is read by the handler itself, within MaxMessage
 //     (413), and while the bodies held at once stay within MaxBodyBytes
 //     (503, Retry-After); the large arguments of a tools/call are held
@@ -49,6 +50,9 @@ const (
 	// parallel, few enough that a flood of small requests cannot take the
 	// process's goroutines and memory.
 	DefaultMaxRequests = 256
+	// DefaultMaxSessions bounds the open sessions: each costs about 20 KB
+	// and its store, and is kept until it ends or SessionTimeout.
+	DefaultMaxSessions = 1000
 	// DefaultSessionTimeout is how long a session may go without a request
 	// before it is ended, its store dropped: a client that went away
 	// without ending its session would otherwise hold its values for good.
@@ -73,6 +77,10 @@ type HTTPOptions struct {
 	// past it is refused with 503 and Retry-After. Zero means
 	// DefaultMaxRequests.
 	MaxRequests int
+	// MaxSessions bounds the server's open sessions (those of every
+	// transport it serves); a request that would open one more is refused
+	// with 503 and Retry-After. Zero means DefaultMaxSessions.
+	MaxSessions int
 	// SessionTimeout ends a session that has had no request for this long,
 	// dropping its store. Zero means DefaultSessionTimeout; negative
 	// means never.
@@ -92,6 +100,7 @@ type httpConfig struct {
 	maxMessage     int64
 	maxBodyBytes   int64
 	maxRequests    int
+	maxSessions    int
 	sessionTimeout time.Duration
 	origins        []string
 	log            io.Writer
@@ -105,6 +114,7 @@ func newHTTPConfig(o *HTTPOptions) httpConfig {
 		maxMessage:     int64(orDefault(o.MaxMessage, DefaultMaxMessage)),
 		maxBodyBytes:   orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxRequests:    orDefault(o.MaxRequests, DefaultMaxRequests),
+		maxSessions:    orDefault(o.MaxSessions, DefaultMaxSessions),
 		sessionTimeout: orDefault(o.SessionTimeout, DefaultSessionTimeout),
 		origins:        o.AllowedOrigins,
 		log:            o.Log,
@@ -134,6 +144,7 @@ type httpHandler struct {
 
 	mu       sync.Mutex
 	requests int   // requests other than GET being handled
+	pending  int   // requests that may open a session, being handled
 	held     int64 // bytes of the request bodies held
 	log      *refusals
 }
@@ -177,6 +188,14 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	defer h.release(func() { h.requests-- })
+	if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" {
+		if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
+			fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+			writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy, h.sessionsFull(), time.Minute)
+			return
+		}
+		defer h.release(func() { h.pending-- })
+	}
 	if req.Method == http.MethodPost && sdkReads(req) {
 		body, b, ok := h.readBody(w, req)
 		if !ok {
@@ -216,6 +235,28 @@ func sdkReads(req *http.Request) bool {
 		}
 	}
 	return jsonOK && streamOK
+}
+
+// sessions counts the server's open sessions; h.mu is held.
+func (h *httpHandler) sessions() int {
+	n := 0
+	for range h.server.Sessions() {
+		n++
+	}
+	return n
+}
+
+// sessionsFull is the message refusing a new session.
+func (h *httpHandler) sessionsFull() string {
+	return fmt.Sprintf("the server has %d sessions open, the most it keeps: a new one can start once one ends (a client ends its session with DELETE; %s)", h.cfg.maxSessions, h.idleSessions())
+}
+
+// idleSessions says what becomes of an idle session.
+func (h *httpHandler) idleSessions() string {
+	if h.cfg.sessionTimeout > 0 {
+		return "an idle one ends after " + h.cfg.sessionTimeout.String()
+	}
+	return "an idle one is never ended"
 }
 
 // take reports whether the bound named what admits one more (ok, under

@@ -18,15 +18,19 @@ import (
 // HTTP (-listen). Zero in a number or a duration means no bound, as for
 // -max-message.
 type httpFlags struct {
+	maxSessions  *int
 	maxRequests  *int
 	maxBodyBytes *int64
+	sessionIdle  *time.Duration
 	origins      *originList
 }
 
 func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 	f := httpFlags{
+		maxSessions:  fs.Int("max-sessions", mcpproxy.DefaultMaxSessions, "with -listen: most HTTP sessions open at once; a new one past it is refused with 503 (0: no bound)"),
 		maxRequests:  fs.Int("max-requests", mcpproxy.DefaultMaxRequests, "with -listen: most HTTP requests (other than event streams) handled at once; one past it is refused with 503 (0: no bound)"),
 		maxBodyBytes: fs.Int64("max-body-bytes", mcpproxy.DefaultMaxBodyBytes, "with -listen: most `bytes` of request bodies held at once; a request past it is refused with 503 (0: no bound)"),
+		sessionIdle:  fs.Duration("session-idle", mcpproxy.DefaultSessionTimeout, "with -listen: an HTTP session with no request for this long is ended and its store dropped (0: never)"),
 		origins:      &originList{},
 	}
 	fs.Var(f.origins, "allow-origin", "with -listen: a browser `ORIGIN` (https://app.example.com) allowed to call besides the server's own; repeat for more, * for any")
@@ -38,8 +42,10 @@ func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
 	return &mcpproxy.HTTPOptions{
 		MaxMessage:     maxMessage,
+		MaxSessions:    noBound(*f.maxSessions),
 		MaxRequests:    noBound(*f.maxRequests),
 		MaxBodyBytes:   noBound(*f.maxBodyBytes),
+		SessionTimeout: noBound(*f.sessionIdle),
 		AllowedOrigins: *f.origins,
 	}
 }

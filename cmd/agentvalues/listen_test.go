@@ -347,3 +347,53 @@ func TestHTTPOrigin(t *testing.T) {
 		t.Errorf("a request of a session from another origin: %d %.300s", r.status, r.body)
 	}
 }
+
+// TestHTTPSessionCap opens sessions on the proxy up to -max-sessions: one
+// more is refused with 503 and a JSON-RPC error saying how one ends, until
+// a client ends its session (DELETE); then, once more at the bound, until
+// an idle session has been ended by -session-idle.
+func TestHTTPSessionCap(t *testing.T) {
+	t.Parallel()
+	l := startListener(t, "proxy", "--listen", "0", "-max-sessions", "3", "-session-idle", "2s", "--", os.Args[0], blobServerArg)
+	var sids []string
+	for range 3 {
+		sids = append(sids, initialize(t, l.url))
+	}
+	refused := func() {
+		t.Helper()
+		r := postString(l.url, "", initializeRequest)
+		code, msg, _ := r.rpcError()
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || code != -32051 ||
+			!strings.Contains(msg, "the server has 3 sessions open, the most it keeps: a new one can start once one ends (a client ends its session with DELETE; an idle one ends after 2s)") {
+			t.Fatalf("a fourth session: %d %v %.300s", r.status, r.err, r.body)
+		}
+	}
+	refused()
+	// The open sessions go on.
+	if r := postString(l.url, sids[0], `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{}}}`); r.status != http.StatusOK || !strings.Contains(r.body, `"result"`) {
+		t.Fatalf("a call in an open session: %d %.300s", r.status, r.body)
+	}
+	req, _ := http.NewRequest("DELETE", l.url, nil)
+	req.Header.Set("Mcp-Session-Id", sids[1])
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", resp, err)
+	}
+	initialize(t, l.url) // in the place of the one ended
+	refused()
+	// Now idle: the sessions end after 2s without a request, and a new one
+	// starts.
+	for i := 0; ; i++ {
+		r := postString(l.url, "", initializeRequest)
+		if r.status == http.StatusOK {
+			break
+		}
+		if r.status != http.StatusServiceUnavailable || i > 600 {
+			t.Fatalf("a new session while the others idle: %d %v %.300s", r.status, r.err, r.body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(l.stderr(), "sessions open, the most this server keeps") && !strings.Contains(l.stderr(), "3 sessions are open, the most this server keeps (MaxSessions)") {
+		t.Errorf("the refusal was not logged; stderr:\n%s", l.stderr())
+	}
+}
