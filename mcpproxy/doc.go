@@ -68,9 +68,10 @@
 // HTTP, a server session (and with Options.PerSession a store) per HTTP
 // session, and [ServeHTTP] serves it on a listener: the bounds that a
 // server a network can reach needs (Origin, request bodies held once and
-// bounded in flight, requests, sessions) are theirs, each refused with an
-// HTTP status and a JSON-RPC error saying which (see [HTTPOptions];
-// httpserve.go, httpbody.go, httporigin.go).
+// bounded in flight, requests, sessions, connections, slow clients) are
+// theirs, each refused with an HTTP status and a JSON-RPC error saying
+// which (see [HTTPOptions]; httpserve.go, httpbody.go, httporigin.go,
+// httpconn.go).
 //
 // # Bad input
 //

@@ -37,8 +37,8 @@ import (
 // than the rewriting.
 const stashMin = 64 << 10
 
-// bodyStep is how much of a body is read at once, and the size of the
-// blocks a chunked body is read into.
+// bodyStep is how much of a body is read between two updates of the read
+// deadline, and the size of the blocks a chunked body is read into.
 const bodyStep = 64 << 10
 
 // argsMark begins every arguments stand-in; rawNonce makes it one a client
@@ -93,12 +93,37 @@ func (b *bodyHold) release() {
 // and what it holds of MaxBodyBytes, to be released once the request is
 // answered, or writes the refusal and returns false.
 func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body []byte, b *bodyHold, ok bool) {
+	rc := http.NewResponseController(w)
+	start := time.Now()
 	got := int64(0)
-	// What is left of a refused body is not read: the connection closes
-	// after the refusal.
+	var deadline time.Time
+	// Before each read: the body must have arrived at MinBodyRate after
+	// ReadTimeout, up to what this read asks.
+	step := func(ask int64) {
+		if h.cfg.readTimeout < 0 {
+			return
+		}
+		d := h.cfg.readTimeout
+		if h.cfg.minBodyRate > 0 {
+			d += time.Duration(float64(got+ask) / float64(h.cfg.minBodyRate) * float64(time.Second))
+		}
+		deadline = start.Add(d)
+		rc.SetReadDeadline(deadline) // not on every ResponseWriter (a test's recorder): then unbounded
+	}
+	defer func() {
+		if ok {
+			rc.SetReadDeadline(time.Time{}) // the event stream of the response is not bounded
+		} else {
+			// What is left of the body is not read: the connection closes
+			// after the refusal, at once rather than after the server read
+			// the rest to keep the connection.
+			rc.SetReadDeadline(time.Now())
+		}
+	}()
 	w.Header().Set("Connection", "close") // until the body is in
 
 	var head [idWindow]byte // enough to find the request's id when it is refused
+	step(int64(len(head)))
 	n, err := io.ReadFull(req.Body, head[:])
 	got += int64(n)
 	b = &bodyHold{h: h, w: w}
@@ -110,7 +135,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 		size, err = int64(n), nil // all of it
 	}
 	if err != nil {
-		h.bodyFailed(w, b.id, err, got, size)
+		h.bodyFailed(w, b.id, err, got, size, start, deadline)
 		return nil, nil, false
 	}
 	if h.cfg.maxMessage >= 0 && size > h.cfg.maxMessage {
@@ -126,6 +151,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 		body = make([]byte, size)
 		copy(body, head[:n])
 		for got < size && err == nil {
+			step(min(bodyStep, size-got))
 			var m int
 			m, err = io.ReadFull(req.Body, body[got:min(got+bodyStep, size)])
 			got += int64(m)
@@ -138,7 +164,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 		}
 		if err != nil {
 			b.release()
-			h.bodyFailed(w, b.id, err, got, size)
+			h.bodyFailed(w, b.id, err, got, size, start, deadline)
 			return nil, nil, false
 		}
 		w.Header().Del("Connection")
@@ -151,6 +177,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 	}
 	buf := make([]byte, bodyStep)
 	for {
+		step(bodyStep)
 		m, err := req.Body.Read(buf)
 		got += int64(m)
 		if h.cfg.maxMessage >= 0 && got > h.cfg.maxMessage {
@@ -168,7 +195,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 		}
 		if err != nil {
 			b.release()
-			h.bodyFailed(w, b.id, err, got, -1)
+			h.bodyFailed(w, b.id, err, got, -1, start, deadline)
 			return nil, nil, false
 		}
 	}
@@ -176,11 +203,20 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 	return joinBlocks(nil, blocks), b, true
 }
 
-// bodyFailed answers a request whose body could not be read.
-func (h *httpHandler) bodyFailed(w http.ResponseWriter, id *jsonrpc.ID, err error, got, size int64) {
+// bodyFailed answers a request whose body could not be read: too slow
+// (408), or cut off.
+func (h *httpHandler) bodyFailed(w http.ResponseWriter, id *jsonrpc.ID, err error, got, size int64, start, deadline time.Time) {
 	of := ""
 	if size >= 0 {
 		of = fmt.Sprintf(" of %d", size)
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		fmt.Fprintf(h.cfg.log, "agentvalues: gave up on a request body over HTTP: %d%s bytes in %v\n", got, of, time.Since(start).Round(time.Millisecond))
+		writeHTTPError(w, http.StatusRequestTimeout, id, jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("Invalid Request: the body did not arrive in time: %d%s bytes in %v (a body must arrive within %v, and then at %s/s at least)",
+				got, of, deadline.Sub(start).Round(time.Millisecond), h.cfg.readTimeout, humanize.IBytes(uint64(h.cfg.minBodyRate))), 0)
+		return
 	}
 	writeHTTPError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
 		fmt.Sprintf("Invalid Request: reading the body: %v after %d%s bytes", err, got, of), 0)

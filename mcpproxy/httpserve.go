@@ -32,11 +32,15 @@ import (
 //   - at most MaxSessions sessions are open; a new one past it is refused
 //     (503, Retry-After); an idle one ends after SessionTimeout;
 //   - a request body is read by the handler itself, within MaxMessage
-//     (413), and while the bodies held at once stay within MaxBodyBytes
-//     (503, Retry-After); the large arguments of a tools/call are held
-//     apart from what the SDK decodes (see httpbody.go).
+//     (413), at no less than MinBodyRate after ReadTimeout (408), and
+//     while the bodies held at once stay within MaxBodyBytes (503,
+//     Retry-After); the large arguments of a tools/call are held apart
+//     from what the SDK decodes (see httpbody.go).
 //
-// [ServeHTTP] serves a handler on a listener.
+// [ServeHTTP] serves a handler on a listener with the bounds of the
+// connections: at most MaxConns open (one past it is answered 503 and
+// closed; see httpconn.go), request headers within ReadTimeout, an idle
+// keep-alive connection closed after IdleTimeout.
 
 // Defaults of [HTTPOptions].
 const (
@@ -57,6 +61,21 @@ const (
 	// before it is ended, its store dropped: a client that went away
 	// without ending its session would otherwise hold its values for good.
 	DefaultSessionTimeout = time.Hour
+	// DefaultReadTimeout bounds the reading of a request's headers, and of
+	// its body before MinBodyRate applies.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultMinBodyRate is the slowest a request body may arrive, in bytes
+	// per second, once ReadTimeout has passed: a client on a slow link
+	// sends DefaultMaxMessage in about an hour; one that trickles a body
+	// is cut off.
+	DefaultMinBodyRate = 64 << 10
+	// DefaultIdleTimeout is how long a keep-alive connection may wait for
+	// its next request.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConns bounds the open connections: room for an event
+	// stream and a request of every session at the session bound, far
+	// below the file descriptors a process may open.
+	DefaultMaxConns = 2 * DefaultMaxSessions
 )
 
 // HTTPOptions configures [NewHTTPHandler] and [ServeHTTP]. A nil
@@ -89,8 +108,23 @@ type HTTPOptions struct {
 	// scheme, host and port if not the scheme's default) admitted besides
 	// the listener's own (see httporigin.go). "*" admits every origin.
 	AllowedOrigins []string
-	// Log receives a line when a bound refuses a request (at most one a
-	// minute per bound, with the number refused). Nil means os.Stderr.
+	// ReadTimeout bounds the reading of a request's headers, and of its
+	// body until MinBodyRate applies: a body of n bytes must have arrived
+	// ReadTimeout + n/MinBodyRate after the handler began reading it. A
+	// late body is answered with 408. Zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, after ReadTimeout. Zero means DefaultMinBodyRate.
+	MinBodyRate int
+	// IdleTimeout closes a keep-alive connection that waits this long for
+	// its next request ([ServeHTTP] only). Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns bounds the open connections ([ServeHTTP] only); one past it
+	// is answered 503 and closed. Zero means DefaultMaxConns.
+	MaxConns int
+	// Log receives a line when a bound refuses a request or a connection
+	// (at most one a minute per bound, with the number refused). Nil means
+	// os.Stderr.
 	Log io.Writer
 }
 
@@ -103,6 +137,10 @@ type httpConfig struct {
 	maxSessions    int
 	sessionTimeout time.Duration
 	origins        []string
+	readTimeout    time.Duration
+	minBodyRate    int64
+	idleTimeout    time.Duration
+	maxConns       int
 	log            io.Writer
 }
 
@@ -117,6 +155,10 @@ func newHTTPConfig(o *HTTPOptions) httpConfig {
 		maxSessions:    orDefault(o.MaxSessions, DefaultMaxSessions),
 		sessionTimeout: orDefault(o.SessionTimeout, DefaultSessionTimeout),
 		origins:        o.AllowedOrigins,
+		readTimeout:    orDefault(o.ReadTimeout, DefaultReadTimeout),
+		minBodyRate:    int64(orDefault(o.MinBodyRate, DefaultMinBodyRate)),
+		idleTimeout:    orDefault(o.IdleTimeout, DefaultIdleTimeout),
+		maxConns:       orDefault(o.MaxConns, DefaultMaxConns),
 		log:            o.Log,
 	}
 	if c.log == nil {
@@ -309,14 +351,23 @@ func writeHTTPError(w http.ResponseWriter, status int, id *jsonrpc.ID, code int6
 }
 
 // ServeHTTP serves h (typically a mux with [NewHTTPHandler] at "/mcp") on
-// ln until ctx is done. Then it stops accepting,
+// ln until ctx is done, with the connection bounds of opts (MaxConns,
+// ReadTimeout for the headers, IdleTimeout). Then it stops accepting,
 // waits up to 5 s for the requests in flight (an event stream never ends
 // on its own), closes what remains and returns nil. It returns the error
 // that ends serving otherwise. ServeHTTP closes ln.
 func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, opts *HTTPOptions) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	cfg := newHTTPConfig(opts)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.readTimeout, // -1: none, as for any negative
+		IdleTimeout:       cfg.idleTimeout,
+		// No ReadTimeout or WriteTimeout: they would end the event streams,
+		// which last as long as their session. The handler bounds a body's
+		// reading itself (see httpbody.go).
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(capConns(ln, cfg)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("mcpproxy: serving HTTP: %w", err)

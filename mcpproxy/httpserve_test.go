@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -256,5 +258,40 @@ func TestHTTPOriginNotLoopback(t *testing.T) {
 		if status != tc.status {
 			t.Errorf("Host %s, Origin %q: %d %.200s; want %d", tc.host, tc.origin, status, body, tc.status)
 		}
+	}
+}
+
+// TestServeHTTPIdle: a keep-alive connection that waits longer than
+// IdleTimeout for its next request is closed by the server.
+func TestServeHTTPIdle(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- ServeHTTP(ctx, ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }), &HTTPOptions{IdleTimeout: 100 * time.Millisecond})
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // the test's own bound: the server must close first
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("an idle keep-alive connection: read %v, want the server to close it (EOF)", err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("ServeHTTP returned %v after its context ended", err)
 	}
 }

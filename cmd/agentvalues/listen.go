@@ -21,7 +21,9 @@ type httpFlags struct {
 	maxSessions  *int
 	maxRequests  *int
 	maxBodyBytes *int64
+	maxConns     *int
 	sessionIdle  *time.Duration
+	readTimeout  *time.Duration
 	origins      *originList
 }
 
@@ -30,7 +32,9 @@ func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 		maxSessions:  fs.Int("max-sessions", mcpproxy.DefaultMaxSessions, "with -listen: most HTTP sessions open at once; a new one past it is refused with 503 (0: no bound)"),
 		maxRequests:  fs.Int("max-requests", mcpproxy.DefaultMaxRequests, "with -listen: most HTTP requests (other than event streams) handled at once; one past it is refused with 503 (0: no bound)"),
 		maxBodyBytes: fs.Int64("max-body-bytes", mcpproxy.DefaultMaxBodyBytes, "with -listen: most `bytes` of request bodies held at once; a request past it is refused with 503 (0: no bound)"),
+		maxConns:     fs.Int("max-conns", mcpproxy.DefaultMaxConns, "with -listen: most connections open at once; one past it is answered 503 and closed (0: no bound)"),
 		sessionIdle:  fs.Duration("session-idle", mcpproxy.DefaultSessionTimeout, "with -listen: an HTTP session with no request for this long is ended and its store dropped (0: never)"),
+		readTimeout:  fs.Duration("read-timeout", mcpproxy.DefaultReadTimeout, "with -listen: time allowed for a request's headers, and for its body before it must arrive at 64 KiB/s at least (0: no bound)"),
 		origins:      &originList{},
 	}
 	fs.Var(f.origins, "allow-origin", "with -listen: a browser `ORIGIN` (https://app.example.com) allowed to call besides the server's own; repeat for more, * for any")
@@ -45,7 +49,9 @@ func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
 		MaxSessions:    noBound(*f.maxSessions),
 		MaxRequests:    noBound(*f.maxRequests),
 		MaxBodyBytes:   noBound(*f.maxBodyBytes),
+		MaxConns:       noBound(*f.maxConns),
 		SessionTimeout: noBound(*f.sessionIdle),
+		ReadTimeout:    noBound(*f.readTimeout),
 		AllowedOrigins: *f.origins,
 	}
 }

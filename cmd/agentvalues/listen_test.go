@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -396,4 +397,96 @@ func TestHTTPSessionCap(t *testing.T) {
 	if !strings.Contains(l.stderr(), "sessions open, the most this server keeps") && !strings.Contains(l.stderr(), "3 sessions are open, the most this server keeps (MaxSessions)") {
 		t.Errorf("the refusal was not logged; stderr:\n%s", l.stderr())
 	}
+}
+
+// TestHTTPSlowClients: connections past -max-conns are answered 503 and
+// closed at once, and a place frees as soon as a connection closes; with
+// -read-timeout, a client that never sends a request, one that trickles
+// its headers and one that trickles its body are cut off (the last with
+// 408 and a JSON-RPC error saying how much arrived), so that clients held
+// in their place by nothing but their slowness give it back, and a
+// legitimate initialize is served.
+func TestHTTPSlowClients(t *testing.T) {
+	t.Parallel()
+	dial := func(t *testing.T, url string) net.Conn {
+		t.Helper()
+		host := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Run("connection cap", func(t *testing.T) {
+		t.Parallel()
+		l := startListener(t, "proxy", "--listen", "0", "-max-conns", "3", "-read-timeout", "0", "--", os.Args[0], blobServerArg)
+		var idle []net.Conn
+		for range 3 {
+			idle = append(idle, dial(t, l.url)) // accepted before the request below: in order
+		}
+		r := postString(l.url, "", initializeRequest)
+		code, msg, _ := r.rpcError()
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || code != -32051 ||
+			msg != "mcpproxy: the server is busy: 3 connections are open, the most it keeps; try again in a moment" {
+			t.Fatalf("initialize with three connections open: %d %v %.300s", r.status, r.err, r.body)
+		}
+		idle[0].Close()
+		for i := 0; ; i++ { // the server sees the close, and the place frees
+			r := postString(l.url, "", initializeRequest)
+			if r.status == http.StatusOK {
+				break
+			}
+			if r.status != http.StatusServiceUnavailable || i > 600 {
+				t.Fatalf("initialize after a connection closed: %d %v %.300s", r.status, r.err, r.body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !strings.Contains(l.stderr(), "3 connections are open, the most this server keeps (MaxConns)") {
+			t.Errorf("the refusal was not logged; stderr:\n%s", l.stderr())
+		}
+	})
+	t.Run("read timeout", func(t *testing.T) {
+		t.Parallel()
+		l := startListener(t, "proxy", "--listen", "0", "-max-conns", "3", "-read-timeout", "1s", "--", os.Args[0], blobServerArg)
+		host := strings.TrimSuffix(strings.TrimPrefix(l.url, "http://"), "/mcp")
+		body := initializeRequest
+		slow := []struct {
+			name, sent, trickle string
+		}{
+			{"silent", "", ""},
+			{"headers", "POST /mcp HTTP/1.1\r\nHost: " + host + "\r\n", "X-Slow: " + strings.Repeat("a", 10000)},
+			{"body", "POST /mcp HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n", body},
+		}
+		ended := make(chan string, len(slow))
+		for _, s := range slow {
+			c := dial(t, l.url)
+			io.WriteString(c, s.sent)
+			go func() { // a byte every 50 ms, while the server listens
+				for i := 0; i < len(s.trickle); i++ {
+					if _, err := c.Write([]byte{s.trickle[i]}); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			go func() {
+				got, _ := io.ReadAll(c) // until the server closes
+				ended <- s.name + ": " + string(got)
+			}()
+		}
+		for range slow {
+			select {
+			case e := <-ended:
+				name, got, _ := strings.Cut(e, ": ")
+				t.Logf("%s client cut off: %.200q", name, got)
+				if name == "body" && (!strings.HasPrefix(got, "HTTP/1.1 408 ") || !strings.Contains(got, `"error":{"code":-32600,"message":"mcpproxy: Invalid Request: the body did not arrive in time: `) || !strings.Contains(got, fmt.Sprintf(" of %d bytes in ", len(body)))) {
+					t.Errorf("the body trickler got %q, want 408 and a JSON-RPC error", got)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("a slow client is still served after a minute; stderr:\n%s", l.stderr())
+			}
+		}
+		initialize(t, l.url)
+	})
 }

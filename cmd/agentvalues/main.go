@@ -34,6 +34,8 @@
 //	-session-idle D     with -listen: a session idle this long ends (default 1h; 0: never)
 //	-max-requests N     with -listen: most requests handled at once, event streams aside (default 256)
 //	-max-body-bytes N   with -listen: most bytes of request bodies held at once (default 512 MiB)
+//	-max-conns N        with -listen: most connections open at once (default 2000)
+//	-read-timeout D     with -listen: time for a request's headers, and its body before 64 KiB/s (default 30s)
 //	-store SPEC         persist values: dir:PATH, redis://HOST:PORT/DB, rediss://…, redis+cluster://…
 //	-session ID         the session they persist under (default "default"); a later run continues it
 //
