@@ -58,7 +58,8 @@
 // [CommandTransport] and [LineTransport] read messages of up to
 // [DefaultMaxMessage] (256 MiB) by default; a longer one is read through
 // without being held, and the call it answers fails with an error that
-// states both sizes. If the downstream server goes away, the proxy writes
+// states both sizes. [BoundedRoundTripper] does the same for a
+// Streamable HTTP server, as the HTTP client's transport. If the downstream server goes away, the proxy writes
 // one line to its log and every later call of a mirrored tool returns an
 // isError result saying so; read_value keeps working on what is stored.
 //

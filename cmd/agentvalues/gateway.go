@@ -61,7 +61,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
-	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a stdio server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
@@ -198,7 +198,10 @@ func downstreams(cfg *gatewayConfig, configPath string, maxMessage int, stderr i
 		}
 		connect := func() mcp.Transport {
 			if s.kind() != "stdio" {
-				return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers(s.Headers)}}
+				// -max-message bounds its messages as a stdio server's
+				// (BoundedRoundTripper), in place of the SDK's 16 MiB event cap.
+				return &mcp.StreamableClientTransport{Endpoint: s.URL, MaxEventSize: -1,
+					HTTPClient: &http.Client{Transport: &mcpproxy.BoundedRoundTripper{Base: headers(s.Headers), MaxMessage: maxMessage, Log: stderr}}}
 			}
 			cmd := exec.Command(s.Command, s.Args...)
 			cmd.Dir = s.Cwd
