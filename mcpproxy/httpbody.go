@@ -3,13 +3,14 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentvalues/values/internal/jsontext"
@@ -46,11 +47,9 @@ const bodyStep = 64 << 10
 var argsMark = `{"agentvalues/arguments":"` + rawNonce + `:`
 
 // stashed holds the arguments of the calls whose requests are being
-// handled, by stand-in number.
-var stashed struct {
-	sync.Map // uint64 -> []byte
-	next     atomic.Uint64
-}
+// handled, by stand-in number. The numbers are random, so that even a
+// client that learnt rawNonce could not name another request's arguments.
+var stashed sync.Map // uint64 -> []byte
 
 // sdkBodyFactor is what a body the SDK decodes whole costs while its
 // request is handled, as a multiple of its size: 7 at the peak, measured
@@ -263,8 +262,14 @@ func stashArguments(body []byte) (small []byte, n uint64, ok bool) {
 	if !ok || args[0] != '{' || len(args) < stashMin {
 		return nil, 0, false
 	}
-	n = stashed.next.Add(1)
-	stashed.Store(n, args)
+	for {
+		var b [8]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		n = binary.LittleEndian.Uint64(b[:])
+		if _, taken := stashed.LoadOrStore(n, args); !taken {
+			break
+		}
+	}
 	at := offsetIn(body, args)
 	small = make([]byte, 0, len(body)-len(args)+len(argsMark)+24)
 	small = append(small, body[:at]...)
