@@ -216,6 +216,7 @@ func NewHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if why := h.badOrigin(req); why != "" {
+		refuseUnread(w)
 		writeHTTPError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why, 0)
 		return
 	}
@@ -225,6 +226,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if !h.take("requests", func() bool { return h.cfg.maxRequests < 0 || h.requests < h.cfg.maxRequests }, func() { h.requests++ },
 		fmt.Sprintf("%d requests are being handled, the most this server takes at once (MaxRequests)", h.cfg.maxRequests)) {
+		refuseUnread(w)
 		writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy,
 			fmt.Sprintf("the server is busy: %d requests are being handled, the most it takes at once; try again in a moment", h.cfg.maxRequests), time.Second)
 		return
@@ -233,6 +235,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" {
 		if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
 			fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+			refuseUnread(w)
 			writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy, h.sessionsFull(), time.Minute)
 			return
 		}
@@ -328,6 +331,15 @@ func (h *httpHandler) release(sub func()) {
 // the same request may succeed later. It is in the range JSON-RPC
 // reserves for implementation-defined server errors.
 const codeBusy = -32051
+
+// refuseUnread prepares the answer to a request refused before its body
+// is read: the connection closes after the answer, at once rather than
+// once the server has read what is left of the body (which a slow client
+// could make last for ever).
+func refuseUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
 
 // writeHTTPError answers a request the HTTP layer refuses with status and a
 // JSON-RPC error response: for the request id, or with a null id when it

@@ -197,6 +197,20 @@ func TestHTTPBounds(t *testing.T) {
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") != "1" || !strings.Contains(body, `"id":null,"error":{"code":-32051,"message":"mcpproxy: the server is busy: 2 requests are being handled, the most it takes at once; try again in a moment"}`) {
 		t.Errorf("past MaxRequests: %d Retry-After %q %s", status, h.Get("Retry-After"), body)
 	}
+	// One refused before its body is read, sending only part of it: the
+	// server answers and closes the connection rather than wait for the
+	// rest.
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", sid)
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // the test's own bound: the server must close first
+	got, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 503 ") || !strings.Contains(string(got), "Connection: close") {
+		t.Errorf("a request refused with part of its body sent: %v %q", err, got)
+	}
 	close(s.release)
 	wg.Wait()
 	if status, _, body := rawPost(t, s.url, sid, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), false); status != http.StatusOK {
