@@ -80,7 +80,12 @@ func (x *value) load(hold bool) (m *value, shared bool, err error) {
 	} else if c := d.src.heldValue(d); c != nil {
 		return c, true, nil
 	}
-	b, err := d.src.d.Body(d.src.session, d.key) // outside any lock: it may be slow
+	var b []byte // read outside any lock: it may be slow
+	if sd, ok := d.src.d.(SizedDurable); ok {
+		b, err = sd.BodySized(d.src.session, d.key, int64(x.size))
+	} else {
+		b, err = d.src.d.Body(d.src.session, d.key)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: reading %s back: %w", ErrUnavailable, d.handle, err)
 	}

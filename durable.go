@@ -38,6 +38,20 @@ type Durable interface {
 	Records(session string) ([]Record, error)
 }
 
+// SizedDurable is a [Durable] that can be told the size a body was
+// recorded with. A value kept only in the durable store is read back with
+// BodySized when its store implements it, so that a body the store holds
+// (or claims to hold) at another size is refused before it is read,
+// rather than after: reading it back then never costs more memory than
+// the value as recorded.
+type SizedDurable interface {
+	Durable
+	// BodySized is Body of a body recorded as size bytes. A body stored
+	// at another size is an error, found before more than size bytes of
+	// it are read into memory.
+	BodySized(session, key string, size int64) ([]byte, error)
+}
+
 // Record is one entry of a session's handle table, as a [SessionValues]
 // writes it: the handle, the key of its body, and what its preview and
 // accessors need without reading the body. Meta is JSON whose format is

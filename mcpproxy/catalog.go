@@ -99,7 +99,16 @@ func (p *Proxy) syncPrompts(ctx context.Context) error {
 			params := *req.Params
 			params.Name = name
 			params.Meta = p.requestMeta(params.Meta) // the protocol's own keys are each side's
-			return p.current().down.GetPrompt(ctx, &params)
+			res, err := p.current().down.GetPrompt(ctx, &params)
+			if err == nil && res != nil {
+				res.Meta = forwardMeta(res.Meta) // and the proxy's (ownMetaPrefix) its own
+				for _, m := range res.Messages {
+					if m != nil {
+						dropOwnKeys([]mcp.Content{m.Content})
+					}
+				}
+			}
+			return res, err
 		})
 		p.prompts[pr.Name] = string(key)
 	}

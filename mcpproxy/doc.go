@@ -9,7 +9,10 @@
 // r2, …); a result larger than the threshold reaches the agent as a bounded
 // preview and a hint, a smaller one whole with a line naming its handle. The
 // handle also travels in the result's _meta under [MetaHandle], and in its
-// structuredContent. Input schemas are offered with a reference string
+// structuredContent. The agentvalues/ keys of every _meta the proxy relays
+// (results, their content blocks, resource contents, prompts, log
+// messages) are the proxy's own: a downstream server's are dropped, so
+// that no server can name another's value (the stored value keeps them). Input schemas are offered with a reference string
 // admitted beside every field (Options.OriginalSchemas turns that off);
 // arguments are validated against the original. A [Gateway] does the same
 // for several servers at once, with one store for all of them (or one per
@@ -47,6 +50,15 @@
 // blocks (images, audio, resources) stores the JSON array of the blocks, so
 // nothing is lost.
 //
+// Invalid UTF-8: JSON text is UTF-8, and a string can carry anything else
+// only as stray bytes (which encoding/json and the SDK take) or as a lone
+// surrogate escape ("\ud800"). Both read as U+FFFD, as encoding/json
+// reads them: one U+FFFD for each byte that begins no valid sequence (a
+// message from the server holding one is read so before anything else
+// reads it), and one for each lone surrogate. So a text block stays text
+// and structured content stays JSON, stored the same on either path; a
+// value is never binary for a bad byte in a string.
+//
 // Whether a result comes whole is judged on what would reach the
 // transcript: the text of its content blocks plus its structured content.
 // Image and audio blocks are passed on to the agent in either case.
@@ -59,20 +71,59 @@
 // [DefaultMaxMessage] (256 MiB) by default; a longer one is read through
 // without being held, and the call it answers fails with an error that
 // states both sizes. [BoundedRoundTripper] does the same for a
-// Streamable HTTP server, as the HTTP client's transport. If the downstream server goes away, the proxy writes
-// one line to its log and every later call of a mirrored tool returns an
-// isError result saying so; read_value keeps working on what is stored.
+// Streamable HTTP server, as the HTTP client's transport. A result the SDK
+// decodes (one with an image, or one shown whole) may have at most
+// 100,000 content blocks: the SDK holds an object per block, and one with
+// more is refused with an isError result saying so; a previewed result of
+// text blocks alone may have any number, read from its line in memory
+// that does not grow with them. If the downstream server goes away, the
+// proxy writes one line to its log and every later call of a mirrored
+// tool returns an isError result saying so; read_value keeps working on
+// what is stored.
 //
-// # Serving over HTTP
+// # Sessions
 //
-// [NewHTTPHandler] serves a proxy's or gateway's server over Streamable
-// HTTP, a server session (and with Options.PerSession a store) per HTTP
-// session, and [ServeHTTP] serves it on a listener: the bounds that a
-// server a network can reach needs (Origin, request bodies held once and
-// bounded in flight, requests, sessions, connections, slow clients) are
-// theirs, each refused with an HTTP status and a JSON-RPC error saying
-// which (see [HTTPOptions]; httpserve.go, httpbody.go, httporigin.go,
-// httpconn.go).
+// Each upstream session has a queue of its own for the notifications sent
+// to it (a downstream server's log messages, list changes): a client that
+// does not read them loses its own past a bound, is told how many once it
+// reads again, and holds up no other session (session.go). A call's
+// progress comes on the call's own stream. A downstream server's
+// notifications are handled as they are read, so one that floods them
+// costs the proxy one at a time, and log messages no session asked for
+// are dropped unread (intake.go).
+//
+// # Streamable HTTP
+//
+// [Proxy.HTTPHandler] and [Gateway.HTTPHandler] serve the proxy over
+// Streamable HTTP, and [ServeHTTP] serves such a handler on a listener,
+// all configured by [HTTPOptions]. A request passes three floors, each of
+// which only sees what the one above let through:
+//
+//  1. The bounds layer (httpserve.go, httporigin.go, httpbody.go): the
+//     Origin is checked (403 for a browser page of another origin, such
+//     as a DNS-rebound one); requests in flight (MaxRequests), open
+//     sessions (MaxSessions) and the bytes of the request bodies held at
+//     once (MaxBodyBytes) are bounded (503 with Retry-After past each); a
+//     body is read once, within MaxMessage (413) and ReadTimeout then
+//     MinBodyRate (408), and a tools/call's large arguments are held
+//     apart from what the SDK decodes, as a stand-in that the outermost
+//     receiving middleware puts back. Every refusal is a JSON-RPC error
+//     saying which bound and how to raise it.
+//  2. The session layer (httpsession.go) ends sessions: by its DELETE, or
+//     after SessionTimeout without a request, a session's calls are
+//     cancelled first, downstream too (each server is sent
+//     notifications/cancelled), what is being written to it is cut off,
+//     and it is closed, its store dropped; its place under MaxSessions is
+//     free once the DELETE is answered. One write of a response waits for
+//     a client that does not read at most 30 s plus 1 s per 64 KiB it
+//     carries (writeStall, writeRate), then the response is broken off.
+//  3. The SDK's handler: a server session (and with Options.PerSession a
+//     store) per HTTP session. It is made in one place, with its own idle
+//     timeout and body bound off: the layers above keep both.
+//
+// [ServeHTTP] adds the bounds of the connections (httpconn.go): at most
+// MaxConns open (one more is answered 503 and closed), headers within
+// ReadTimeout, an idle keep-alive connection closed after IdleTimeout.
 //
 // # Bad input
 //
@@ -80,7 +131,10 @@
 // malformed line from the client is answered with the JSON-RPC error the
 // specification names (-32700, -32600, -32602) and the proxy reads on. A
 // line from the downstream server that is not JSON-RPC (a log line on its
-// standard output) is skipped with a line in the log. A result the SDK
+// standard output) is skipped with a line in the log, as is a response
+// whose id names no call in flight: ids match by type and value, so the
+// string "8" or the number 8.5 does not answer call 8, which goes on
+// waiting for its own response. A result the SDK
 // cannot decode, or that is not a CallToolResult object, becomes an isError
 // result saying so, at once. A result whose structuredContent nests deeper
 // than the SDK decodes is stored whole. A downstream tool whose definition

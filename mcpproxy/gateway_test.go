@@ -472,7 +472,7 @@ func TestGatewaySessionStores(t *testing.T) {
 	a.Close()
 	waitFor(t, func() bool {
 		n := 0
-		g.stores.sessions.Range(func(_, _ any) bool { n++; return true })
+		g.stores.live.all.Range(func(_, _ any) bool { n++; return true })
 		return n == 1
 	})
 	c := connect()

@@ -59,7 +59,7 @@ const sdkBodyFactor = 8
 
 // A bodyHold is what one request holds of MaxBodyBytes.
 type bodyHold struct {
-	h    *httpHandler
+	h    *httpBounds
 	w    http.ResponseWriter
 	id   *jsonrpc.ID // the request's, when found in its first bytes
 	held int64
@@ -91,7 +91,7 @@ func (b *bodyHold) release() {
 // readBody reads req's body within the bounds of h: it returns the body
 // and what it holds of MaxBodyBytes, to be released once the request is
 // answered, or writes the refusal and returns false.
-func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body []byte, b *bodyHold, ok bool) {
+func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []byte, b *bodyHold, ok bool) {
 	rc := http.NewResponseController(w)
 	start := time.Now()
 	got := int64(0)
@@ -204,7 +204,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, req *http.Request) (body [
 
 // bodyFailed answers a request whose body could not be read: too slow
 // (408), or cut off.
-func (h *httpHandler) bodyFailed(w http.ResponseWriter, id *jsonrpc.ID, err error, got, size int64, start, deadline time.Time) {
+func (h *httpBounds) bodyFailed(w http.ResponseWriter, id *jsonrpc.ID, err error, got, size int64, start, deadline time.Time) {
 	of := ""
 	if size >= 0 {
 		of = fmt.Sprintf(" of %d", size)

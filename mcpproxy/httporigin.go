@@ -30,7 +30,7 @@ import (
 // under a name must be allowed by name.
 
 // badOrigin returns why req's Origin is refused, or "" when it is not.
-func (h *httpHandler) badOrigin(req *http.Request) string {
+func (h *httpBounds) badOrigin(req *http.Request) string {
 	origin := req.Header.Get("Origin")
 	if origin == "" && len(req.Header.Values("Origin")) == 0 {
 		return ""

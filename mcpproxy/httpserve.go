@@ -19,23 +19,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Serving over Streamable HTTP. [NewHTTPHandler] is the SDK's Streamable
-// HTTP handler (a server session, and so with Options.PerSession a store,
-// per HTTP session) behind the bounds a server that a network can reach
-// needs, each refused with an HTTP status and a JSON-RPC error body that
-// says which bound and how to raise it:
+// Serving over Streamable HTTP. [Proxy.HTTPHandler] and
+// [Gateway.HTTPHandler] return one handler in two layers, each refusal
+// answered with an HTTP status and a JSON-RPC error body that says which
+// bound and how to raise it:
+//
+// The bounds layer (this file), what a server that a network can reach
+// needs, checked before anything else sees the request:
 //
 //   - an Origin header, which only browsers send, must name the listener
 //     or an allowed origin (403; see httporigin.go);
 //   - at most MaxRequests requests other than GET are handled at once
-//     (503, Retry-After);
-//   - at most MaxSessions sessions are open; a new one past it is refused
-//     (503, Retry-After); an idle one ends after SessionTimeout;
+//     (503, Retry-After); a DELETE is one;
+//   - at most MaxSessions sessions are open; a request that would open
+//     one more is refused (503, Retry-After). They are counted as the
+//     server has them, so a session the session layer ends gives its place
+//     back once its DELETE is answered or its idle timer has fired;
 //   - a request body is read by the handler itself, within MaxMessage
 //     (413), at no less than MinBodyRate after ReadTimeout (408), and
 //     while the bodies held at once stay within MaxBodyBytes (503,
 //     Retry-After); the large arguments of a tools/call are held apart
 //     from what the SDK decodes (see httpbody.go).
+//
+// The session layer (httpsession.go), under it: the SDK's handler (a
+// server session, and with Options.PerSession a store, per HTTP session),
+// around which ending a session, by its DELETE or after SessionTimeout
+// idle, cancels its calls, downstream too, and a write to a client that
+// does not read is broken off. A request the bounds layer refuses never
+// reaches it: a DELETE refused (for its Origin, say) ends nothing.
 //
 // [ServeHTTP] serves a handler on a listener with the bounds of the
 // connections: at most MaxConns open (one past it is answered 503 and
@@ -58,8 +69,9 @@ const (
 	// and its store, and is kept until it ends or SessionTimeout.
 	DefaultMaxSessions = 1000
 	// DefaultSessionTimeout is how long a session may go without a request
-	// before it is ended, its store dropped: a client that went away
-	// without ending its session would otherwise hold its values for good.
+	// before it is ended, its calls cancelled and its store dropped: a
+	// client that went away without ending its session would otherwise
+	// hold its values for good.
 	DefaultSessionTimeout = time.Hour
 	// DefaultReadTimeout bounds the reading of a request's headers, and of
 	// its body before MinBodyRate applies.
@@ -78,7 +90,8 @@ const (
 	DefaultMaxConns = 2 * DefaultMaxSessions
 )
 
-// HTTPOptions configures [NewHTTPHandler] and [ServeHTTP]. A nil
+// HTTPOptions configures [Proxy.HTTPHandler], [Gateway.HTTPHandler] and
+// [ServeHTTP]. A nil
 // *HTTPOptions, and zero in a field, mean the documented default; a
 // negative number means no bound.
 type HTTPOptions struct {
@@ -100,9 +113,10 @@ type HTTPOptions struct {
 	// transport it serves); a request that would open one more is refused
 	// with 503 and Retry-After. Zero means DefaultMaxSessions.
 	MaxSessions int
-	// SessionTimeout ends a session that has had no request for this long,
-	// dropping its store. Zero means DefaultSessionTimeout; negative
-	// means never.
+	// SessionTimeout ends a session that has had no request for this long
+	// (an open standalone stream, GET, is not one): its calls are
+	// cancelled, downstream too, and its store dropped. Zero means
+	// DefaultSessionTimeout; negative means never.
 	SessionTimeout time.Duration
 	// AllowedOrigins are the browser origins ("https://app.example.com",
 	// scheme, host and port if not the scheme's default) admitted besides
@@ -178,11 +192,35 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 	return v
 }
 
-// An httpHandler is what NewHTTPHandler returns.
-type httpHandler struct {
+// HTTPHandler returns the handler that serves p over Streamable HTTP, a
+// server session (and with Options.PerSession a store) per HTTP session,
+// with the bounds of opts (see [HTTPOptions]) and ending a session
+// cancelling its calls; see the package documentation (Streamable HTTP).
+// Large tools/call arguments reach p's server as a stand-in that a
+// receiving middleware of p's own puts back: middleware added to
+// [Proxy.Server] sees the stand-in, for arguments of 64 KiB or more, of a
+// call made over HTTP. The handler serves every path it is given; mount it
+// at the endpoint ("/mcp"). Each call makes a handler of its own, with
+// bounds of its own. It is safe for concurrent use.
+func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
+	return newHTTPHandler(p.server, p.stores, opts, p.seams.idleTimer)
+}
+
+// HTTPHandler returns the handler that serves g over Streamable HTTP, as
+// [Proxy.HTTPHandler] does for a proxy.
+func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
+	var timer func(time.Duration, func()) func() bool
+	if g.opts.seams != nil {
+		timer = g.opts.seams.idleTimer
+	}
+	return newHTTPHandler(g.server, g.stores, opts, timer)
+}
+
+// httpBounds is the bounds layer (see the top of this file).
+type httpBounds struct {
 	cfg    httpConfig
-	server *mcp.Server
-	sdk    *mcp.StreamableHTTPHandler
+	server *mcp.Server  // whose sessions MaxSessions counts
+	next   http.Handler // the session layer
 
 	mu       sync.Mutex
 	requests int   // requests other than GET being handled
@@ -191,37 +229,28 @@ type httpHandler struct {
 	log      *refusals
 }
 
-// NewHTTPHandler returns an http.Handler that serves server over
-// Streamable HTTP (the SDK's [mcp.StreamableHTTPHandler], stateful: a
-// server session per HTTP session), with the bounds of opts (see
-// [HTTPOptions]). It adds a receiving middleware to server (see
-// httpbody.go) that must run before any middleware that reads a
-// tools/call's arguments: middleware added to server after NewHTTPHandler
-// sees, for arguments over 64 KiB, a stand-in. The handler serves every
-// path it is given; mount it at the endpoint ("/mcp"). It is safe for
-// concurrent use.
-func NewHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
+// newHTTPHandler makes the handler of server, whose sessions st keeps
+// (newServer): the bounds layer over the session layer over the SDK's
+// handler. timer, when not nil, arms the idle timers in place of
+// time.AfterFunc.
+func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
 	cfg := newHTTPConfig(opts)
-	h := &httpHandler{cfg: cfg, server: server, log: newRefusals(cfg.log)}
-	timeout := h.cfg.sessionTimeout
-	if timeout < 0 {
-		timeout = 0 // the SDK's "never"
+	return &httpBounds{
+		cfg:    cfg,
+		server: server,
+		next:   newHTTPSessions(server, st, cfg.sessionTimeout, timer),
+		log:    newRefusals(cfg.log),
 	}
-	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		// The handler reads and bounds the body itself: the SDK gets it whole.
-		&mcp.StreamableHTTPOptions{SessionTimeout: timeout, MaxRequestBodyBytes: -1})
-	server.AddReceivingMiddleware(restoreArguments)
-	return h
 }
 
-func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if why := h.badOrigin(req); why != "" {
 		refuseUnread(w)
 		writeHTTPError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why, 0)
 		return
 	}
 	if req.Method == http.MethodGet || req.Method == http.MethodHead {
-		h.sdk.ServeHTTP(w, req)
+		h.next.ServeHTTP(w, req)
 		return
 	}
 	if !h.take("requests", func() bool { return h.cfg.maxRequests < 0 || h.requests < h.cfg.maxRequests }, func() { h.requests++ },
@@ -255,7 +284,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// Should the SDK read a body after all, not past the bound.
 		req.Body = http.MaxBytesReader(w, req.Body, h.cfg.maxMessage)
 	}
-	h.sdk.ServeHTTP(w, req)
+	h.next.ServeHTTP(w, req)
 }
 
 // sdkReads reports whether the SDK's handler reads the body of the POST
@@ -283,7 +312,7 @@ func sdkReads(req *http.Request) bool {
 }
 
 // sessions counts the server's open sessions; h.mu is held.
-func (h *httpHandler) sessions() int {
+func (h *httpBounds) sessions() int {
 	n := 0
 	for range h.server.Sessions() {
 		n++
@@ -292,12 +321,12 @@ func (h *httpHandler) sessions() int {
 }
 
 // sessionsFull is the message refusing a new session.
-func (h *httpHandler) sessionsFull() string {
+func (h *httpBounds) sessionsFull() string {
 	return fmt.Sprintf("the server has %d sessions open, the most it keeps: a new one can start once one ends (a client ends its session with DELETE; %s)", h.cfg.maxSessions, h.idleSessions())
 }
 
 // idleSessions says what becomes of an idle session.
-func (h *httpHandler) idleSessions() string {
+func (h *httpBounds) idleSessions() string {
 	if h.cfg.sessionTimeout > 0 {
 		return "an idle one ends after " + h.cfg.sessionTimeout.String()
 	}
@@ -306,7 +335,7 @@ func (h *httpHandler) idleSessions() string {
 
 // take reports whether the bound named what admits one more (ok, under
 // h.mu) and if so counts it in (add). A refusal is logged with why.
-func (h *httpHandler) take(what string, ok func() bool, add func(), why string) bool {
+func (h *httpBounds) take(what string, ok func() bool, add func(), why string) bool {
 	h.mu.Lock()
 	admit := ok()
 	if admit {
@@ -320,7 +349,7 @@ func (h *httpHandler) take(what string, ok func() bool, add func(), why string) 
 }
 
 // release undoes what take counted in, under h.mu.
-func (h *httpHandler) release(sub func()) {
+func (h *httpBounds) release(sub func()) {
 	h.mu.Lock()
 	sub()
 	h.mu.Unlock()
@@ -362,7 +391,7 @@ func writeHTTPError(w http.ResponseWriter, status int, id *jsonrpc.ID, code int6
 	w.Write(data)
 }
 
-// ServeHTTP serves h (typically a mux with [NewHTTPHandler] at "/mcp") on
+// ServeHTTP serves h (typically a mux with [Proxy.HTTPHandler] at "/mcp") on
 // ln until ctx is done, with the connection bounds of opts (MaxConns,
 // ReadTimeout for the headers, IdleTimeout). Then it stops accepting,
 // waits up to 5 s for the requests in flight (an event stream never ends

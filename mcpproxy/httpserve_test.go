@@ -52,10 +52,19 @@ func newArgsServer(t *testing.T, opts *HTTPOptions) *argsServer {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	srv := httptest.NewServer(NewHTTPHandler(s.server, opts))
+	srv := httptest.NewServer(bareHTTPHandler(s.server, opts))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s
+}
+
+// bareHTTPHandler is the HTTP handler of a proxy, both layers, over a
+// server of the test's own rather than a proxy's, with the middleware
+// that puts stashed arguments back: its sessions are none of the
+// proxy's, so the session layer leaves them to the SDK.
+func bareHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
+	server.AddReceivingMiddleware(restoreArguments)
+	return newHTTPHandler(server, newStores(&Options{}), opts, nil)
 }
 
 // rawPost sends body to url in session sid ("": none), chunked when
@@ -250,7 +259,7 @@ func (c addrConn) LocalAddr() net.Addr { return c.local }
 func TestHTTPOriginNotLoopback(t *testing.T) {
 	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
-	srv := httptest.NewUnstartedServer(NewHTTPHandler(s, &HTTPOptions{AllowedOrigins: []string{"https://ui.example.org"}}))
+	srv := httptest.NewUnstartedServer(bareHTTPHandler(s, &HTTPOptions{AllowedOrigins: []string{"https://ui.example.org"}, Log: io.Discard}))
 	srv.Listener = addrListener{srv.Listener, net.ParseIP("203.0.113.7")}
 	srv.Start()
 	t.Cleanup(srv.Close)

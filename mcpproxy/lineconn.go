@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -120,6 +122,7 @@ type lineConn struct {
 	start    sync.Once
 	incoming chan jsonrpc.Message
 	workers  sync.WaitGroup // messages being taken apart from the read loop
+	slots    chan struct{}  // one per worker running: at most maxLineWorkers
 	readErr  error          // why reading stopped; valid once readDone is closed
 	readDone chan struct{}  // closed when the read loop has stopped
 
@@ -142,6 +145,7 @@ func newLineConn(r io.Reader, w io.Writer, closer io.Closer, max int, server boo
 		server:   server,
 		log:      log,
 		incoming: make(chan jsonrpc.Message),
+		slots:    make(chan struct{}, maxLineWorkers),
 		readDone: make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
@@ -196,10 +200,21 @@ func (c *lineConn) readLoop() {
 		case ln.size == 0:
 		case !c.server && !ln.over && ln.size >= rawEnvelopeMin:
 			// A large response is taken and stored (settle, fix) apart, so
-			// that the responses to other calls do not wait for it.
+			// that the responses to other calls do not wait for it; by at
+			// most maxLineWorkers at once.
+			select {
+			case c.slots <- struct{}{}:
+			case <-c.closed:
+				if ln.free != nil {
+					ln.free()
+				}
+				c.readErr = io.EOF
+				return
+			}
 			c.workers.Add(1)
 			go func() {
 				defer c.workers.Done()
+				defer func() { <-c.slots }()
 				c.deliver(c.take(&ln))
 			}()
 		default:
@@ -214,6 +229,12 @@ func (c *lineConn) readLoop() {
 		}
 	}
 }
+
+// maxLineWorkers bounds the large lines taken apart from the read loop at
+// once (see readLoop). Past it reading waits for one to be taken: lines
+// that come faster than they are taken (a server flooding large
+// notifications) wait in the server's pipe rather than in memory.
+const maxLineWorkers = 4
 
 // deliver hands msg, if any, to Read, and reports false when the
 // connection was closed first.
@@ -367,8 +388,18 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	if len(data) == 0 {
 		return nil
 	}
-	if env, ok := plainEnvelope(data); ok {
-		if ln.free != nil { // a line in a mapping of its own
+	mapped := ln.free != nil // a line in a mapping of its own
+	env, ok := plainEnvelope(data)
+	if !ok && !c.server && !utf8.Valid(data) {
+		// A string holding bytes that are not UTF-8, which the scan
+		// refuses and the SDK takes: read as the SDK reads them, each such
+		// byte as U+FFFD, whichever path takes the message (see doc.go).
+		data = jsontext.AppendValidUTF8(make([]byte, 0, len(data)+len(data)/8+8), data)
+		mapped = false
+		env, ok = plainEnvelope(data)
+	}
+	if ok {
+		if mapped {
 			env.line.release = releasePages
 		}
 		if msg := c.fromEnvelope(env); msg != nil {
@@ -382,11 +413,16 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && !c.settle(resp, resultLine{}) {
-			// Its id is no call's (any more: a call cancelled is
-			// forgotten), and names none of the SDK's; unless it is a
-			// call's number written as a string.
-			return c.mistyped(resp.ID)
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server {
+			// The SDK makes an integer of any number id (8.5 is 8): the id
+			// as written must be one idOf takes, or it names no call.
+			raw, id, exact := responseID(data)
+			if !exact || !c.settle(resp, resultLine{}) {
+				// Its id is no call's (any more: a call cancelled is
+				// forgotten), and names none of the SDK's.
+				c.stray(raw, id, exact)
+				return nil
+			}
 		}
 		return c.offer(msg)
 	}
@@ -691,24 +727,35 @@ func (c *lineConn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 	return resp
 }
 
-// mistyped ends with an error the pending call whose number on the wire
-// the string id spells ("4" for 4), which JSON-RPC holds to be another id:
-// the call would otherwise wait for ever. It returns nil for any other id.
-func (c *lineConn) mistyped(id jsonrpc.ID) jsonrpc.Message {
-	s, ok := id.Raw().(string)
+// stray drops a response from the server whose id, raw as written and
+// id as idOf makes it (exact: it could), names no call in flight,
+// logging it unless it names, exactly, a call this connection sent that
+// ended before its response came (cancelled). Ids are matched by type and
+// value, as JSON-RPC has them: the string "8" is not the number 8, nor is
+// 8.5; a response with either is dropped, and call 8 goes on waiting for
+// its own.
+func (c *lineConn) stray(raw []byte, id jsonrpc.ID, exact bool) {
+	if n, ok := id.Raw().(int64); exact && ok && n > 0 && n <= c.wireSeq.Load() {
+		return
+	}
+	c.logf("ignored a response from the downstream server: its id %s names no call in flight", clipText(string(raw)))
+}
+
+// responseID returns the id of the message data, which the SDK decoded,
+// as written and as idOf makes it; exact is false when idOf does not take
+// it (or data has none).
+func responseID(data []byte) (raw []byte, id jsonrpc.ID, exact bool) {
+	// encoding/json, as the SDK, takes invalid UTF-8 in a string; the
+	// structure is all Member needs.
+	if !json.Valid(data) {
+		return nil, id, false
+	}
+	raw, ok := jsontext.Member(data, "id")
 	if !ok {
-		return nil
+		return nil, id, false
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
-		return nil
-	}
-	wire, _ := jsonrpc.MakeID(float64(n))
-	call, pending := c.calls.done(wire)
-	if !pending {
-		return nil
-	}
-	return &jsonrpc.Response{ID: call.id, Error: &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's response has the id %q, a string; the call's id is the number %d", s, n)}}
+	id, exact = idOf(raw)
+	return raw, id, exact
 }
 
 // tooLarge handles a line over the bound: the server side answers the
@@ -959,7 +1006,9 @@ func messageID(data []byte) (jsonrpc.ID, bool) {
 	return idOf(v)
 }
 
-// idOf makes an id of the valid JSON value v, a string or a number.
+// idOf makes an id of the valid JSON value v, a string or a number. A
+// number must be an integer of at most maxExactID in magnitude (8.0 is 8):
+// the SDK makes an integer of any number, so that 8.5 would name call 8.
 func idOf(v []byte) (jsonrpc.ID, bool) {
 	var raw any
 	switch v[0] {
@@ -967,7 +1016,7 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 		raw = string(jsontext.AppendUnquoted(nil, v))
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		f, err := strconv.ParseFloat(string(v), 64) // as the SDK decodes an id
-		if err != nil {
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > maxExactID {
 			return jsonrpc.ID{}, false
 		}
 		raw = f
@@ -977,6 +1026,11 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 	id, err := jsonrpc.MakeID(raw)
 	return id, err == nil && id.IsValid()
 }
+
+// maxExactID is the largest integer magnitude up to which every integer
+// is a float64, as the SDK decodes a number id: past it two ids may be
+// decoded as one.
+const maxExactID = 1 << 53
 
 // findID finds the top-level id of a message known only by its first and
 // last bytes: in the head when the id comes before the large part (as the Go

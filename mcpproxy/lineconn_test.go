@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -92,6 +94,8 @@ func FuzzLineConnClient(f *testing.F) {
 		"Server listening on port 3000", `{"jsonrpc":"2.0","id":9,"result":{}}`,
 		`{"jsonrpc":"2.0","id":"c","result":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`, "\ufeff{}", "[1]",
+		"{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\xe2\x82\\ud800\"}]}}",
+		"\xff\xfe{\"jsonrpc\":\"2.0\"}", "{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"\xc0\":1},\"x\":\"\xed\xa0\x80\"}",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -341,4 +345,52 @@ func sameRaw(a, b json.RawMessage) bool {
 		return false
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// TestStrayResponseID: a response whose id is a call's number written as
+// a string ("1" for 1), or with a fraction (1.5), names no call (JSON-RPC
+// matches ids by type and value): it is logged and dropped, and the call's
+// own response, written after it in the same write, is delivered. A late
+// response to a call that was cancelled is dropped without a line.
+func TestStrayResponseID(t *testing.T) {
+	for _, stray := range []string{`"1"`, `1.5`, `"1.0"`, `"sdk-1"`} {
+		t.Run(stray, func(t *testing.T) {
+			sr, sw := io.Pipe()
+			var log syncBuffer
+			c := newLineConn(sr, io.Discard, nil, -1, false, &log)
+			defer c.Close()
+			ctx := context.Background()
+			for i := 1; i <= 2; i++ {
+				id, _ := jsonrpc.MakeID(fmt.Sprintf("sdk-%d", i))
+				if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Call 2 (on the wire) is cancelled: its response is no one's.
+			cancel, _ := jsonrpc.MakeID("sdk-2")
+			params, _ := json.Marshal(map[string]any{"requestId": cancel.Raw()})
+			if err := c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err != nil {
+				t.Fatal(err)
+			}
+			go io.WriteString(sw, `{"jsonrpc":"2.0","id":`+stray+`,"result":{"content":[]}}`+"\n"+
+				`{"jsonrpc":"2.0","id":`+stray+`,"error":{"code":1,"message":"stray"}}`+"\n"+
+				`{"jsonrpc":"2.0","id":2,"result":{"late":true}}`+"\n"+
+				`{"jsonrpc":"2.0","id":1,"result":{"own":true}}`+"\n")
+			msg, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, ok := msg.(*jsonrpc.Response)
+			if want, _ := jsonrpc.MakeID("sdk-1"); !ok || resp.ID != want || string(resp.Result) != `{"own":true}` || resp.Error != nil {
+				t.Fatalf("delivered %#v, want call 1's own response", msg)
+			}
+			want := "ignored a response from the downstream server: its id " + strconv.Quote(stray) + " names no call in flight"
+			if got := strings.Count(log.String(), want); got != 2 {
+				t.Errorf("log holds %q %d times, want 2 (the result and the error):\n%s", want, got, log.String())
+			}
+			if strings.Contains(log.String(), `"2"`) {
+				t.Errorf("the late response to the cancelled call was logged:\n%s", log.String())
+			}
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,11 +15,13 @@ import (
 // capability is asked for that level, or for the most verbose level any
 // session of the proxy has asked for so far, since the servers are shared
 // by the sessions; a server restarted later is asked again once it is back.
-// A downstream notifications/message goes to every session of the agent,
-// each of which receives it only at or above the level it set (the SDK
-// filters), as MCP has a client see no log messages before it sets a
-// level. In a gateway the message's logger names its server: "SERVER", or
-// "SERVER/LOGGER" when the server named one.
+// A downstream notifications/message goes to every session of the agent
+// that set a level it meets, as MCP has a client see no log messages
+// before it sets a level; it is dropped as it is read when no session has
+// set one (intake.go), and reaches each session through the session's
+// queue, so that a client that does not read cannot hold up the others
+// (session.go). In a gateway the message's logger names its server:
+// "SERVER", or "SERVER/LOGGER" when the server named one.
 //
 // Under protocol version 2026-07-28 and later a server takes the level from
 // each request's _meta instead: a forwarded request carries the agent's own
@@ -71,7 +72,14 @@ func followLogLevel(server *mcp.Server, st *stores, proxies func() []*Proxy) {
 			if method != "logging/setLevel" || err != nil {
 				return res, err
 			}
-			if params, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && st.logLevel.raise(params.Level) {
+			params, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+			if !ok {
+				return res, err
+			}
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+				st.setLevel(st.session(ss), params.Level)
+			}
+			if st.logLevel.raise(params.Level) {
 				var wg sync.WaitGroup
 				for _, p := range proxies() {
 					wg.Go(func() { p.askLogLevel(p.current()) })
@@ -100,28 +108,6 @@ func (p *Proxy) askLogLevel(l *link) {
 	defer cancel()
 	if err := l.down.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil && p.ctx.Err() == nil {
 		fmt.Fprintf(p.log, "agentvalues: asking %s for log level %q: %v\n", p.serverName(), level, err)
-	}
-}
-
-// relayLog passes a downstream log message to every session of the agent.
-func (p *Proxy) relayLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
-	p.mu.Lock()
-	server := p.server
-	p.mu.Unlock()
-	if server == nil || req.Params == nil {
-		return // not serving yet: no session could have set a level
-	}
-	params := *req.Params
-	params.Meta = forwardMeta(params.Meta)
-	if p.prefix != "" {
-		name := strings.TrimSuffix(p.prefix, ToolSeparator)
-		if params.Logger != "" {
-			name += "/" + params.Logger
-		}
-		params.Logger = name
-	}
-	for ss := range server.Sessions() {
-		_ = ss.Log(ctx, &params) // a session that is gone misses it
 	}
 }
 

@@ -66,7 +66,7 @@ func Middleware(opts *Options) mcp.Middleware {
 		p.log = os.Stderr
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		return st.noteHanded(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
 			case "tools/list":
 				res, err := next(ctx, method, req)
@@ -90,7 +90,7 @@ func Middleware(opts *Options) mcp.Middleware {
 				return p.served(ctx, cr, next)
 			}
 			return next(ctx, method, req)
-		}
+		})
 	}
 }
 

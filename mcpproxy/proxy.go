@@ -42,9 +42,11 @@ type Options struct {
 	// is unused), made with values.New(SessionOptions...) at the session's
 	// first call and dropped when the session ends. A session can neither
 	// read nor name another's values. Each new session's handles start past
-	// every handle handed out before it (values.WithFirstHandle), so that a
-	// handle in the transcript of a session that was lost names nothing in
-	// the one that replaces it.
+	// every handle handed out before it (values.WithFirstHandle): every
+	// handle in a response written so far, to any session, alive or ended;
+	// so that a handle in the transcript of a session that was lost names
+	// nothing in the one that replaces it. Finding where to start costs the
+	// same whatever the number of sessions.
 	PerSession     bool
 	SessionOptions []values.Option
 	// Log receives one line for each event a person running the proxy should
@@ -70,6 +72,9 @@ type seams struct {
 	afterFunc   func(time.Duration, func()) // schedules a progress token's release; nil: time.AfterFunc
 	listBackoff time.Duration               // the first wait before listing the tools again; 0: listBackoff
 	restartWait time.Duration               // the first wait before restarting a dead server; 0: restartWait
+	// idleTimer arms a session's idle timer (httpsession.go) and returns
+	// its stop; nil: time.AfterFunc.
+	idleTimer func(time.Duration, func()) (stop func() bool)
 }
 
 // A Proxy stands between one downstream MCP server and the agent. Create it
@@ -166,7 +171,13 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 	})
+	server.AddReceivingMiddleware(st.noteHanded)
 	followLogLevel(server, st, proxies)
+	server.AddReceivingMiddleware(st.inSession)
+	// Last, so outermost: the arguments of a call over HTTP that the
+	// handler held apart (httpbody.go) are back before anything reads them.
+	server.AddReceivingMiddleware(restoreArguments)
+	server.AddSendingMiddleware(st.queueNotifications)
 	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
 	})
@@ -214,12 +225,12 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "agentvalues", Version: version}, &mcp.ClientOptions{
 		// No roots: the proxy has none of its own to offer, so a server that
 		// takes its directories from roots falls back to its command line.
-		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { p.requestRefresh() },
-		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
-		ProgressNotificationHandler: p.relayProgress,
-		LoggingMessageHandler:       p.relayLog,
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { p.requestRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
+		// Log messages and progress are taken before the SDK sees them
+		// (intake.go).
 	})
 	l, err := p.dial(ctx, downstream)
 	if err != nil {
@@ -266,7 +277,7 @@ type link struct {
 // dial connects to the downstream server over t.
 func (p *Proxy) dial(ctx context.Context, t mcp.Transport) (*link, error) {
 	rt := &rawTransport{Transport: t, p: p}
-	down, err := p.client.Connect(ctx, rt, nil)
+	down, err := p.client.Connect(ctx, intakeTransport{rt, p}, nil)
 	if err != nil {
 		if ct, ok := t.(*CommandTransport); ok {
 			if status := ct.exitStatus(2 * time.Second); status != "" {
@@ -494,38 +505,23 @@ func (p *Proxy) downstreamErr() error {
 }
 
 // A progressRoute is where the progress of one forwarded call goes: the
-// upstream session that made the call, and the token it chose.
+// upstream session that made the call, the token it chose, and the lane of
+// the call's own stream (which takes nothing once the result is written:
+// the session's lane takes what comes later).
 type progressRoute struct {
-	session *mcp.ServerSession
-	token   any
+	sess  *session
+	token any
+	call  *lane
 }
 
 // progressToken registers a call's upstream progress token and returns the
 // token to send downstream in its place, unique within the proxy, so two
 // calls (of one session or of two) that chose the same token never receive
 // each other's progress. release forgets the token after progressGrace.
-func (p *Proxy) progressToken(ss *mcp.ServerSession, tok any) (down string, release func()) {
+func (p *Proxy) progressToken(s *session, tok any, call *lane) (down string, release func()) {
 	down = fmt.Sprintf("agentvalues-%d", p.progressSeq.Add(1))
-	p.progress.Store(down, progressRoute{ss, tok})
-	// Notifications are handled apart from responses, so one sent just
-	// before the result may be processed just after it.
+	p.progress.Store(down, progressRoute{s, tok, call})
+	// A notification sent just before the result may be read just after
+	// it: relayed for progressGrace more, on the session's lane.
 	return down, func() { p.seams.afterFunc(progressGrace, func() { p.progress.Delete(down) }) }
-}
-
-// relayProgress forwards a downstream progress notification to the upstream
-// session whose call it belongs to, with that call's own token.
-func (p *Proxy) relayProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-	tok, ok := req.Params.ProgressToken.(string)
-	if !ok {
-		return
-	}
-	r, ok := p.progress.Load(tok)
-	if !ok {
-		return
-	}
-	route := r.(progressRoute)
-	params := *req.Params
-	params.Meta = nil
-	params.ProgressToken = route.token
-	_ = route.session.NotifyProgress(ctx, &params)
 }

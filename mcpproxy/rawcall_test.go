@@ -292,7 +292,10 @@ func scriptCases() map[string]string {
 		"wrong id then right": `{"jsonrpc":"2.0","id":999,"result":{"content":[]}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
 		"not json":            `{"jsonrpc":"2.0","id":%ID%,"result":{"content":[{"type":"text","text":"a` + "\t" + `b"}]}}`,
 		"not json, id last":   `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"a` + "\t" + `b"}]},"id":%ID%}`,
-		"id a string":         `{"jsonrpc":"2.0","id":"%ID%","result":{"content":[` + text("x") + `]}}`,
+		"invalid utf8":        result(`{"content":[{"type":"text","text":"` + badUTF8 + `"}],"structuredContent":{"s":"` + badUTF8 + `"}}`),
+		"invalid utf8 big":    result(`{"content":[{"type":"text","text":"` + strings.Repeat(badUTF8, 200) + `"}]}`),
+		"id a string":         `{"jsonrpc":"2.0","id":"%ID%","result":{"content":[` + text("stray") + `]}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
+		"id fractional":       `{"jsonrpc":"2.0","id":%ID%.5,"result":{"content":[` + text("stray") + `]}}` + "\n" + `{"jsonrpc":"2.0","id":%ID%.5,"error":{"code":1,"message":"stray"}}` + "\n" + result(`{"content":[`+text("right")+`]}`),
 	}
 	return cases
 }
@@ -354,10 +357,18 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 				"die":               "disconnected during the call of result",
 				"not json":          `result ran, but the proxy could not take its result: the downstream server's response is not valid JSON: \"invalid character '\\\\t' in string literal\"`,
 				"not json, id last": "the downstream server's response is not valid JSON",
-				"id a string":       `has the id \"4\", a string; the call's id is the number 4`,
+				"id a string":       `"text":"right"`,
+				"id fractional":     `"text":"right"`,
 			} {
 				if !strings.Contains(raw[name].Line, want) {
 					t.Errorf("%s: %s\nwant it to hold %s", name, raw[name].Line, want)
+				}
+			}
+			for _, name := range []string{"invalid utf8", "invalid utf8 big"} {
+				for _, v := range raw[name].Values {
+					if !strings.HasPrefix(v, "text: a\uFFFDb") && !strings.HasPrefix(v, `object: {"s":"a`+"\uFFFD"+`b`) {
+						t.Errorf("%s: stored %.100q, want the text with U+FFFD for each bad byte", name, v)
+					}
 				}
 			}
 			if v2 && !strings.Contains(raw["text"].Line, `"resultType":"complete"`) {

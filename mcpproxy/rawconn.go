@@ -120,7 +120,12 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.version = initializeVersion(resp.Result) // Read and Write of initialize do not overlap
 		}
 		if ok && resp.Error == nil {
-			res, werr := c.fix(call.method, call.vals, resp.Result, resultLine{})
+			result := resp.Result
+			if !utf8.Valid(result) {
+				// Read as the SDK reads it, as lineConn does (see doc.go).
+				result = jsontext.AppendValidUTF8(nil, result)
+			}
+			res, werr := c.fix(call.method, call.vals, result, resultLine{})
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
 			} else {
@@ -215,6 +220,9 @@ func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json
 			if out, ok := p.presentRaw(vals, result, line); ok {
 				return out, nil
 			}
+		}
+		if n, over := manyBlocks(r); over {
+			return nil, &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
 		}
 		return wrapStructured(result), nil
 	case "tools/list":

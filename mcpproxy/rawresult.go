@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"math"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -45,9 +44,17 @@ var rawNonce = func() string {
 }()
 
 // rawResult is what the raw path reads of a tools/call result: the raw
-// JSON of its members, and of the text of each content block.
+// JSON of its members, and of the text of each content block. The texts
+// of a result of a few blocks (whose outline has at most outlineMax
+// parts) are kept in a slice; those of one of more blocks are read from
+// its content array each time they are needed, so that the memory the
+// raw path holds does not grow with the number of blocks (a result of
+// millions of one-byte blocks would otherwise hold a slice header, and
+// the parts of an outline, for each: many times its line).
 type rawResult struct {
-	texts      [][]byte // the JSON strings of the text blocks, in order
+	texts      [][]byte // the JSON strings of the text blocks, in order; nil when blocks holds them
+	blocks     []byte   // the content array, all of text blocks, when texts is nil and n > 0
+	n          int      // the number of text blocks
 	structured []byte   // nil when absent or null
 	isError    []byte   // nil when absent
 	meta       []byte   // nil when absent
@@ -71,7 +78,9 @@ func parseRaw(r []byte, ol []jsontext.Part) (rawResult, bool) {
 		return res, false
 	}
 	if ol == nil {
-		ol = jsontext.OutlineOf(r, math.MaxInt, resultDescend)
+		if ol = jsontext.OutlineOf(r, outlineMax, resultDescend); ol == nil {
+			return parseRawBlocks(r) // more parts than an outline keeps
+		}
 	}
 	seen := 0
 	for i := 0; i < len(ol); i++ {
@@ -95,6 +104,7 @@ func parseRaw(r []byte, ol []jsontext.Part) (rawResult, bool) {
 						return res, false
 					}
 					res.texts = append(res.texts, text)
+					res.n++
 					i += n
 				}
 			default:
@@ -124,6 +134,128 @@ func parseRaw(r []byte, ol []jsontext.Part) (rawResult, bool) {
 		seen |= bit
 	}
 	return res, true
+}
+
+// parseRawBlocks is parseRaw for a result whose outline would have more
+// than outlineMax parts: it reads the members of r and the blocks of its
+// content in one walk, keeping no part of them but the content array.
+func parseRawBlocks(r []byte) (rawResult, bool) {
+	var res rawResult
+	seen, ok := 0, true
+	jsontext.EachChildAt(r, 0, func(k []byte, at int) int {
+		end := jsontext.SkipValue(r, at)
+		v := r[at:end]
+		var bit int
+		switch {
+		case jsontext.KeyEquals(k, "content"):
+			bit = 1
+			switch v[0] {
+			case 'n':
+			case '[':
+				jsontext.EachChild(v, func(_, blk []byte) bool {
+					_, ok = blockText(blk)
+					res.n++
+					return ok
+				})
+				if res.n > 0 {
+					res.blocks = v
+				}
+			default:
+				ok = false
+			}
+		case jsontext.KeyEquals(k, "structuredContent"):
+			bit = 2
+			if v[0] != 'n' {
+				res.structured = v
+			}
+		case jsontext.KeyEquals(k, "isError"):
+			bit = 4
+			ok = v[0] == 't' || v[0] == 'f'
+			res.isError = v
+		case jsontext.KeyEquals(k, "_meta"):
+			bit = 8
+			ok = v[0] == '{' || v[0] == 'n'
+			res.meta = v
+		}
+		if ok && seen&bit != 0 {
+			ok = false // a duplicate (see parseRaw)
+		}
+		seen |= bit
+		if !ok {
+			return -1
+		}
+		return end
+	})
+	return res, ok
+}
+
+// blockText is textBlock for a block read whole: the JSON string of the
+// text of the text content block blk, and false for any other block.
+func blockText(blk []byte) (text []byte, ok bool) {
+	if blk[0] != '{' {
+		return nil, false
+	}
+	isText := false
+	ok = true
+	jsontext.EachChild(blk, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "type"):
+			isText = v[0] == '"' && jsontext.KeyEquals(v, "text")
+			ok = isText
+		case jsontext.KeyEquals(k, "text"):
+			ok = v[0] == '"' && text == nil
+			text = v
+		}
+		return ok
+	})
+	return text, ok && isText && text != nil
+}
+
+// eachText calls fn with the JSON string of each text block, in order.
+func (res *rawResult) eachText(fn func(text []byte)) {
+	if res.blocks == nil {
+		for _, t := range res.texts {
+			fn(t)
+		}
+		return
+	}
+	jsontext.EachChild(res.blocks, func(_, blk []byte) bool {
+		t, _ := blockText(blk)
+		fn(t)
+		return true
+	})
+}
+
+// maxDecodedBlocks bounds the content blocks of a tool result that the
+// SDK decodes: one whose blocks are not all text (an image among them),
+// or that is shown whole. The SDK holds an object of some hundreds of
+// bytes for each block, many times a small block's JSON (a result of
+// 500,000 one-byte text blocks and an image, a 12 MiB line, took 230 MiB);
+// results of text blocks alone, however many, are read from their bytes
+// when previewed (see parseRawBlocks). A result with more is refused: the
+// call answers with an isError result saying how many blocks it had.
+const maxDecodedBlocks = 100_000
+
+// minBlockJSON is the fewest bytes a content block and its comma take
+// ({} and ,): a result shorter than maxDecodedBlocks of them has fewer
+// blocks, and manyBlocks does not count them.
+const minBlockJSON = 3
+
+// manyBlocks returns the number of content blocks of the valid result r,
+// an object, and whether there are more than maxDecodedBlocks, counting
+// only when r is long enough to hold that many.
+func manyBlocks(r []byte) (int, bool) {
+	if len(r) <= maxDecodedBlocks*minBlockJSON {
+		return 0, false
+	}
+	n := 0
+	jsontext.EachChild(r, func(k, v []byte) bool {
+		if jsontext.KeyEquals(k, "content") && v[0] == '[' {
+			n = max(n, jsontext.CountChildren(v))
+		}
+		return true
+	})
+	return n, n > maxDecodedBlocks
 }
 
 // resultDescend outlines what parseRaw reads of a result: the members of
@@ -178,19 +310,19 @@ func textBlock(d []byte, blk []jsontext.Part) (text []byte, members int, ok bool
 // JSON lengths decide: a string's text is at most its JSON less the quotes,
 // and at least a sixth of that (every byte escaped as \u00XX).
 func (res *rawResult) textOver(n int) bool {
-	most, least := max(len(res.texts)-1, 0), max(len(res.texts)-1, 0)
-	for _, t := range res.texts {
+	most, least := max(res.n-1, 0), max(res.n-1, 0)
+	res.eachText(func(t []byte) {
 		most += len(t) - 2
 		least += (len(t) - 2) / 6
-	}
+	})
 	if most <= n || least > n {
 		return least > n
 	}
-	l := max(len(res.texts)-1, 0)
-	for _, t := range res.texts {
+	l := max(res.n-1, 0)
+	res.eachText(func(t []byte) {
 		tl, _ := jsontext.StringStats(t)
 		l += tl
-	}
+	})
 	return l > n
 }
 
@@ -198,12 +330,14 @@ func (res *rawResult) textOver(n int) bool {
 // its own.
 func (res *rawResult) text() []byte {
 	b := make([]byte, 0, res.textCap())
-	for i, t := range res.texts {
-		if i > 0 {
+	first := true
+	res.eachText(func(t []byte) {
+		if !first {
 			b = append(b, '\n')
 		}
+		first = false
 		b = jsontext.AppendUnquoted(b, t)
-	}
+	})
 	return b
 }
 
@@ -211,10 +345,19 @@ func (res *rawResult) text() []byte {
 // a decoding is never longer than its JSON.
 func (res *rawResult) textCap() int {
 	n := 0
-	for _, t := range res.texts {
-		n += len(t) + 1
-	}
+	res.eachText(func(t []byte) { n += len(t) + 1 })
 	return n
+}
+
+// firstText returns the JSON string of the first text block.
+func (res *rawResult) firstText() []byte {
+	var first []byte
+	res.eachText(func(t []byte) {
+		if first == nil {
+			first = t
+		}
+	})
+	return first
 }
 
 // takeText is text for the last reader of the blocks. It decodes them a
@@ -225,10 +368,30 @@ func (res *rawResult) textCap() int {
 func (res *rawResult) takeText() []byte {
 	v := newValueBuf(res.textCap())
 	buf := make([]byte, 0, decodePiece+16)
-	for i, t := range res.texts {
-		if i > 0 {
+	first := true
+	if res.blocks != nil {
+		// Many blocks, most of them small: the content array is given
+		// back behind the decoding as a whole.
+		back := behind{b: res.blocks, release: res.release}
+		res.eachText(func(t []byte) {
+			if !first {
+				v.b.WriteByte('\n')
+			}
+			first = false
+			back.read(offsetIn(res.blocks, t) - back.n) // up to the text
+			jsontext.EachUnquotedPiece(t, decodePiece, buf, func(dec, piece []byte) {
+				v.b.Write(dec)
+				back.read(len(piece))
+			})
+		})
+		back.read(len(res.blocks) - back.n) // the rest, to the closing bracket
+		return v.bytes()
+	}
+	for _, t := range res.texts {
+		if !first {
 			v.b.WriteByte('\n')
 		}
+		first = false
 		back := behind{b: t, release: res.release}
 		jsontext.EachUnquotedPiece(t, decodePiece, buf, func(dec, piece []byte) {
 			v.b.Write(dec)
@@ -346,7 +509,7 @@ func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle stri
 	// while the store scans the copy: for a large result, at once, on
 	// another core (both only read; the blocks are decoded after).
 	same := make(chan bool, 1)
-	compare := func() { same <- len(res.texts) > 0 && sameRawJSON(res) }
+	compare := func() { same <- res.n > 0 && sameRawJSON(res) }
 	if len(res.structured) >= compareApart {
 		go compare()
 	} else {
@@ -356,7 +519,7 @@ func storeRaw(vals *values.SessionValues, res *rawResult) (h, contentHandle stri
 	if err != nil {
 		h = vals.PutOutput(res.structured)
 	}
-	if len(res.texts) > 0 && !<-same {
+	if res.n > 0 && !<-same {
 		contentHandle = vals.PutOutput(res.takeText())
 	}
 	return h, contentHandle
@@ -373,7 +536,7 @@ func mirrorsRawText(res *rawResult) bool {
 	if !ok {
 		return false
 	}
-	if len(res.texts) == 1 && bytes.Equal(member, res.texts[0]) {
+	if res.n == 1 && bytes.Equal(member, res.firstText()) {
 		return true
 	}
 	return bytes.Equal(jsontext.AppendUnquoted(nil, member), res.text())
@@ -383,8 +546,8 @@ func mirrorsRawText(res *rawResult) bool {
 // structured content's JSON again. One block is compared without decoding
 // it.
 func sameRawJSON(res *rawResult) bool {
-	if len(res.texts) == 1 {
-		return jsontext.SameJSONString(res.structured, res.texts[0])
+	if res.n == 1 {
+		return jsontext.SameJSONString(res.structured, res.firstText())
 	}
 	return jsontext.SameJSON(res.structured, res.text())
 }

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -69,7 +71,31 @@ func rawCases() map[string]string {
 	bigRows.WriteString(`]}`)
 	big := bigRows.String()
 	bigEscapes := strings.Repeat(`\"x\"\\ \ud83d\ude00 \ud800 \u00e9 `, 3<<19/36)
+	// More blocks than an outline keeps (see parseRawBlocks).
+	var many, manyRows []string
+	for i := range 3000 {
+		many = append(many, text(fmt.Sprintf("block %d \"q\" é", i)))
+	}
+	for i := range 3000 {
+		row := fmt.Sprintf(`%d,`, i)
+		switch i {
+		case 0:
+			row = "[" + row
+		case 2999:
+			row = "2999]"
+		}
+		manyRows = append(manyRows, text(row))
+	}
+	manyBlocks := strings.Join(many, ",")
 	return map[string]string{
+		"many blocks":                `{"content":[` + manyBlocks + `]}`,
+		"many blocks one large":      `{"_meta":{"before":1},"content":[` + manyBlocks + `,` + text(bigLog) + `,` + manyBlocks + `],"isError":false}`,
+		"many blocks structured":     `{"content":[` + manyBlocks + `],"structuredContent":` + string(compact) + `}`,
+		"many blocks mirror":         `{"content":[` + manyBlocks + `],"structuredContent":{"content":"x"}}`,
+		"many blocks same":           `{"content":[` + strings.Join(manyRows, ",") + `],"structuredContent":` + strings.Join(strings.Fields(strings.NewReplacer(`{"type":"text","text":"`, "", `"}`, "").Replace(strings.Join(manyRows, " "))), "") + `}`,
+		"many blocks and an image":   `{"content":[` + manyBlocks + `,{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`,
+		"many blocks, one not text":  `{"content":[` + manyBlocks + `,{"type":"text","text":5}]}`,
+		"many blocks, twice":         `{"content":[` + manyBlocks + `],"content":[]}`,
 		"large text":                 `{"content":[` + text(bigLog) + `]}`,
 		"large json text":            `{"content":[` + text(big) + `]}`,
 		"large structured same":      `{"content":[` + text(big) + `],"structuredContent":` + big + `}`,
@@ -102,8 +128,25 @@ func rawCases() map[string]string {
 		"empty content":              `{"content":[],"structuredContent":` + string(compact) + `}`,
 		"text block no text":         `{"content":[{"type":"text"}],"structuredContent":` + string(compact) + `}`,
 		"content not an array":       `{"content":{"type":"text","text":"x"}}`,
+		// Invalid UTF-8 in a JSON string, as a server may write it: bytes
+		// that begin no valid sequence, a sequence cut short, an overlong
+		// encoding, an encoded surrogate, past U+10FFFF, continuation bytes
+		// alone, and lone surrogate escapes. Each byte that begins no valid
+		// sequence reads as U+FFFD, as encoding/json reads it.
+		"invalid utf8":             `{"content":[` + text(log.String()) + `,{"type":"text","text":"` + badUTF8 + `"}]}`,
+		"invalid utf8 large":       `{"content":[{"type":"text","text":"` + strings.Repeat(badUTF8+`\n`, 3<<19/len(badUTF8)) + `"}]}`,
+		"invalid utf8 structured":  `{"content":[` + text(log.String()) + `],"structuredContent":{"s":"` + badUTF8 + `","n":[1,"` + "\xff" + `"]}}`,
+		"invalid utf8 same":        `{"content":[{"type":"text","text":"{\"s\":\"` + badUTF8 + strings.Repeat("x", 9000) + `\"}"}],"structuredContent":{"s":"` + badUTF8 + strings.Repeat("x", 9000) + `"}}`,
+		"invalid utf8 mirror":      `{"content":[{"type":"text","text":"` + badUTF8 + strings.Repeat("x", 9000) + `"}],"structuredContent":{"content":"` + badUTF8 + strings.Repeat("x", 9000) + `"}}`,
+		"small invalid utf8":       `{"content":[{"type":"text","text":"` + badUTF8 + `"}]}`,
+		"small invalid utf8 meta":  `{"content":[{"type":"text","text":"ok"}],"_meta":{"k":"` + badUTF8 + `"}}`,
+		"small invalid structured": `{"content":[{"type":"text","text":"ok"}],"structuredContent":{"s":"` + badUTF8 + `"}}`,
 	}
 }
+
+// badUTF8 is the body of a JSON string holding invalid UTF-8 of every
+// kind, and lone surrogate escapes, between valid text.
+const badUTF8 = "a\xffb \xe2\x82 c\xc0\xafd \xed\xa0\x80e \xf4\x90\x80\x80f \x80\xbf g\xf0\x9f\x98 é ✓ \\ud800 \\udc00x \\ud800\\u0041 \\ud800\\ud83d\\ude00 h\xfe"
 
 // TestRawPathMatchesSDKPath calls every case through a proxy whose results
 // all take the raw path and through one whose results all take the SDK
@@ -160,6 +203,25 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 					t.Errorf("%s: nothing stored", name)
 				}
 			}
+			// Invalid UTF-8 in a string reads as U+FFFD, one per bad byte,
+			// on both paths: text stays text, structured content JSON.
+			const read = "a\uFFFDb \uFFFD\uFFFD c\uFFFD\uFFFDd \uFFFD\uFFFD\uFFFDe \uFFFD\uFFFD\uFFFD\uFFFDf \uFFFD\uFFFD g\uFFFD\uFFFD\uFFFD é ✓ "
+			for name, o := range raw {
+				if !strings.Contains(name, "invalid") {
+					continue
+				}
+				found := false
+				for h, v := range o.Values {
+					kind, val, _ := strings.Cut(v, ": ")
+					if kind == "binary" || !utf8.ValidString(val) {
+						t.Errorf("%s: %s stored as %s, valid UTF-8: %v", name, h, kind, utf8.ValidString(val))
+					}
+					found = found || strings.Contains(val, read)
+				}
+				if !found && !strings.Contains(name, "meta") {
+					t.Errorf("%s: no value holds the bad bytes read as U+FFFD each: %.600q", name, o.Values)
+				}
+			}
 		})
 	}
 }
@@ -171,10 +233,12 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 func TestRawPathTaken(t *testing.T) {
 	p := &Proxy{threshold: DefaultThreshold}
 	for name, res := range rawCases() {
+		res = string(jsontext.AppendValidUTF8(nil, []byte(res))) // as the connection reads it
 		vals := values.New()
 		out, took := p.presentRaw(vals, []byte(res), resultLine{})
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
-			name != "text block no text" && name != "content not an array"
+			name != "text block no text" && name != "content not an array" &&
+			!strings.Contains(name, "an image") && !strings.Contains(name, "not text") && !strings.Contains(name, "twice")
 		if took != want {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
 		}
@@ -293,6 +357,7 @@ func TestTextOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.texts = append(res.texts, q)
+			res.n++
 		}
 		l := len(strings.Join(texts, "\n"))
 		for n := -1; n <= 3*l+2; n++ {
@@ -339,8 +404,38 @@ func FuzzParseRaw(f *testing.F) {
 	f.Add([]byte(` {"cont\u0065nt":[{"type":"text","text":"x"}],"_meta":null}`))
 	f.Add([]byte(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u0062"}],"structuredContent":{"k":"a\nb"}}`))
 	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"structuredContent":{"k":"a","l":"a"}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a` + "\xff\xe2\x82" + `b\ud800"}],"structuredContent":{"content":"a` + "\xff\xe2\x82" + `b\ud800"}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"` + "\xed\xa0\x80\xc0\xaf" + `"},{"type":"text","text":"\udc00\ud800\u0041"}],"_meta":{"` + "\xf4\x90\x80\x80" + `":1}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"{\"a\":\"` + "\x80" + `\"}"}],"structuredContent":{"a":"` + "\x80" + `"}}`))
 	f.Fuzz(func(t *testing.T, r []byte) {
-		if !json.Valid(r) || jsontext.Valid(r) != nil {
+		if !json.Valid(r) {
+			return
+		}
+		if !utf8.Valid(r) {
+			// As the connection reads it: each byte that begins no valid
+			// sequence as U+FFFD. The SDK decodes it to what it decodes
+			// the original to, and the scanner takes it.
+			fixed := jsontext.AppendValidUTF8(nil, r)
+			if err := jsontext.Valid(fixed); err != nil {
+				t.Fatalf("%q, repaired to %q, is refused: %v", r, fixed, err)
+			}
+			var was, is mcp.CallToolResult
+			errWas, errIs := json.Unmarshal(r, &was), json.Unmarshal(fixed, &is)
+			if (errWas == nil) != (errIs == nil) {
+				t.Fatalf("the SDK decodes %q: %v, repaired to %q: %v", r, errWas, fixed, errIs)
+			}
+			if diff := cmp.Diff(&was, &is, cmpopts.IgnoreUnexported(mcp.CallToolResult{})); errWas == nil && diff != "" {
+				t.Fatalf("the SDK decodes %q and its repair differently (-original +repaired):\n%s", r, diff)
+			}
+			var anyWas, anyIs any
+			json.Unmarshal(r, &anyWas)
+			json.Unmarshal(fixed, &anyIs)
+			if !reflect.DeepEqual(anyWas, anyIs) {
+				t.Fatalf("encoding/json decodes %q and its repair differently: %#v, %#v", r, anyWas, anyIs)
+			}
+			r = fixed
+		}
+		if jsontext.Valid(r) != nil {
 			return
 		}
 		res, ok := parseRaw(r, nil)
@@ -356,6 +451,11 @@ func FuzzParseRaw(f *testing.F) {
 				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
 			}
 		}
+		if tr := bytes.TrimSpace(r); tr[0] == '{' {
+			if _, okBlocks := parseRawBlocks(tr); okBlocks != ok {
+				t.Fatalf("parseRawBlocks(%s): %v, parseRaw %v", r, okBlocks, ok)
+			}
+		}
 		if !ok {
 			return
 		}
@@ -363,13 +463,27 @@ func FuzzParseRaw(f *testing.F) {
 		if err := json.Unmarshal(r, &want); err != nil {
 			t.Fatalf("parseRaw took %s, which the SDK refuses: %v", r, err)
 		}
-		if len(want.Content) != len(res.texts) {
-			t.Fatalf("parseRaw(%s): %d texts, the SDK %d blocks", r, len(res.texts), len(want.Content))
+		var texts [][]byte
+		res.eachText(func(t []byte) { texts = append(texts, t) })
+		if len(want.Content) != len(texts) || res.n != len(texts) {
+			t.Fatalf("parseRaw(%s): %d texts (n=%d), the SDK %d blocks", r, len(texts), res.n, len(want.Content))
 		}
 		for i, c := range want.Content {
 			tc, isText := c.(*mcp.TextContent)
-			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, res.texts[i])) {
-				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, res.texts[i], c)
+			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, texts[i])) {
+				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, texts[i], c)
+			}
+		}
+		// Read as a result of many blocks is (see parseRawBlocks), it is
+		// read the same.
+		{
+			blocks, _ := parseRawBlocks(bytes.TrimSpace(r))
+			var got [][]byte
+			blocks.eachText(func(t []byte) { got = append(got, t) })
+			if !reflect.DeepEqual(got, texts) || blocks.n != res.n || string(blocks.structured) != string(res.structured) ||
+				string(blocks.isError) != string(res.isError) || string(blocks.meta) != string(res.meta) ||
+				blocks.textOver(len(r)/3) != res.textOver(len(r)/3) || string(blocks.text()) != string(res.text()) {
+				t.Fatalf("parseRawBlocks(%s) reads %+v, parseRaw %+v", r, blocks, res)
 			}
 		}
 		if (res.isError != nil && string(res.isError) == "true") != want.IsError {
@@ -462,6 +576,45 @@ func TestOnlyStringMember(t *testing.T) {
 		got, ok := onlyStringMember([]byte(in))
 		if string(got) != want || ok != (want != "") {
 			t.Errorf("onlyStringMember(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+}
+
+// TestManyBlocksBound: a result the SDK would decode with more than
+// maxDecodedBlocks content blocks is refused, one with that many is not;
+// text blocks alone, previewed, are taken in any number.
+func TestManyBlocksBound(t *testing.T) {
+	p := &Proxy{threshold: DefaultThreshold, stores: &stores{shared: values.New()}}
+	result := func(n int, image bool) []byte {
+		b := []byte(`{"content":[`)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"text","text":"x"}`...)
+		}
+		if image {
+			b = append(b, `,{"type":"image","data":"","mimeType":"image/png"}`...)
+		}
+		return append(b, "]}"...)
+	}
+	for _, tc := range []struct {
+		n       int
+		image   bool
+		refused bool
+	}{
+		{maxDecodedBlocks - 1, true, false},
+		{maxDecodedBlocks, true, true},
+		{maxDecodedBlocks + 1, false, false},
+		{3 * maxDecodedBlocks, false, false},
+	} {
+		out, werr := p.fixResult("tools/call", nil, result(tc.n, tc.image), resultLine{})
+		want := fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d", tc.n+1, maxDecodedBlocks)
+		if refused := werr != nil; refused != tc.refused || refused && !strings.Contains(werr.Message, want) {
+			t.Errorf("%d text blocks, image %v: refused with %v, want refused %v", tc.n, tc.image, werr, tc.refused)
+		}
+		if !tc.image && !bytes.Contains(out, []byte(rawStoredKey)) {
+			t.Errorf("%d text blocks: not taken by the raw path: %.200s", tc.n, out)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	values "github.com/agentvalues/values"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,15 +13,19 @@ import (
 
 // stores gives each upstream session its store: one shared by all, or one
 // of its own per session, made at its first use and dropped when the
-// session ends. A gateway's proxies share one stores.
+// session ends; and keeps what the proxy knows of each session
+// (session.go). A gateway's proxies share one stores.
 type stores struct {
 	shared      *values.SessionValues // nil with a store per session
 	memoryOnly  bool                  // shared is in memory alone: storing in it does no I/O
 	sessionOpts []values.Option       // with a store per session: for values.New
-	sessions    sync.Map              // *mcp.ServerSession -> *values.SessionValues
+	live        sessionTable          // the upstream sessions (session.go)
 
-	mu   sync.Mutex
-	next int // the first handle number of the next session's store, at least
+	// handed is the highest handle number a session's store has handed
+	// out: raised as each request of a session ends (before its response
+	// is written: see handedOut) and when the session ends. A new
+	// session's store starts past it, whatever the number of sessions.
+	handed atomic.Int64
 
 	owners   uriOwners // which proxy offers each resource URI
 	logLevel logLevel  // asked of the downstream servers
@@ -30,46 +34,72 @@ type stores struct {
 func newStores(opts *Options) *stores {
 	switch {
 	case opts.PerSession:
-		return &stores{sessionOpts: opts.SessionOptions, next: 1}
+		return &stores{sessionOpts: opts.SessionOptions}
 	case opts.Values != nil:
 		return &stores{shared: opts.Values, memoryOnly: !opts.Values.Durable()}
 	}
 	return &stores{shared: values.New(), memoryOnly: true}
 }
 
-// of returns the store of the session ss.
+// of returns the store of the session ss, made at its first use: its
+// handles start past every handle a session's store has handed out so far
+// (see handed), found in constant time.
 func (s *stores) of(ss *mcp.ServerSession) *values.SessionValues {
 	if s.shared != nil {
 		return s.shared
 	}
-	if v, ok := s.sessions.Load(ss); ok {
-		return v.(*values.SessionValues)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v, ok := s.sessions.Load(ss); ok {
-		return v.(*values.SessionValues)
-	}
-	// Past every handle handed out so far, by the sessions alive and those
-	// gone (s.next keeps theirs).
-	first := s.next
-	s.sessions.Range(func(_, v any) bool {
-		first = max(first, nextNumber(v.(*values.SessionValues)))
-		return true
-	})
-	v := values.New(append(slices.Clip(s.sessionOpts), values.WithFirstHandle(first))...)
 	if ss == nil { // not a session's call; cannot happen through the SDK
-		return v
+		return s.newStore()
 	}
-	s.sessions.Store(ss, v)
-	go func() {
-		ss.Wait()
-		s.mu.Lock()
-		s.next = max(s.next, nextNumber(v))
-		s.sessions.Delete(ss)
-		s.mu.Unlock()
-	}()
-	return v
+	sess := s.session(ss)
+	sess.once.Do(func() { sess.vals.Store(s.newStore()) })
+	return sess.vals.Load()
+}
+
+// newStore makes a session's store, starting past handed.
+func (s *stores) newStore() *values.SessionValues {
+	first := int(s.handed.Load()) + 1
+	return values.New(append(slices.Clip(s.sessionOpts), values.WithFirstHandle(first))...)
+}
+
+// handedOut notes the handles the store of ss has handed out, once a
+// request of ss has been handled and before its response is written: a
+// session made after the response starts past them.
+func (s *stores) handedOut(ss *mcp.ServerSession) {
+	if s.shared != nil {
+		return
+	}
+	if v, ok := s.live.all.Load(ss); ok {
+		if vals := v.(*session).vals.Load(); vals != nil {
+			s.raise(vals)
+		}
+	}
+}
+
+// raise raises handed to the last handle v handed out.
+func (s *stores) raise(v *values.SessionValues) {
+	n := int64(nextNumber(v) - 1)
+	for {
+		cur := s.handed.Load()
+		if n <= cur || s.handed.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// noteHanded is a receiving middleware that calls handedOut after every
+// request a session makes.
+func (s *stores) noteHanded(next mcp.MethodHandler) mcp.MethodHandler {
+	if s.shared != nil {
+		return next
+	}
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			s.handedOut(ss)
+		}
+		return res, err
+	}
 }
 
 // nextNumber is the number of the handle v hands out next.

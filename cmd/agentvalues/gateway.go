@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,12 +22,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// gatewayEnv is set to the config file's absolute path in the environment
-// of every server a gateway starts, so that a gateway started by a gateway
-// over the same file (a config that lists the gateway itself) stops at
-// once instead of starting itself again. A gateway over another file is
-// not refused.
+// gatewayEnv holds, in the environment of every server a gateway starts,
+// the chain of config files of the gateways above that server, outermost
+// first, as a JSON array of absolute paths (a bare path, as an earlier
+// version set it, is a chain of one). The variable is passed on by
+// whatever runs in between (a proxy, a shell script), so that a gateway
+// started under gateways over a chain of configs that comes back to its
+// own (a config that lists the gateway itself, or A listing a gateway over
+// B and B one over A) stops at once, naming the chain, instead of
+// starting gateways without end; its parent leaves that server out, with
+// a line saying why. A gateway over another file is not refused, up to
+// maxGatewayDepth of them.
 const gatewayEnv = "AGENTVALUES_GATEWAY"
+
+// maxGatewayDepth bounds the gateways that run one under another: a loop
+// the chain of config paths cannot see (a config written anew for every
+// start, or reached by a path that is not the same file) still ends. A
+// gateway with this many gateways above it refuses to start, naming them;
+// nesting gateways deeper than two or three has no use.
+const maxGatewayDepth = 8
 
 // maxConfig bounds the config file a gateway reads.
 const maxConfig = 4 << 20
@@ -81,8 +95,9 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	if os.Getenv(gatewayEnv) == abs {
-		return fmt.Errorf("gateway: started by a gateway over the same config: %s lists the gateway itself; remove that entry", *configPath)
+	chain := gatewayChain(os.Getenv(gatewayEnv))
+	if err := checkGatewayChain(chain, abs); err != nil {
+		return err
 	}
 	cfg, err := readGatewayConfig(*configPath)
 	if err != nil {
@@ -93,7 +108,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
 
-	servers := downstreams(cfg, abs, *maxMessage, stderr)
+	servers := downstreams(cfg, append(chain, abs), *maxMessage, stderr)
 	if len(servers) == 0 {
 		return fmt.Errorf("gateway: %s names no server to start", *configPath)
 	}
@@ -187,9 +202,59 @@ func (s serverConfig) kind() string {
 	return fmt.Sprintf("unknown type %q", s.Type)
 }
 
+// gatewayChain reads the chain of config files of the gateways above this
+// process from the value of gatewayEnv (see there); nil when it is empty.
+func gatewayChain(env string) []string {
+	if env == "" {
+		return nil
+	}
+	var chain []string
+	if strings.HasPrefix(env, "[") && json.Unmarshal([]byte(env), &chain) == nil {
+		return chain
+	}
+	return []string{env}
+}
+
+var (
+	// errGatewayLoop is why a gateway refuses to start when its own config
+	// is among those of the gateways above it (gatewayEnv).
+	errGatewayLoop = errors.New("gateway: a loop of gateways")
+	// errGatewayDepth is why a gateway refuses to start under
+	// maxGatewayDepth gateways.
+	errGatewayDepth = errors.New("gateway: gateways nested too deep")
+)
+
+// checkGatewayChain returns an error when the gateway over the config
+// file abs (absolute) is not to start under the gateways over the configs
+// of chain: errGatewayLoop when abs is in chain (the same path, or the
+// same file by another), errGatewayDepth when chain holds maxGatewayDepth
+// configs already. The error names the chain.
+func checkGatewayChain(chain []string, abs string) error {
+	own, _ := os.Stat(abs)
+	for i, p := range chain {
+		if p != abs {
+			if fi, err := os.Stat(p); err != nil || own == nil || !os.SameFile(fi, own) {
+				continue
+			}
+		}
+		if i == len(chain)-1 {
+			return fmt.Errorf("%w: started by a gateway over the same config: %s lists the gateway itself; remove that entry", errGatewayLoop, abs)
+		}
+		loop := strings.Join(append(slices.Clone(chain[i:]), abs), " → ")
+		return fmt.Errorf("%w: %s, each config listing a gateway over the next; remove one of those entries", errGatewayLoop, loop)
+	}
+	if len(chain) >= maxGatewayDepth {
+		return fmt.Errorf("%w: started under %d gateways, the most that may run one under another: %s → %s; does a config list a gateway over a config that does the same?", errGatewayDepth, len(chain), strings.Join(chain, " → "), abs)
+	}
+	return nil
+}
+
 // downstreams makes the transports of the enabled servers, in the order of
-// their names. Each can be made again, to restart its server.
-func downstreams(cfg *gatewayConfig, configPath string, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
+// their names. Each can be made again, to restart its server. chain is
+// the configs of the gateways above the servers, this one's last: a stdio
+// server gets it in gatewayEnv.
+func downstreams(cfg *gatewayConfig, chain []string, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
+	env, _ := json.Marshal(chain)
 	var out []mcpproxy.Downstream
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		s := cfg.MCPServers[name]
@@ -205,10 +270,12 @@ func downstreams(cfg *gatewayConfig, configPath string, maxMessage int, stderr i
 			}
 			cmd := exec.Command(s.Command, s.Args...)
 			cmd.Dir = s.Cwd
-			cmd.Env = append(os.Environ(), gatewayEnv+"="+configPath)
+			cmd.Env = os.Environ()
 			for k, v := range s.Env {
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
+			// Last, so that an entry's env cannot undo it.
+			cmd.Env = append(cmd.Env, gatewayEnv+"="+string(env))
 			cmd.Stderr = stderr // the servers' own diagnostics stay visible
 			return &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
 		}

@@ -181,6 +181,13 @@ func startRawProxy(t *testing.T, mode string, flags ...string) *rawProxy {
 	t.Helper()
 	args := append([]string{"proxy"}, flags...)
 	args = append(args, "--", os.Args[0], hostileServerArg, mode)
+	return startRawCommand(t, args, mode == "serve")
+}
+
+// startRawCommand starts `agentvalues ARGS` and, with handshake, completes
+// the MCP handshake.
+func startRawCommand(t *testing.T, args []string, handshake bool) *rawProxy {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
 	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
@@ -228,7 +235,7 @@ func startRawProxy(t *testing.T, mode string, flags ...string) *rawProxy {
 			<-r.exited
 		}
 	})
-	if mode != "serve" {
+	if !handshake {
 		return r
 	}
 	r.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentvalues/values/mcpproxy"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // httpFlags are the flags of proxy and gateway that bound serving over
@@ -29,11 +28,11 @@ type httpFlags struct {
 
 func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 	f := httpFlags{
-		maxSessions:  fs.Int("max-sessions", mcpproxy.DefaultMaxSessions, "with -listen: most HTTP sessions open at once; a new one past it is refused with 503 (0: no bound)"),
+		maxSessions:  fs.Int("max-sessions", mcpproxy.DefaultMaxSessions, "with -listen: most HTTP sessions open at once; a new one past it is refused with 503 until one ends (DELETE, or -session-idle) (0: no bound)"),
 		maxRequests:  fs.Int("max-requests", mcpproxy.DefaultMaxRequests, "with -listen: most HTTP requests (other than event streams) handled at once; one past it is refused with 503 (0: no bound)"),
 		maxBodyBytes: fs.Int64("max-body-bytes", mcpproxy.DefaultMaxBodyBytes, "with -listen: most `bytes` of request bodies held at once; a request past it is refused with 503 (0: no bound)"),
 		maxConns:     fs.Int("max-conns", mcpproxy.DefaultMaxConns, "with -listen: most connections open at once; one past it is answered 503 and closed (0: no bound)"),
-		sessionIdle:  fs.Duration("session-idle", mcpproxy.DefaultSessionTimeout, "with -listen: an HTTP session with no request for this long is ended and its store dropped (0: never)"),
+		sessionIdle:  fs.Duration("session-idle", mcpproxy.DefaultSessionTimeout, "with -listen: an HTTP session with no request for this long (an open event stream is not one) is ended: its calls are cancelled, downstream too, and its store dropped (0: never)"),
 		readTimeout:  fs.Duration("read-timeout", mcpproxy.DefaultReadTimeout, "with -listen: time allowed for a request's headers, and for its body before it must arrive at 64 KiB/s at least (0: no bound)"),
 		origins:      &originList{},
 	}
@@ -77,14 +76,15 @@ func (o *originList) Set(s string) error {
 
 // An mcpServer is a gateway or a proxy: what serveHTTP serves.
 type mcpServer interface {
-	Server() *mcp.Server
+	HTTPHandler(*mcpproxy.HTTPOptions) http.Handler
 	Close() error
 }
 
 // serveHTTP serves g (the command named what) over Streamable HTTP at addr
-// until ctx is done, then closes it: mcpproxy's handler (a server session,
-// hence a store, per HTTP session; bounds on requests, bodies, sessions
-// and origins) at /mcp, behind its connection bounds.
+// until ctx is done, then closes it: g's handler (a server session, hence
+// a store, per HTTP session; bounds on requests, bodies, sessions and
+// origins; ending a session cancels its calls) at /mcp, behind mcpproxy's
+// connection bounds.
 func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts *mcpproxy.HTTPOptions, stderr io.Writer) error {
 	defer g.Close()
 	if !strings.Contains(addr, ":") {
@@ -102,7 +102,7 @@ func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts 
 	// A session that comes back after its end is a new session, whose
 	// handles start past the old one's (Options.PerSession): a stale "$r2"
 	// in the model's transcript names nothing rather than another value.
-	mux.Handle("/mcp", mcpproxy.NewHTTPHandler(g.Server(), opts))
+	mux.Handle("/mcp", g.HTTPHandler(opts))
 	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
 	if err := mcpproxy.ServeHTTP(ctx, ln, mux, opts); err != nil {
 		return fmt.Errorf("%s: %w", what, err)

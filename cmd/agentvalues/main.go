@@ -30,8 +30,8 @@
 //	-original-schemas   offer the input schemas unchanged, without admitting "$r" references
 //	-listen ADDR        serve MCP over Streamable HTTP at http://ADDR/mcp, a store per HTTP session
 //	-allow-origin O     with -listen: a browser origin allowed besides the server's own (repeatable; * for any)
-//	-max-sessions N     with -listen: most sessions open at once (default 1000; 0: no bound)
-//	-session-idle D     with -listen: a session idle this long ends (default 1h; 0: never)
+//	-max-sessions N     with -listen: most sessions open at once; an ended one frees its place (default 1000; 0: no bound)
+//	-session-idle D     with -listen: a session idle this long ends, its calls cancelled (default 1h; 0: never)
 //	-max-requests N     with -listen: most requests handled at once, event streams aside (default 256)
 //	-max-body-bytes N   with -listen: most bytes of request bodies held at once (default 512 MiB)
 //	-max-conns N        with -listen: most connections open at once (default 2000)

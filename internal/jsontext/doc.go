@@ -12,7 +12,8 @@
 //   - [SkipValue], [EachChild], [Member] and friends move over JSON that
 //     is already valid, without checking it again (skip.go);
 //   - [AppendQuote], [QuotedLen], [AppendUnquoted] and [StringStats] are the
-//     string codec, with one table of the bytes that need no escape
+//     string codec, with one table of the bytes that need no escape, and
+//     [AppendValidUTF8] reads invalid UTF-8 as encoding/json reads it
 //     (str.go);
 //   - [HeadCut], [TailCut], [AppendClipped] and [ClipString] cut UTF-8 text
 //     to a byte budget without splitting a character (cut.go);

@@ -706,3 +706,41 @@ func checkNested(t *testing.T, data []byte) {
 		checkItemsOf(t, part, data, got.Items, 8)
 	}
 }
+
+// FuzzAppendValidUTF8: each byte that begins no valid UTF-8 sequence
+// becomes U+FFFD, as ranging over a Go string reads it; valid UTF-8 is
+// kept; and a JSON string of the bytes, repaired, is valid here and
+// decodes as encoding/json decodes the original.
+func FuzzAppendValidUTF8(f *testing.F) {
+	for _, seed := range []string{"", "plain", "é€😀", "\xff", "a\xe2\x82b", "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\x80\xbf", "\xf0\x9f\x98", "\uFFFD", strings.Repeat("abcdefgh", 3) + "\xfe"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := AppendValidUTF8([]byte("prefix"), b)
+		if !bytes.HasPrefix(got, []byte("prefix")) {
+			t.Fatalf("AppendValidUTF8 dropped dst: %q", got)
+		}
+		got = got[len("prefix"):]
+		if want := string([]rune(string(b))); string(got) != want {
+			t.Fatalf("AppendValidUTF8(%q) = %q, want %q", b, got, want)
+		}
+		if utf8.Valid(b) && !bytes.Equal(got, b) {
+			t.Fatalf("AppendValidUTF8 changed valid UTF-8 %q to %q", b, got)
+		}
+		q := append(append([]byte{'"'}, b...), '"')
+		if !json.Valid(q) {
+			return // a quote, backslash or control byte in b
+		}
+		var want string
+		if err := json.Unmarshal(q, &want); err != nil {
+			t.Fatal(err)
+		}
+		fixed := AppendValidUTF8(nil, q)
+		if err := Valid(fixed); err != nil {
+			t.Fatalf("%q repaired to %q is refused: %v", q, fixed, err)
+		}
+		if dec := AppendUnquoted(nil, fixed); string(dec) != want {
+			t.Fatalf("%q repaired decodes to %q, encoding/json decodes the original to %q", q, dec, want)
+		}
+	})
+}

@@ -33,6 +33,51 @@ var escLen = func() (t [256]uint8) {
 	return t
 }()
 
+// AppendValidUTF8 appends b to dst with each byte that begins no valid
+// UTF-8 sequence replaced by U+FFFD, as encoding/json decodes the bytes
+// of a JSON string (and as ranging over a Go string reads them): a
+// sequence cut short, an overlong encoding, an encoded surrogate, a code
+// point past U+10FFFF and a stray continuation byte each become one U+FFFD
+// per byte. Valid UTF-8 (an encoded U+FFFD included) is copied as it is.
+// JSON text must be UTF-8, and the escapes of a JSON string are ASCII, so
+// applied to a whole JSON document that encoding/json accepts it makes
+// one this package accepts, whose strings decode as encoding/json decodes
+// the original's.
+func AppendValidUTF8(dst, b []byte) []byte {
+	for len(b) > 0 {
+		i := validPrefix(b)
+		dst = append(dst, b[:i]...)
+		if i == len(b) {
+			break
+		}
+		dst = append(dst, "\uFFFD"...)
+		b = b[i+1:]
+	}
+	return dst
+}
+
+// validPrefix returns the length of the longest prefix of b that is valid
+// UTF-8, eight ASCII bytes at a time.
+func validPrefix(b []byte) int {
+	i := 0
+	for i < len(b) {
+		if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 == 0 {
+			i += 8
+			continue
+		}
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return i
+}
+
 // EscapedLen returns the number of bytes AppendQuote writes for the byte c
 // of valid UTF-8 text: 1 when c needs no escape.
 func EscapedLen(c byte) int { return int(escLen[c]) }

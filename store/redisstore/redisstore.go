@@ -29,6 +29,8 @@
 //	av:b:{KEY}:CHUNK:I  chunk I (from 0) of a body in chunks of CHUNK bytes
 //	av:s:{SESSION}:g:KEY   the session's grant on KEY: "EXPIRES SIZE"
 //	av:s:{SESSION}:h       the session's handle table, a list of records
+//	av:s:{SESSION}:m       the session's mark: the highest handle number
+//	                       its table recorded (N of "rN")
 //
 // The braces are Redis Cluster hash tags: a body and its chunks share one
 // hash slot, spread across the cluster by key; all of a session's records
@@ -52,6 +54,19 @@
 // server for other clients. A body whose chunk is missing or altered (a
 // torn or damaged chunk set) fails Body with [store.ErrIntegrity].
 //
+// # Reads
+//
+// Body reads the grant, the body key's length and its head in one round
+// trip, and trusts no size Redis states before checking it: the grant's
+// size and the manifest's must agree (and with the size of the handle
+// record, which [values.Open]'s values pass through [Store.BodySized]),
+// every chunk is measured (STRLEN) at its length before the body is
+// allocated, and every string is read (GETRANGE) no further than one byte
+// past its length. Rewriting the keys to claim a huge body, or replacing a
+// chunk by a huge string, fails with [store.ErrIntegrity] for no more
+// memory than the real body. PutBody, which reads a stored body back to
+// compare it, reads no further than the length of the body it stores.
+//
 // # Expiry
 //
 // A grant lasts [store.DefaultTTL], or what [store.WithTTL] says, from the
@@ -70,6 +85,21 @@
 // needs it is live. A grant that never expires (WithTTL(-1)) makes its
 // keys persistent.
 //
+// # A Redis that stops answering
+//
+// Every round trip to Redis has a deadline ([Config.Timeout], 5 s by
+// default): past it the call fails with [ErrTimeout]. A circuit breaker
+// per Redis server (per master on a cluster, so that one master that
+// stops answering does not fail the calls the others serve) counts round
+// trips in a row that went unanswered; at [Config.BreakerFailures] (3) it
+// opens, and for [Config.BreakerCooldown] (10 s, on the store's clock)
+// every call that needs that server fails at once with [ErrCircuitOpen],
+// sending nothing; then one call probes, and an answer closes the breaker.
+// So a hung server, a CLIENT PAUSE or a partition holds a few calls for
+// the deadline each and fails the rest at once; [values.Open]'s Puts keep
+// their values in memory and report the failure (values.WithStoreErrors,
+// SessionValues.Persisted), and no tool call waits on Redis for long.
+//
 // # Redis settings
 //
 // Redis 7.0 or later (EXPIRE GT and NX). As with the directory store, a
@@ -86,10 +116,22 @@
 //     whose body did not reads as [store.ErrIntegrity], never as other bytes.
 //   - no AOF (RDB snapshots only, or none): a restart of Redis loses every
 //     write since the last snapshot, or everything.
-//   - maxmemory-policy noeviction is required: any other policy lets Redis
-//     evict bodies and records under memory pressure, which then read as
-//     [store.ErrIntegrity] or as missing handles. With noeviction a full
-//     Redis refuses writes, PutBody fails, and the value stays in memory.
+//   - maxmemory-policy noeviction: any other policy lets Redis evict
+//     bodies and handle tables under memory pressure, so [Open] and
+//     [OpenURL] refuse it ([ErrEvictionPolicy]) unless
+//     [Config.AllowEviction] accepts it. With noeviction a full Redis
+//     refuses writes, PutBody fails, and the value stays in memory. Under
+//     eviction an evicted body reads as [store.ErrIntegrity] (the value
+//     as unavailable, never as other bytes), and an evicted handle table
+//     is told from a new one by the session's mark, which AppendRecord
+//     raises with each record in the same script: [Store.Records] returns
+//     the handles the table lacks up to the mark as lost records, so a
+//     reopened session goes on after them and never hands a number out
+//     again (a "$r1" in a model's transcript then names nothing rather
+//     than another value). The mark has the table's TTL, or with
+//     AllowEviction none, so that a volatile- policy, which evicts only
+//     keys with a TTL, never takes it; an allkeys- policy may take it
+//     with the table, and the session then starts again at r1.
 //   - Redis Cluster with replicas fails over asynchronously: a write
 //     acknowledged by a master that dies before replicating it is lost as
 //     above (WAIT is not used).
@@ -98,13 +140,14 @@ package redisstore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	neturl "net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,10 +164,9 @@ const DefaultChunkSize = 4 << 20
 // that Body says [store.ErrExpired] rather than not found.
 const ExpiredGrace = 7 * 24 * time.Hour
 
-// opTimeout bounds one call's round trips to Redis.
-const opTimeout = 5 * time.Minute
-
-// Config is how a Store lays out its keys.
+// Config is how a Store lays out its keys, how long it waits for Redis,
+// whether it accepts a Redis that evicts keys, and where it warns. Its
+// zero value gives the defaults each field documents.
 type Config struct {
 	// Prefix starts every key the store writes; "" means "av". Stores with
 	// different prefixes share one Redis without seeing each other.
@@ -132,16 +174,63 @@ type Config struct {
 	// ChunkSize is the largest body stored as one Redis string; a larger
 	// body is stored in chunks of this size. 0 means DefaultChunkSize.
 	ChunkSize int
+	// Timeout bounds each round trip to Redis (a command, or a pipeline
+	// of them carrying at most 16 MiB or one chunk): past it the call
+	// fails with an error matching [ErrTimeout], and a Put keeps its value
+	// in memory. 0 means [DefaultTimeout]; negative, no deadline of the
+	// store's own. The deadline reaches the socket only on a client with
+	// ContextTimeoutEnabled (OpenURL makes it so); on another, a round
+	// trip can last the client's ReadTimeout.
+	Timeout time.Duration
+	// BreakerFailures is how many round trips in a row to one Redis
+	// server (a master, on a cluster) may go unanswered (a timeout, a
+	// refused or dropped connection; never an error reply) before the
+	// store stops sending to it: for BreakerCooldown every call that needs
+	// it then fails at once with an error matching [ErrCircuitOpen], and
+	// after it one call goes through as a probe, whose answer closes the
+	// breaker and whose failure opens it for another cool-down. 0 means
+	// [DefaultBreakerFailures]; negative, no breaker.
+	BreakerFailures int
+	// BreakerCooldown is how long an open breaker fails calls before it
+	// lets a probe through, on the store's clock ([store.WithClock]). 0
+	// means [DefaultBreakerCooldown].
+	BreakerCooldown time.Duration
+	// AllowEviction lets [Open] and [OpenURL] accept a Redis whose
+	// maxmemory-policy may evict keys (anything but noeviction, or a
+	// policy that cannot be read), with a warning to Logger; by default
+	// they fail with [ErrEvictionPolicy]. It also keeps each session's
+	// mark without a TTL, so that under a volatile- policy, which evicts
+	// only keys with one, eviction can never take it: a session whose
+	// table was evicted goes on after its last handle number, the
+	// evicted handles lost, and never hands a number out again. The cost
+	// is one small key per session (PREFIX:s:{SESSION}:m, some 100 bytes)
+	// that Redis never deletes; delete the ones of sessions past their
+	// retention to reclaim it. Under an allkeys- policy the mark can be
+	// evicted too.
+	AllowEviction bool
+	// Logger receives the warnings of the store: an evicting policy
+	// allowed by AllowEviction, a session reopened with handles lost from
+	// its table. nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is a [values.Durable] on Redis. It is safe for concurrent use, by
 // any number of goroutines and processes.
 type Store struct {
-	rdb    redis.UniversalClient
-	owned  bool // Close closes rdb
-	prefix string
-	chunk  int
-	cfg    store.Settings
+	rdb      redis.UniversalClient
+	owned    bool // Close closes rdb
+	prefix   string
+	chunk    int
+	cfg      store.Settings
+	log      *slog.Logger
+	forever  bool          // marks have no TTL (AllowEviction)
+	timeout  time.Duration // < 0: none
+	failures int           // breaker threshold; 0: no breaker
+	cooldown time.Duration
+	breakers struct {
+		sync.Mutex
+		m map[string]*breaker // by server address; "" for the only one
+	}
 	closed atomic.Bool
 }
 
@@ -158,16 +247,66 @@ func New(rdb redis.UniversalClient, cfg Config, opts ...store.Option) *Store {
 	if s.chunk <= 0 {
 		s.chunk = DefaultChunkSize
 	}
+	switch s.timeout = cfg.Timeout; {
+	case s.timeout == 0:
+		s.timeout = DefaultTimeout
+	case s.timeout < 0:
+		s.timeout = -1
+	}
+	switch s.failures = cfg.BreakerFailures; {
+	case s.failures == 0:
+		s.failures = DefaultBreakerFailures
+	case s.failures < 0:
+		s.failures = 0
+	}
+	if s.cooldown = cfg.BreakerCooldown; s.cooldown <= 0 {
+		s.cooldown = DefaultBreakerCooldown
+	}
+	if s.log = cfg.Logger; s.log == nil {
+		s.log = slog.Default()
+	}
+	s.forever = cfg.AllowEviction
 	return s
 }
 
+// openTimeout bounds Open's round trips: the PING and the reads of the
+// maxmemory-policy.
+const openTimeout = 10 * time.Second
+
+// Open returns a store on rdb as New does, once Redis has answered a
+// PING and every server of rdb (every master of a cluster) has a
+// maxmemory-policy that does not evict keys: noeviction. Any other
+// policy, or one that neither CONFIG GET nor INFO memory reveals, fails
+// with [ErrEvictionPolicy] unless cfg.AllowEviction is set, when it is
+// logged as a warning. It fails too when Redis does not answer within
+// 10 s. Close does not close rdb.
+func Open(rdb redis.UniversalClient, cfg Config, opts ...store.Option) (*Store, error) {
+	s := New(rdb, cfg, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: Redis does not answer: %w", err)
+	}
+	if err := s.checkEviction(ctx, cfg.AllowEviction); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // OpenURL connects to the Redis that url names and returns a store on it
-// with the default Config; Close closes the connection. "redis://" and
-// "rediss://" URLs name one server (redis://HOST:PORT/DB, as
-// redis.ParseURL reads them); "redis+cluster://HOST:PORT?addr=HOST:PORT"
-// names a cluster by some of its nodes (as redis.ParseClusterURL reads
-// them). It fails when Redis does not answer a PING within 10 s.
+// with the default Config, checked as [Open] checks it; Close closes the
+// connection. "redis://" and "rediss://" URLs name one server
+// (redis://HOST:PORT/DB, as redis.ParseURL reads them);
+// "redis+cluster://HOST:PORT?addr=HOST:PORT" names a cluster by some of
+// its nodes (as redis.ParseClusterURL reads them). The parameter
+// allow_eviction=true sets [Config.AllowEviction]. It fails when Redis
+// does not answer a PING within 10 s, and with [ErrEvictionPolicy] as
+// Open does.
 func OpenURL(url string, opts ...store.Option) (*Store, error) {
+	url, allow, err := cutAllowEviction(url)
+	if err != nil {
+		return nil, err
+	}
 	var rdb redis.UniversalClient
 	var where string // the address(es), without the URL's password
 	if rest, ok := strings.CutPrefix(url, "redis+cluster://"); ok {
@@ -175,23 +314,52 @@ func OpenURL(url string, opts ...store.Option) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
+		o.ContextTimeoutEnabled = true // Config.Timeout reaches the socket
 		rdb, where = redis.NewClusterClient(o), strings.Join(o.Addrs, ",")
 	} else {
 		o, err := redis.ParseURL(url)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
+		o.ContextTimeoutEnabled = true
 		rdb, where = redis.NewClient(o), o.Addr
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	s, err := Open(rdb, Config{AllowEviction: allow}, opts...)
+	if err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %w", where, err)
+		if msg, ok := strings.CutPrefix(err.Error(), "redisstore: Redis does not answer: "); ok {
+			return nil, fmt.Errorf("redisstore: Redis at %s does not answer: %s", where, msg)
+		}
+		return nil, err
 	}
-	s := New(rdb, Config{}, opts...)
 	s.owned = true
 	return s, nil
+}
+
+// cutAllowEviction removes the parameter allow_eviction from url's query
+// (go-redis refuses parameters it does not know) and returns its value.
+func cutAllowEviction(raw string) (string, bool, error) {
+	base, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return raw, false, nil
+	}
+	q, err := neturl.ParseQuery(query)
+	if err != nil {
+		return "", false, fmt.Errorf("redisstore: %w", err)
+	}
+	if !q.Has("allow_eviction") {
+		return raw, false, nil
+	}
+	v := q.Get("allow_eviction")
+	allow, err := strconv.ParseBool(v)
+	if err != nil {
+		return "", false, fmt.Errorf("redisstore: allow_eviction=%q: want true or false", v)
+	}
+	q.Del("allow_eviction")
+	if len(q) == 0 {
+		return base, allow, nil
+	}
+	return base + "?" + q.Encode(), allow, nil
 }
 
 // Close releases the store: later calls fail with [store.ErrClosed]. It
@@ -235,10 +403,8 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 		return "", store.ErrClosed
 	}
 	key := store.KeyOf(body)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	life := s.life()
-	if err := s.writeBody(ctx, key, body, life); err != nil {
+	if err := s.writeBody(key, body, life); err != nil {
 		return "", fmt.Errorf("redisstore: storing body %s: %w", key, err)
 	}
 	now := s.cfg.Now()
@@ -248,10 +414,16 @@ func (s *Store) PutBody(session string, body []byte) (string, error) {
 	}
 	grant := fmt.Sprintf("%019d %d", expires, len(body)) // fixed width: compared as text
 	gk, hk := s.grantKey(session, key), s.handlesKey(session)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
-		renewGrant.Eval(ctx, p, []string{gk}, grant, life.Milliseconds()) // Eval, not EvalSha: within a transaction
-		extend(ctx, p, hk, life)
-		return nil
+	err := s.do(gk, func(ctx context.Context) error {
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
+			renewGrant.Eval(ctx, p, []string{gk}, grant, life.Milliseconds()) // Eval, not EvalSha: within a transaction
+			extend(ctx, p, hk, life)
+			if !s.forever {
+				extend(ctx, p, s.markKey(session), life)
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("redisstore: recording the grant of %q on %s: %w", session, key, err)
@@ -281,8 +453,12 @@ return 1
 // and compared (as the directory store compares its file): one that is
 // damaged, torn or of another layout that does not read back as body is
 // written again, so that a key is returned only for a body Body can read.
-func (s *Store) writeBody(ctx context.Context, key string, body []byte, life time.Duration) error {
+// What is stored is read no further than body's own length (and one byte
+// more, to tell a longer string), so a body key or chunk replaced by a
+// large string costs no more memory than body.
+func (s *Store) writeBody(key string, body []byte, life time.Duration) error {
 	bk := s.bodyKey(key)
+	headEnd := int64(max(len(body)+1, maxManifest-1)) // GETRANGE's end is inclusive
 	var head []byte
 	if len(body) <= smallBody && len(body) <= s.chunk {
 		// One round trip when it is new: written if absent, and the stored
@@ -290,12 +466,15 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 		inline := append([]byte{'i'}, body...)
 		var set *redis.BoolCmd
 		var get *redis.StringCmd
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			set = p.SetNX(ctx, bk, inline, life)
-			get = p.Get(ctx, bk)
-			return nil
+		err := s.do(bk, func(ctx context.Context) error {
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				set = p.SetNX(ctx, bk, inline, life)
+				get = p.GetRange(ctx, bk, 0, headEnd)
+				return nil
+			})
+			return err
 		})
-		if err != nil {
+		if err != nil && !isWrongType(err) {
 			return err
 		}
 		if set.Val() {
@@ -303,42 +482,48 @@ func (s *Store) writeBody(ctx context.Context, key string, body []byte, life tim
 		}
 		head, _ = get.Bytes()
 	} else {
-		var err error
-		head, err = s.rdb.Get(ctx, bk).Bytes()
-		switch {
-		case errors.Is(err, redis.Nil):
-			return s.write(ctx, key, body, life, false)
-		case err != nil:
+		err := s.do(bk, func(ctx context.Context) (err error) {
+			head, err = s.rdb.GetRange(ctx, bk, 0, headEnd).Bytes()
 			return err
+		})
+		switch {
+		case err != nil && !isWrongType(err):
+			return err
+		case err == nil && len(head) == 0: // no body key
+			return s.write(key, body, life, false)
 		}
 	}
-	chunk, chunks, same, err := s.matches(ctx, key, head, body)
+	chunk, chunks, same, err := s.matches(key, head, body)
 	if err != nil {
 		return err
 	}
 	if !same {
-		return s.write(ctx, key, body, life, true)
+		return s.write(key, body, life, true)
 	}
 	// Stored whole before: make it live as long as this grant.
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the body's
-		extend(ctx, p, bk, life)
-		for i := range chunks {
-			extend(ctx, p, s.chunkKey(key, chunk, i), life)
-		}
-		return nil
+	return s.do(bk, func(ctx context.Context) error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the body's
+			extend(ctx, p, bk, life)
+			for i := range chunks {
+				extend(ctx, p, s.chunkKey(key, chunk, i), life)
+			}
+			return nil
+		})
+		return err
 	})
-	return err
 }
 
 // write stores body under key in this store's layout: the chunks first,
 // then the body key, the commit point; with SET NX for a new body (a body
 // is written once), or SET over one that does not read back as itself.
-func (s *Store) write(ctx context.Context, key string, body []byte, life time.Duration, over bool) error {
+func (s *Store) write(key string, body []byte, life time.Duration, over bool) error {
 	set := func(k string, v []byte) error {
-		if over {
-			return s.rdb.Set(ctx, k, v, life).Err()
-		}
-		return s.rdb.SetNX(ctx, k, v, life).Err()
+		return s.do(k, func(ctx context.Context) error {
+			if over {
+				return s.rdb.Set(ctx, k, v, life).Err()
+			}
+			return s.rdb.SetNX(ctx, k, v, life).Err()
+		})
 	}
 	if len(body) <= s.chunk {
 		return set(s.bodyKey(key), append([]byte{'i'}, body...))
@@ -353,8 +538,9 @@ func (s *Store) write(ctx context.Context, key string, body []byte, life time.Du
 }
 
 // matches reports whether the stored head (and chunks) of key read back as
-// body, and the layout they are in.
-func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chunk, chunks int, same bool, err error) {
+// body, and the layout they are in. A head of a key of another type, or
+// empty, does not. Chunks are compared one batch at a time, never joined.
+func (s *Store) matches(key string, head, body []byte) (chunk, chunks int, same bool, err error) {
 	size, chunk, chunks, perr := parseManifest(head)
 	if perr != nil || size != len(body) {
 		return 0, 0, false, nil
@@ -362,14 +548,18 @@ func (s *Store) matches(ctx context.Context, key string, head, body []byte) (chu
 	if chunks == 0 {
 		return 0, 0, bytes.Equal(head[1:], body), nil
 	}
-	stored, rerr := s.readChunks(ctx, key, size, chunk, chunks)
+	same = true
+	rerr := s.eachChunk(key, size, chunk, chunks, func(i int, part []byte) bool {
+		same = bytes.Equal(part, body[i*chunk:i*chunk+len(part)])
+		return same
+	})
 	if errors.Is(rerr, store.ErrIntegrity) {
 		return chunk, chunks, false, nil
 	}
 	if rerr != nil {
 		return 0, 0, false, rerr
 	}
-	return chunk, chunks, bytes.Equal(stored, body), nil
+	return chunk, chunks, same, nil
 }
 
 // smallBody is the size up to which PutBody sends a body without asking
@@ -410,115 +600,6 @@ func parseManifest(head []byte) (size, chunk, chunks int, err error) {
 	return 0, 0, 0, fmt.Errorf("unknown body format %q", clip(head[:1]))
 }
 
-// Body returns the bytes stored under key for session, verified against
-// the key. It fails with an error matching [store.ErrInvalidSession] or
-// [store.ErrInvalidKey] for a malformed argument, [store.ErrNotFound],
-// [store.ErrDenied] or [store.ErrExpired] as the package doc says,
-// [store.ErrIntegrity] when the session holds a live grant and the body
-// is missing, torn, of another size than granted, or does not hash to the
-// key, [store.ErrClosed] after Close, or wrapping Redis's error.
-func (s *Store) Body(session, key string) ([]byte, error) {
-	if err := store.CheckSession(session); err != nil {
-		return nil, err
-	}
-	if err := store.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	// One round trip for the grant and the body key (for a chunked body,
-	// its short manifest).
-	bk := s.bodyKey(key)
-	var gcmd, bcmd *redis.StringCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		gcmd = p.Get(ctx, s.grantKey(session, key))
-		bcmd = p.Get(ctx, bk)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-	}
-	g, err := gcmd.Result()
-	head, herr := bcmd.Bytes()
-	if errors.Is(err, redis.Nil) {
-		if herr == nil {
-			return nil, fmt.Errorf("%w: session %q did not store %s", store.ErrDenied, session, key)
-		}
-		return nil, fmt.Errorf("%w: %s", store.ErrNotFound, key)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: grant of %q on %s: %w", session, key, err)
-	}
-	expires, size, ok := parseGrant(g)
-	if !ok {
-		return nil, fmt.Errorf("%w: grant of session %q on %s is malformed: %q", store.ErrIntegrity, session, key, clip([]byte(g)))
-	}
-	if s.cfg.Now().UnixNano() >= expires {
-		return nil, fmt.Errorf("%w: grant of session %q on %s ran out at %s", store.ErrExpired, session, key, time.Unix(0, expires).UTC().Format(time.RFC3339))
-	}
-	if errors.Is(herr, redis.Nil) {
-		return nil, fmt.Errorf("%w: body %s is missing", store.ErrIntegrity, key)
-	}
-	if herr != nil {
-		return nil, fmt.Errorf("redisstore: body %s: %w", key, herr)
-	}
-	hsize, chunk, chunks, err := parseManifest(head)
-	if err != nil {
-		return nil, fmt.Errorf("%w: body %s: %v", store.ErrIntegrity, key, err)
-	}
-	if int64(hsize) != size {
-		return nil, fmt.Errorf("%w: body %s is %d bytes, granted %d", store.ErrIntegrity, key, hsize, size)
-	}
-	var body []byte
-	if chunks == 0 {
-		body = head[1:]
-	} else {
-		body, err = s.readChunks(ctx, key, hsize, chunk, chunks)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != key {
-		return nil, fmt.Errorf("%w: body %s does not match its key", store.ErrIntegrity, key)
-	}
-	return body, nil
-}
-
-// readChunks reads and joins the chunks of a body of size bytes.
-func (s *Store) readChunks(ctx context.Context, key string, size, chunk, chunks int) ([]byte, error) {
-	body := make([]byte, 0, size)
-	const batch = 16 // chunks per round trip: bounded memory in flight
-	for first := 0; first < chunks; first += batch {
-		cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := first; i < min(first+batch, chunks); i++ {
-				p.Get(ctx, s.chunkKey(key, chunk, i))
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-		}
-		for j, c := range cmds {
-			i := first + j
-			part, err := c.(*redis.StringCmd).Bytes()
-			if errors.Is(err, redis.Nil) {
-				return nil, fmt.Errorf("%w: chunk %d of body %s is missing (a torn chunk set)", store.ErrIntegrity, i, key)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("redisstore: body %s: %w", key, err)
-			}
-			if want := min(chunk, size-i*chunk); len(part) != want {
-				return nil, fmt.Errorf("%w: chunk %d of body %s is %d bytes, want %d", store.ErrIntegrity, i, key, len(part), want)
-			}
-			body = append(body, part...)
-		}
-	}
-	return body, nil
-}
-
 // parseGrant reads "EXPIRES SIZE".
 func parseGrant(g string) (expires, size int64, ok bool) {
 	e, sz, found := strings.Cut(g, " ")
@@ -545,18 +626,16 @@ func (s *Store) AppendRecord(session string, r values.Record) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	hk := s.handlesKey(session)
-	life := s.life()
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.RPush(ctx, hk, encodeRecord(r))
-		if life > 0 {
-			// A session without a grant yet still has its table kept as
-			// long as a grant made now would be.
-			p.ExpireNX(ctx, hk, life)
-		}
-		return nil
+	hk, mk := s.handlesKey(session), s.markKey(session)
+	// A session without a grant yet still has its table (and mark) kept
+	// as long as a grant made now would be.
+	life := s.life().Milliseconds()
+	markLife := life
+	if s.forever {
+		markLife = -1
+	}
+	err := s.do(hk, func(ctx context.Context) error {
+		return appendRecord.Run(ctx, s.rdb, []string{hk, mk}, encodeRecord(r), handleNumber(r.Handle), life, markLife).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("redisstore: appending %s to the handle table of %q: %w", r.Handle, session, err)
@@ -566,7 +645,11 @@ func (s *Store) AppendRecord(session string, r values.Record) error {
 
 // Records returns session's records in append order, nil for a session
 // without records. A record that does not decode (damaged in Redis) is
-// returned as a lost record at its place.
+// returned as a lost record at its place. A table that lacks handles at
+// its end, against the session's mark (evicted, or cut short), ends with
+// a lost record for each, so that [values.Open] never hands their numbers
+// out again; this is logged as a warning. More than [MaxLostHandles] of
+// them, or a mark that is not a number, fail with [store.ErrIntegrity].
 func (s *Store) Records(session string) ([]values.Record, error) {
 	if err := store.CheckSession(session); err != nil {
 		return nil, err
@@ -574,22 +657,38 @@ func (s *Store) Records(session string) ([]values.Record, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	raw, err := s.rdb.LRange(ctx, s.handlesKey(session), 0, -1).Result()
+	hk, mk := s.handlesKey(session), s.markKey(session)
+	var lr *redis.StringSliceCmd
+	var mc *redis.StringCmd
+	err := s.do(hk, func(ctx context.Context) error {
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // one slot: the session's
+			lr = p.LRange(ctx, hk, 0, -1)
+			mc = p.Get(ctx, mk)
+			return nil
+		})
+		return err
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: the handle table of %q: %w", session, err)
+	}
+	raw, err := lr.Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: the handle table of %q: %w", session, err)
 	}
-	if len(raw) == 0 {
-		return nil, nil
+	mark, merr := mc.Result()
+	if merr != nil && !errors.Is(merr, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: the handle mark of %q: %w", session, merr)
 	}
-	recs := make([]values.Record, len(raw))
+	var recs []values.Record
+	if len(raw) > 0 {
+		recs = make([]values.Record, len(raw))
+	}
 	for i, b := range raw {
 		if r, err := decodeRecord([]byte(b)); err == nil {
 			recs[i] = r
 		} // else: a lost record, all zero
 	}
-	return recs, nil
+	return s.fence(session, recs, mark, merr == nil)
 }
 
 // clip shortens b for an error message.

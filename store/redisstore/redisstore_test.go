@@ -138,7 +138,7 @@ func TestKeysAndTTLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := "av:b:{" + key + "}:" + strconv.Itoa(testChunk) + ":"
-	want := []string{"av:b:{" + key + "}", c + "0", c + "1", c + "2", "av:s:{run-1}:g:" + key, "av:s:{run-1}:h"}
+	want := []string{"av:b:{" + key + "}", c + "0", c + "1", c + "2", "av:s:{run-1}:g:" + key, "av:s:{run-1}:h", "av:s:{run-1}:m"}
 	slicesSort(keys)
 	if strings.Join(keys, " ") != strings.Join(want, " ") {
 		t.Fatalf("keys %q, want %q", keys, want)
@@ -266,13 +266,15 @@ func TestRecordDamage(t *testing.T) {
 // TestRedisDies kills Redis between and during Puts: every Put succeeds
 // in memory, the failures reach the WithStoreErrors callback, a handle
 // whose value was not stored is never reported persisted, and once Redis
-// is back (the client reconnects) values are stored again.
+// is back (the client reconnects, the breaker's cool-down runs out)
+// values are stored again.
 func TestRedisDies(t *testing.T) {
 	t.Parallel()
 	r := testkit.StartRedis(t, "--appendonly", "yes", "--appendfsync", "always")
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
-	st := New(rdb, Config{ChunkSize: testChunk})
+	clk := storetest.NewClock()
+	st := New(rdb, Config{ChunkSize: testChunk}, store.WithClock(clk.Now))
 	var mu sync.Mutex
 	failed := map[string]bool{}
 	s, err := values.Open(st, "s", values.WithStoreErrors(func(h string, err error) {
@@ -334,6 +336,7 @@ func TestRedisDies(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	clk.Advance(DefaultBreakerCooldown)
 	after := s.PutOutput([]byte(`{"after":true}`))
 	if !s.Persisted(after) {
 		t.Errorf("%s, put after Redis came back, is not persisted", after)
