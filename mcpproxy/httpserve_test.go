@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -316,5 +317,178 @@ func TestServeHTTPIdle(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("ServeHTTP returned %v after its context ended", err)
+	}
+}
+
+// TestHTTPLayersSessionCap: the bounds layer counts the sessions the
+// session layer ends. At MaxSessions 2 (the fixture's own client, over a
+// pipe, is one: the bound is the server's), a second HTTP session is
+// refused until the first is ended by its DELETE, and again until the
+// second is ended by its idle timer (fired by the test); each time the
+// next session is admitted as soon as the end is done, without waiting.
+func TestHTTPLayersSessionCap(t *testing.T) {
+	fires := make(chan func(), 64) // the idle timers armed, in order
+	f, url, _ := hangFixture(t, &HTTPOptions{MaxSessions: 2, SessionTimeout: time.Hour, Log: io.Discard}, &seams{
+		idleTimer: func(_ time.Duration, fire func()) func() bool {
+			fires <- fire
+			return func() bool { return true }
+		},
+	})
+	refused := func(when string) {
+		t.Helper()
+		c := &httpClient{url: url}
+		resp, err := c.do(context.Background(), http.MethodPost, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "the server has 2 sessions open, the most it keeps") {
+			t.Fatalf("a second session %s: %s %.300s; want 503", when, resp.Status, body)
+		}
+	}
+	last := func() func() { // the timer armed last
+		t.Helper()
+		var fire func()
+		for {
+			select {
+			case fire = <-fires:
+				continue
+			default:
+			}
+			if fire == nil {
+				t.Fatal("no idle timer armed")
+			}
+			return fire
+		}
+	}
+
+	a := openHTTPSession(t, url)
+	refused("with one open")
+	resp, err := a.do(context.Background(), http.MethodDelete, "", "")
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	b := openHTTPSession(t, url) // at once: the DELETE answered, its place is free
+	refused("with the next one open")
+	s := f.proxy.stores.byID(b.id)
+	if s == nil {
+		t.Fatal("the session is not known")
+	}
+	last()() // b's idle timer fires: the session layer ends it
+	if s.ctx.Err() == nil {
+		t.Fatal("the idle timer did not end the session")
+	}
+	openHTTPSession(t, url) // at once: the session ended, its place is free
+}
+
+// TestHTTPLayersDeleteRefused: a DELETE the bounds layer refuses, for its
+// Origin or past MaxRequests, never reaches the session layer: the
+// session and its call go on. Once the call's request has ended, a DELETE
+// is taken and ends the session, cancelling the call downstream.
+func TestHTTPLayersDeleteRefused(t *testing.T) {
+	f, url, cancelled := hangFixture(t, &HTTPOptions{MaxRequests: 1, Log: io.Discard}, nil)
+	c := openHTTPSession(t, url)
+	s := f.proxy.stores.byID(c.id)
+	if s == nil {
+		t.Fatal("the session is not known")
+	}
+	abandon := c.callHang(t, f) // holds the one request place
+	del := func(origin string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodDelete, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Mcp-Session-Id", c.id)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{
+		{"http://evil.example", http.StatusForbidden},
+		{"", http.StatusServiceUnavailable},
+	} {
+		if resp := del(tc.origin); resp.StatusCode != tc.status {
+			t.Errorf("DELETE, Origin %q: %s, want %d", tc.origin, resp.Status, tc.status)
+		}
+		if s.ctx.Err() != nil {
+			t.Fatalf("a DELETE refused (Origin %q) ended the session: %v", tc.origin, context.Cause(s.ctx))
+		}
+		select {
+		case <-cancelled:
+			t.Fatalf("a DELETE refused (Origin %q) cancelled the call", tc.origin)
+		default:
+		}
+	}
+	abandon()
+	// The call's request gives its place back once the server sees it end.
+	waitFor(t, func() bool { return del("").StatusCode != http.StatusServiceUnavailable })
+	if s.ctx.Err() == nil {
+		t.Error("the DELETE taken did not end the session")
+	}
+	waitCancelled(t, cancelled)
+}
+
+// TestHTTPLayersLargeArguments: a call over HTTP whose arguments are held
+// apart from what the SDK decodes (64 KiB and more) reaches the proxy's
+// own middleware and handler whole: a reference among them is resolved,
+// the arguments are validated against the tool's schema, and the server
+// gets them all.
+func TestHTTPLayersLargeArguments(t *testing.T) {
+	f, url, _ := hangFixture(t, &HTTPOptions{Log: io.Discard}, nil)
+	c := openHTTPSession(t, url)
+	s := f.proxy.stores.byID(c.id)
+	if s == nil {
+		t.Fatal("the session is not known")
+	}
+	store := f.proxy.stores.of(s.ss)
+	ref, err := store.Put(map[string]any{"id": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("a large argument ", 10000)
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"path":%q,"value":{"ref":"$%s"}}}}`, big, ref)
+	if len(call) < stashMin {
+		t.Fatalf("the call is %d bytes, under stashMin", len(call))
+	}
+	resp, err := c.do(context.Background(), http.MethodPost, "", call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"result"`) || strings.Contains(string(answer), `"isError":true`) {
+		t.Fatalf("the call: %s %.500s", resp.Status, answer)
+	}
+	handles := store.Handles()
+	v, ok := store.Get(handles[len(handles)-1])
+	if !ok {
+		t.Fatal("the result is not stored")
+	}
+	var got, want any
+	if err := json.Unmarshal(v.JSON(), &got); err != nil {
+		t.Fatalf("the stored result: %v", err)
+	}
+	json.Unmarshal([]byte(fmt.Sprintf(`{"path":%q,"value":{"ref":{"id":7}}}`, big)), &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the server got %.200s…, want the arguments whole, the reference resolved", v.JSON())
+	}
+	n := 0
+	stashed.Range(func(any, any) bool { n++; return true })
+	if n != 0 {
+		t.Errorf("%d stashed arguments left after the call", n)
 	}
 }
