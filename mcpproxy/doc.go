@@ -70,14 +70,16 @@
 // [CommandTransport] and [LineTransport] read messages of up to
 // [DefaultMaxMessage] (256 MiB) by default; a longer one is read through
 // without being held, and the call it answers fails with an error that
-// states both sizes. A result the SDK decodes (one with an image, or one
-// shown whole) may have at most 100,000 content blocks: the SDK holds an
-// object per block, and one with more is refused with an isError result
-// saying so; a previewed result of text blocks alone may have any number,
-// read from its line in memory that does not grow with them. If the
-// downstream server goes away, the proxy writes
-// one line to its log and every later call of a mirrored tool returns an
-// isError result saying so; read_value keeps working on what is stored.
+// states both sizes. [BoundedRoundTripper] does the same for a
+// Streamable HTTP server, as the HTTP client's transport. A result the SDK
+// decodes (one with an image, or one shown whole) may have at most
+// 100,000 content blocks: the SDK holds an object per block, and one with
+// more is refused with an isError result saying so; a previewed result of
+// text blocks alone may have any number, read from its line in memory
+// that does not grow with them. If the downstream server goes away, the
+// proxy writes one line to its log and every later call of a mirrored
+// tool returns an isError result saying so; read_value keeps working on
+// what is stored.
 //
 // # Sessions
 //
@@ -88,9 +90,40 @@
 // progress comes on the call's own stream. A downstream server's
 // notifications are handled as they are read, so one that floods them
 // costs the proxy one at a time, and log messages no session asked for
-// are dropped unread (intake.go). Over Streamable HTTP
-// ([Proxy.StreamableHTTPHandler]), ending a session, by its DELETE or its
-// idle timeout, cancels its calls, downstream too (httpsession.go).
+// are dropped unread (intake.go).
+//
+// # Streamable HTTP
+//
+// [Proxy.HTTPHandler] and [Gateway.HTTPHandler] serve the proxy over
+// Streamable HTTP, and [ServeHTTP] serves such a handler on a listener,
+// all configured by [HTTPOptions]. A request passes three floors, each of
+// which only sees what the one above let through:
+//
+//  1. The bounds layer (httpserve.go, httporigin.go, httpbody.go): the
+//     Origin is checked (403 for a browser page of another origin, such
+//     as a DNS-rebound one); requests in flight (MaxRequests), open
+//     sessions (MaxSessions) and the bytes of the request bodies held at
+//     once (MaxBodyBytes) are bounded (503 with Retry-After past each); a
+//     body is read once, within MaxMessage (413) and ReadTimeout then
+//     MinBodyRate (408), and a tools/call's large arguments are held
+//     apart from what the SDK decodes, as a stand-in that the outermost
+//     receiving middleware puts back. Every refusal is a JSON-RPC error
+//     saying which bound and how to raise it.
+//  2. The session layer (httpsession.go) ends sessions: by its DELETE, or
+//     after SessionTimeout without a request, a session's calls are
+//     cancelled first, downstream too (each server is sent
+//     notifications/cancelled), what is being written to it is cut off,
+//     and it is closed, its store dropped; its place under MaxSessions is
+//     free once the DELETE is answered. One write of a response waits for
+//     a client that does not read at most 30 s plus 1 s per 64 KiB it
+//     carries (writeStall, writeRate), then the response is broken off.
+//  3. The SDK's handler: a server session (and with Options.PerSession a
+//     store) per HTTP session. It is made in one place, with its own idle
+//     timeout and body bound off: the layers above keep both.
+//
+// [ServeHTTP] adds the bounds of the connections (httpconn.go): at most
+// MaxConns open (one more is answered 503 and closed), headers within
+// ReadTimeout, an idle keep-alive connection closed after IdleTimeout.
 //
 // # Bad input
 //

@@ -419,7 +419,7 @@ func TestGatewaySessionStores(t *testing.T) {
 	if g.Values() != nil {
 		t.Error("a gateway with a store per session has a shared one")
 	}
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() }, nil))
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Log: io.Discard}))
 	t.Cleanup(srv.Close) // after the clients' sessions, which hold connections open
 
 	connect := func() *mcp.ClientSession {

@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Serving over Streamable HTTP. [Proxy.StreamableHTTPHandler] and
-// [Gateway.StreamableHTTPHandler] return the SDK's handler for the proxy's
-// server with the session semantics the SDK's own lacks:
+// The session layer of the HTTP handler (see httpserve.go for the whole):
+// the SDK's Streamable HTTP handler, the one place it is made, with the
+// session semantics the SDK's own lacks:
 //
 //   - Ending a session, by a DELETE or by its idle timeout, cancels its
 //     calls first: each downstream call is cancelled (its server is sent
@@ -24,9 +24,9 @@ import (
 //     closed, its queued notifications and store dropped, and the DELETE
 //     answered (204). The SDK's own DELETE and timeout wait for the calls:
 //     for ever, with a server that never answers.
-//   - The idle timeout is StreamableHTTPOptions.SessionTimeout (0: none),
-//     kept by this handler: a session with no request in flight but its
-//     standalone stream (GET) for that long is ended as above.
+//   - The idle timeout is HTTPOptions.SessionTimeout, kept here (the SDK's
+//     is off): a session with no request in flight but its standalone
+//     stream (GET) for that long is ended as above.
 //   - One write of a response (an event, or a JSON body) waits at most
 //     writeStall plus the time its bytes take at writeRate for the client
 //     to read: past it the response is broken off (a standalone stream
@@ -49,56 +49,36 @@ var (
 	errSessionIdle    = errors.New("mcpproxy: the session was idle past its timeout")
 )
 
-// StreamableHTTPHandler returns the handler that serves p over Streamable
-// HTTP: the SDK's (mcp.NewStreamableHTTPHandler) with opts, around which
-// ending a session cancels its calls, downstream too, and the session's
-// idle timeout (opts.SessionTimeout) is kept; see the package
-// documentation (Streamable HTTP). A nil opts means the SDK's defaults.
-func (p *Proxy) StreamableHTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	return newHTTPHandler(p.server, p.stores, opts, p.seams.idleTimer)
+// httpSessions is the session layer (see the top of this file).
+type httpSessions struct {
+	sdk     http.Handler
+	st      *stores
+	timeout time.Duration                                  // the idle timeout; <= 0: none
+	timer   func(time.Duration, func()) (stop func() bool) // arms an idle timer
 }
 
-// StreamableHTTPHandler returns the handler that serves g over Streamable
-// HTTP, as [Proxy.StreamableHTTPHandler] does for a proxy.
-func (g *Gateway) StreamableHTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	var timer func(time.Duration, func()) func() bool
-	if g.opts.seams != nil {
-		timer = g.opts.seams.idleTimer
-	}
-	return newHTTPHandler(g.server, g.stores, opts, timer)
-}
-
-// httpHandler is the handler StreamableHTTPHandler returns.
-type httpHandler struct {
-	sdk   http.Handler
-	st    *stores
-	opts  mcp.StreamableHTTPOptions                      // as given: what a DELETE is checked against, the idle timeout
-	timer func(time.Duration, func()) (stop func() bool) // arms an idle timer
-}
-
-// newHTTPHandler makes the handler of server, whose sessions st keeps;
-// timer, when not nil, arms the idle timers in place of time.AfterFunc.
-func newHTTPHandler(server *mcp.Server, st *stores, opts *mcp.StreamableHTTPOptions, timer func(time.Duration, func()) func() bool) *httpHandler {
-	h := &httpHandler{st: st, timer: timer}
+// newHTTPSessions makes the session layer over server, whose sessions st
+// keeps (newServer), with the idle timeout (<= 0: none); timer, when not
+// nil, arms the idle timers in place of time.AfterFunc.
+func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) func() bool) *httpSessions {
+	h := &httpSessions{st: st, timeout: timeout, timer: timer}
 	if h.timer == nil {
 		h.timer = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
-	if opts != nil {
-		h.opts = *opts
-	}
-	sdkOpts := h.opts
-	sdkOpts.SessionTimeout = 0 // kept here
-	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &sdkOpts)
+	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      0,  // kept here
+		MaxRequestBodyBytes: -1, // the bounds layer reads and bounds a body itself: the SDK gets it whole
+	})
 	return h
 }
 
-func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *httpSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &streamWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 	defer sw.release()
 	s := h.st.byID(r.Header.Get("Mcp-Session-Id"))
-	if s == nil || h.opts.Stateless {
+	if s == nil {
 		h.sdk.ServeHTTP(sw, r)
-		if r.Method == http.MethodPost && !h.opts.Stateless {
+		if r.Method == http.MethodPost {
 			if s := h.st.byID(w.Header().Get("Mcp-Session-Id")); s != nil { // it was made now
 				s.http.started(h, s, r)
 			}
@@ -120,22 +100,18 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // end ends the session s for cause: its calls are cancelled, what is being
 // written to it cut off, then it is closed (which waits for its handlers,
 // which return now).
-func (h *httpHandler) end(s *session, cause error) {
+func (h *httpSessions) end(s *session, cause error) {
 	s.end(cause)
 	s.http.cutOff()
 	s.ss.Close()
 }
 
 // mayDelete reports whether the SDK's handler would act on the DELETE r of
-// the session s: the checks it makes before it closes a session.
-func (h *httpHandler) mayDelete(r *http.Request, s *session) bool {
-	if !h.opts.DisableLocalhostProtection {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
-			return false // DNS rebinding: the SDK refuses it
-		}
-	}
-	if h.opts.CrossOriginProtection != nil && h.opts.CrossOriginProtection.Check(r) != nil {
-		return false
+// the session s: the checks it makes before it closes a session (the
+// bounds layer in front has checked the Origin).
+func (h *httpSessions) mayDelete(r *http.Request, s *session) bool {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
+		return false // DNS rebinding: the SDK refuses it
 	}
 	if user := s.http.user(); user != "" {
 		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != user {
@@ -173,7 +149,7 @@ type httpSession struct {
 
 // started notes the session s that the request r has just made (its
 // initialize), and arms its idle timer.
-func (hs *httpSession) started(h *httpHandler, s *session, r *http.Request) {
+func (hs *httpSession) started(h *httpSessions, s *session, r *http.Request) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
@@ -208,7 +184,7 @@ func (hs *httpSession) begin(w *streamWriter, counts bool) {
 
 // finish notes the end of a request that begin noted, and arms the idle
 // timer when it was the last.
-func (hs *httpSession) finish(h *httpHandler, s *session, w *streamWriter, counts bool) {
+func (hs *httpSession) finish(h *httpSessions, s *session, w *streamWriter, counts bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	delete(hs.writers, w)
@@ -219,8 +195,8 @@ func (hs *httpSession) finish(h *httpHandler, s *session, w *streamWriter, count
 }
 
 // armLocked arms the idle timer of s if no request of it is active.
-func (hs *httpSession) armLocked(h *httpHandler, s *session) {
-	if hs.over || hs.active > 0 || h.opts.SessionTimeout <= 0 {
+func (hs *httpSession) armLocked(h *httpSessions, s *session) {
+	if hs.over || hs.active > 0 || h.timeout <= 0 {
 		return
 	}
 	hs.gen++
@@ -236,7 +212,7 @@ func (hs *httpSession) armLocked(h *httpHandler, s *session) {
 	if hs.stopIdle != nil {
 		hs.stopIdle()
 	}
-	hs.stopIdle = h.timer(h.opts.SessionTimeout, fire)
+	hs.stopIdle = h.timer(h.timeout, fire)
 }
 
 // cutOff makes every write in flight to the session's responses fail now

@@ -86,9 +86,9 @@ func (c *httpClient) callHang(t *testing.T, f *fixture) (abandon func()) {
 }
 
 // hangFixture is a proxy with a store per session over the in-process
-// test server, served by its StreamableHTTPHandler with opts; cancelled
-// receives each notifications/cancelled the test server gets.
-func hangFixture(t *testing.T, opts *mcp.StreamableHTTPOptions, s *seams) (f *fixture, url string, cancelled chan struct{}) {
+// test server, served by its HTTPHandler with opts; cancelled receives
+// each notifications/cancelled the test server gets.
+func hangFixture(t *testing.T, opts *HTTPOptions, s *seams) (f *fixture, url string, cancelled chan struct{}) {
 	t.Helper()
 	f = newFixture(t, nil, &Options{PerSession: true, seams: s})
 	cancelled = make(chan struct{}, 16)
@@ -100,7 +100,7 @@ func hangFixture(t *testing.T, opts *mcp.StreamableHTTPOptions, s *seams) (f *fi
 			return next(ctx, method, req)
 		}
 	})
-	srv := httptest.NewServer(f.proxy.StreamableHTTPHandler(opts))
+	srv := httptest.NewServer(f.proxy.HTTPHandler(opts))
 	t.Cleanup(func() {
 		close(f.calls.hangRelease)
 		srv.Close()
@@ -162,7 +162,7 @@ func TestHTTPSessionDelete(t *testing.T) {
 // downstream; a timer armed before a later request is ignored.
 func TestHTTPSessionIdle(t *testing.T) {
 	fires := make(chan func(), 16) // the idle timer's firings, in the order armed
-	f, url, cancelled := hangFixture(t, &mcp.StreamableHTTPOptions{SessionTimeout: time.Hour}, &seams{
+	f, url, cancelled := hangFixture(t, &HTTPOptions{SessionTimeout: time.Hour}, &seams{
 		idleTimer: func(_ time.Duration, fire func()) func() bool {
 			fires <- fire
 			return func() bool { return true }

@@ -78,8 +78,9 @@ type seams struct {
 }
 
 // A Proxy stands between one downstream MCP server and the agent. Create it
-// with [Connect]; serve it with [Proxy.Run] or connect [Proxy.Server] to a
-// transport; release it with [Proxy.Close].
+// with [Connect]; serve it with [Proxy.Run], over Streamable HTTP with
+// [Proxy.HTTPHandler], or connect [Proxy.Server] to a transport; release
+// it with [Proxy.Close].
 //
 // A Proxy is safe for concurrent use: tool calls run in parallel, and the
 // mirrored tool list follows the downstream server's list_changed
@@ -173,7 +174,10 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *
 	})
 	server.AddReceivingMiddleware(st.noteHanded)
 	followLogLevel(server, st, proxies)
-	server.AddReceivingMiddleware(st.inSession) // last: outermost
+	server.AddReceivingMiddleware(st.inSession)
+	// Last, so outermost: the arguments of a call over HTTP that the
+	// handler held apart (httpbody.go) are back before anything reads them.
+	server.AddReceivingMiddleware(restoreArguments)
 	server.AddSendingMiddleware(st.queueNotifications)
 	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
@@ -310,7 +314,8 @@ const version = "0.1.0"
 const serverInstructions = `Tool results are stored under handles (r1, r2, ...). A large result arrives as a bounded preview plus a hint; the whole value stays available. Pass a stored value, or a part of it, to any tool by writing a reference as the whole string argument: "$r1", "$r1.items.0.path" (object keys and array indexes; -1 is the last element). Read any stored value in pages with read_value; ask a question of one without reading it with query_value (a jq program; its result is stored under a new handle).`
 
 // Server returns the MCP server that faces the agent. Connect it to a
-// transport with its Connect or Run method, or use [Proxy.Run].
+// transport with its Connect or Run method, or use [Proxy.Run], or
+// [Proxy.HTTPHandler] to serve it over Streamable HTTP.
 func (p *Proxy) Server() *mcp.Server { return p.server }
 
 // Values returns the store holding every tool result the proxy has seen.

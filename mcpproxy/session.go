@@ -199,9 +199,10 @@ type sessionKey struct{}
 // notification passes the sending middleware (queueNotifications) as is.
 type ownWriteKey struct{}
 
-// inSession is the outermost receiving middleware of the upstream server:
-// each request is handled under a context that ends when its session ends
-// (so ending a session cancels its calls), marked with the session.
+// inSession is the outermost receiving middleware of the upstream server
+// but restoreArguments (httpbody.go), which reads no session: each
+// request is handled under a context that ends when its session ends (so
+// ending a session cancels its calls), marked with the session.
 func (st *stores) inSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, ok := req.GetSession().(*mcp.ServerSession)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/mcpproxy"
@@ -77,8 +75,9 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
-	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a stdio server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
+	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -126,7 +125,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, "gateway", g, *listen, *maxMessage, stderr)
+		return serveHTTP(ctx, "gateway", g, *listen, httpFlags.options(*maxMessage), stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {
@@ -264,7 +263,10 @@ func downstreams(cfg *gatewayConfig, chain []string, maxMessage int, stderr io.W
 		}
 		connect := func() mcp.Transport {
 			if s.kind() != "stdio" {
-				return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers(s.Headers)}}
+				// -max-message bounds its messages as a stdio server's
+				// (BoundedRoundTripper), in place of the SDK's 16 MiB event cap.
+				return &mcp.StreamableClientTransport{Endpoint: s.URL, MaxEventSize: -1,
+					HTTPClient: &http.Client{Transport: &mcpproxy.BoundedRoundTripper{Base: headers(s.Headers), MaxMessage: maxMessage, Log: stderr}}}
 			}
 			cmd := exec.Command(s.Command, s.Args...)
 			cmd.Dir = s.Cwd
@@ -294,59 +296,4 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return http.DefaultTransport.RoundTrip(req)
-}
-
-// sessionIdle is how long an HTTP session may go without a request before
-// the gateway ends it, dropping its store: a client that went away without
-// ending its session would otherwise hold its values for good.
-const sessionIdle = time.Hour
-
-// shutdownWait bounds how long a gateway serving HTTP waits, once told to
-// stop, for requests in flight (an open event stream never ends on its own).
-const shutdownWait = 5 * time.Second
-
-// An mcpServer is a gateway or a proxy: what serveHTTP serves.
-type mcpServer interface {
-	StreamableHTTPHandler(*mcp.StreamableHTTPOptions) http.Handler
-	Close() error
-}
-
-// serveHTTP serves g (the command named what) over Streamable HTTP at addr
-// until ctx is done, then closes it. The SDK's handler gives each HTTP
-// session its own server session, hence its own store, and refuses a
-// request that reached a loopback address with another Host (DNS
-// rebinding); g's wrapping of it ends a session's calls with the session.
-func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, maxBody int, stderr io.Writer) error {
-	defer g.Close()
-	if !strings.Contains(addr, ":") {
-		addr = ":" + addr
-	}
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	mux := http.NewServeMux()
-	// A session that comes back after its end is a new session, whose
-	// handles start past the old one's (Options.PerSession): a stale "$r2"
-	// in the model's transcript names nothing rather than another value.
-	// Ending a session (DELETE, or sessionIdle) cancels its calls.
-	mux.Handle("/mcp", g.StreamableHTTPHandler(&mcp.StreamableHTTPOptions{SessionTimeout: sessionIdle, MaxRequestBodyBytes: int64(maxBody)}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("%s: %w", what, err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
-	defer cancel()
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
-	}
-	return nil
 }

@@ -29,6 +29,13 @@
 //	-max-message N      largest JSON-RPC message read, in bytes (default 256 MiB; 0: no bound)
 //	-original-schemas   offer the input schemas unchanged, without admitting "$r" references
 //	-listen ADDR        serve MCP over Streamable HTTP at http://ADDR/mcp, a store per HTTP session
+//	-allow-origin O     with -listen: a browser origin allowed besides the server's own (repeatable; * for any)
+//	-max-sessions N     with -listen: most sessions open at once; an ended one frees its place (default 1000; 0: no bound)
+//	-session-idle D     with -listen: a session idle this long ends, its calls cancelled (default 1h; 0: never)
+//	-max-requests N     with -listen: most requests handled at once, event streams aside (default 256)
+//	-max-body-bytes N   with -listen: most bytes of request bodies held at once (default 512 MiB)
+//	-max-conns N        with -listen: most connections open at once (default 2000)
+//	-read-timeout D     with -listen: time for a request's headers, and its body before 64 KiB/s (default 30s)
 //	-store SPEC         persist values: dir:PATH, redis://HOST:PORT/DB, rediss://…, redis+cluster://…
 //	-session ID         the session they persist under (default "default"); a later run continues it
 //

@@ -34,6 +34,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or the server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
@@ -70,7 +71,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, "proxy", p, *listen, *maxMessage, stderr)
+		return serveHTTP(ctx, "proxy", p, *listen, httpFlags.options(*maxMessage), stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := p.Run(ctx, upstream); err != nil && ctx.Err() == nil {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentvalues/values/mcpproxy"
+)
+
+// httpFlags are the flags of proxy and gateway that bound serving over
+// HTTP (-listen). Zero in a number or a duration means no bound, as for
+// -max-message.
+type httpFlags struct {
+	maxSessions  *int
+	maxRequests  *int
+	maxBodyBytes *int64
+	maxConns     *int
+	sessionIdle  *time.Duration
+	readTimeout  *time.Duration
+	origins      *originList
+}
+
+func addHTTPFlags(fs *flag.FlagSet) httpFlags {
+	f := httpFlags{
+		maxSessions:  fs.Int("max-sessions", mcpproxy.DefaultMaxSessions, "with -listen: most HTTP sessions open at once; a new one past it is refused with 503 until one ends (DELETE, or -session-idle) (0: no bound)"),
+		maxRequests:  fs.Int("max-requests", mcpproxy.DefaultMaxRequests, "with -listen: most HTTP requests (other than event streams) handled at once; one past it is refused with 503 (0: no bound)"),
+		maxBodyBytes: fs.Int64("max-body-bytes", mcpproxy.DefaultMaxBodyBytes, "with -listen: most `bytes` of request bodies held at once; a request past it is refused with 503 (0: no bound)"),
+		maxConns:     fs.Int("max-conns", mcpproxy.DefaultMaxConns, "with -listen: most connections open at once; one past it is answered 503 and closed (0: no bound)"),
+		sessionIdle:  fs.Duration("session-idle", mcpproxy.DefaultSessionTimeout, "with -listen: an HTTP session with no request for this long (an open event stream is not one) is ended: its calls are cancelled, downstream too, and its store dropped (0: never)"),
+		readTimeout:  fs.Duration("read-timeout", mcpproxy.DefaultReadTimeout, "with -listen: time allowed for a request's headers, and for its body before it must arrive at 64 KiB/s at least (0: no bound)"),
+		origins:      &originList{},
+	}
+	fs.Var(f.origins, "allow-origin", "with -listen: a browser `ORIGIN` (https://app.example.com) allowed to call besides the server's own; repeat for more, * for any")
+	return f
+}
+
+// options returns the HTTPOptions the flags give, with maxMessage as the
+// -max-message flag has it (-1: no bound).
+func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
+	return &mcpproxy.HTTPOptions{
+		MaxMessage:     maxMessage,
+		MaxSessions:    noBound(*f.maxSessions),
+		MaxRequests:    noBound(*f.maxRequests),
+		MaxBodyBytes:   noBound(*f.maxBodyBytes),
+		MaxConns:       noBound(*f.maxConns),
+		SessionTimeout: noBound(*f.sessionIdle),
+		ReadTimeout:    noBound(*f.readTimeout),
+		AllowedOrigins: *f.origins,
+	}
+}
+
+// noBound maps 0, which means no bound on the command line, to -1, which
+// means it in HTTPOptions.
+func noBound[T int | int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// An originList is the repeatable -allow-origin flag.
+type originList []string
+
+func (o *originList) String() string { return strings.Join(*o, ",") }
+
+func (o *originList) Set(s string) error {
+	*o = append(*o, s)
+	return nil
+}
+
+// An mcpServer is a gateway or a proxy: what serveHTTP serves.
+type mcpServer interface {
+	HTTPHandler(*mcpproxy.HTTPOptions) http.Handler
+	Close() error
+}
+
+// serveHTTP serves g (the command named what) over Streamable HTTP at addr
+// until ctx is done, then closes it: g's handler (a server session, hence
+// a store, per HTTP session; bounds on requests, bodies, sessions and
+// origins; ending a session cancels its calls) at /mcp, behind mcpproxy's
+// connection bounds.
+func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts *mcpproxy.HTTPOptions, stderr io.Writer) error {
+	defer g.Close()
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	opts.Log = stderr
+	mux := http.NewServeMux()
+	// A session that comes back after its end is a new session, whose
+	// handles start past the old one's (Options.PerSession): a stale "$r2"
+	// in the model's transcript names nothing rather than another value.
+	mux.Handle("/mcp", g.HTTPHandler(opts))
+	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
+	if err := mcpproxy.ServeHTTP(ctx, ln, mux, opts); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
