@@ -42,7 +42,7 @@ func TestPreviewCapturedOutputs(t *testing.T) {
 	var got bytes.Buffer
 	for _, f := range files {
 		name := filepath.Base(f)
-		if strings.HasSuffix(name, ".cmd") || strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".py") {
+		if strings.HasSuffix(name, ".cmd") || name == "README.md" || strings.HasSuffix(name, ".py") {
 			continue
 		}
 		p := previewOutput(t, name)

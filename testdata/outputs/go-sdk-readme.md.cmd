@@ -1,0 +1,1 @@
+cat "$(go env GOMODCACHE)/github.com/modelcontextprotocol/go-sdk@v1.8.0/README.md"

@@ -1,0 +1,1 @@
+openssl ciphers -v

@@ -1,0 +1,1 @@
+cat /usr/share/doc/postgresql-common/dependencies.svg   # package postgresql-common

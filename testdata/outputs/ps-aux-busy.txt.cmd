@@ -1,0 +1,1 @@
+unshare --pid --fork --mount-proc bash -c 'd=$(mktemp -d); python3 -c "b = bytearray(300 << 20); b[::4096] = b\"x\" * len(b[::4096]); import time; time.sleep(60)" & GOCACHE=$d go build -a std & sleep 4; ps aux; kill $(jobs -p); wait; rm -rf "$d"'   # a busy PID namespace: a 300 MiB process and a build, so RSS and VSZ overflow their columns

@@ -1,0 +1,1 @@
+sqlite3 -markdown -header :memory: "with recursive n(i) as (select 1 union all select i+1 from n where i<100) select i as id, printf('user%03d', i) as login, case i%3 when 0 then 'admin' when 1 then 'dev' else 'ops' end as role, case when i%7=0 then NULL else round(i*1.37, 2) end as score, case when i%5=0 then 'on leave' else 'active' end as status from n;"

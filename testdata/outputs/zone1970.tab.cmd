@@ -1,0 +1,1 @@
+cat /usr/share/zoneinfo/zone1970.tab
