@@ -102,3 +102,27 @@ func shownKey(buf, raw []byte) []byte {
 	}
 	return append(append(buf, raw[:i]...), '"')
 }
+
+// appendName appends s, a name read from a text (a path, a key, an element
+// name; valid UTF-8), bare when it is made of plain name characters and
+// fits budget bytes, and otherwise as a JSON string of at most budget
+// bytes (budget ≥ minElement): its head clipped with "…", or with tail its
+// end (the end of a path names it best).
+func appendName(dst, s []byte, budget int, tail bool) []byte {
+	bare := len(s) > 0 && len(s) <= budget
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_-./@+:~$%", c) >= 0) {
+			bare = false
+			break
+		}
+	}
+	if bare {
+		return append(dst, s...)
+	}
+	if tail {
+		dst, _ = jsontext.AppendQuotedTail(dst, s, budget)
+		return dst
+	}
+	dst, _ = jsontext.AppendQuotedHead(dst, s, budget)
+	return dst
+}

@@ -26,7 +26,8 @@
 // the handles r1, r2, …, and its options. [SessionValues.Put] and
 // [SessionValues.PutOutput] (put.go) validate a value once, in the same
 // pass that computes the small index previews need (index.go; index_text.go
-// for the JSON a text holds, index_table.go for a table), so a preview
+// for the JSON a text holds, index_table.go for a table, index_diff.go for
+// a unified diff), so a preview
 // costs time proportional to the preview, never to the value. No decoded
 // tree of a value is kept. [SessionValues.Observe] and
 // [SessionValues.Transcript] (observe.go) give what enters the transcript
@@ -34,15 +35,17 @@
 //
 // # Previews
 //
-// [RenderPreview] (render.go, and render_array.go, render_object.go and
-// render_text.go for each shape) describes a value in one line (a text
+// [RenderPreview] (render.go, and render_array.go, render_object.go,
+// render_text.go and render_doc.go for each shape) describes a value in one line (a text
 // head or tail may carry escaped newlines) that is never longer than the
 // store's preview bound, whatever the value: for an array, how many
 // items, the keys and value kinds of its items over every item, and its
 // first and last items; for an object, its fields, with the part that
 // holds most of its bytes previewed as a value of its own; for a text,
 // its size and lines and its ends, or the JSON, JSON stream or table it
-// holds. See the function for the grammar. The rules by which each part
+// holds, or the structure of a document in a data format before its ends:
+// of a unified diff, its files (the first and the last by name), the lines
+// added and removed and its hunks. See the function for the grammar. The rules by which each part
 // is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
 // line that tells the model how to reach the rest.
 //

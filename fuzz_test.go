@@ -32,6 +32,12 @@ func FuzzPreview(f *testing.F) {
 		// White space before an array of objects and in a string holding one.
 		"\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2,\"name\":\"b\"}]",
 		`{"content":[{"type":"text","text":"\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2}]"}]}`,
+		// Diffs, and text that only starts like one: hunks whose counts
+		// lie, header-like lines inside hunks, names with tabs and quotes.
+		"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- y\n-z\n+++ w\n+v\n",
+		"--- a\n+++ b\n@@ -1,999999999 +1,999999999 @@\n x\n" + strings.Repeat("-\n+\n", 40),
+		"--- a\n+++ b\n@@ -1,99999999999999999999 +1 @@\n-1\n", "diff \ndiff --git\n@@ -0,0 +0,0 @@\n",
+		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}

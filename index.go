@@ -35,9 +35,9 @@ const (
 // preview or lookup that needs it, by scanning the value again. A copy of
 // the value shares it.
 type lazyIndex struct {
-	once  sync.Once
-	c     *container
-	table *table
+	once   sync.Once
+	c      *container
+	format textFormat
 }
 
 // newLazy returns a copy of x whose index is built on first use, in one
@@ -55,23 +55,24 @@ func newLazy(x value) *value {
 // text holds; nil for other values.
 func (x *value) index() *container {
 	if l := x.lazy; l != nil {
-		l.once.Do(func() { l.c, l.table = buildIndex(x) })
+		l.once.Do(func() { l.c, l.format = buildIndex(x) })
 		return l.c
 	}
 	return x.c
 }
 
-// tableIndex returns the table a text value holds, or nil.
-func (x *value) tableIndex() *table {
+// formatIndex returns what a text value holds other than JSON (a table or
+// a document in a data format), or nil.
+func (x *value) formatIndex() textFormat {
 	if l := x.lazy; l != nil {
-		l.once.Do(func() { l.c, l.table = buildIndex(x) })
-		return l.table
+		l.once.Do(func() { l.c, l.format = buildIndex(x) })
+		return l.format
 	}
-	return x.table
+	return x.format
 }
 
 // buildIndex indexes x, a value that Put validated but did not index.
-func buildIndex(x *value) (*container, *table) {
+func buildIndex(x *value) (*container, textFormat) {
 	switch x.kind {
 	case KindText:
 		return indexText(x.raw, x.lines, jsonUntried)

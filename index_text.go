@@ -3,9 +3,18 @@ package values
 import "github.com/agentvalues/values/internal/jsontext"
 
 // This file holds what Put recognizes in a text value: the JSON it holds
-// (one array or object, or a stream of values such as JSON Lines), and
-// tables. What is recognized only changes the preview and what references
-// can name; the stored bytes are the text as given.
+// (one array or object, or a stream of values such as JSON Lines), tables
+// (index_table.go), and documents in a data format: unified diffs
+// (index_diff.go). What is recognized only changes the preview and what
+// references can name; the stored bytes are the text as given.
+
+// textFormat is what Put recognized in a text other than JSON: a table or
+// a document in a data format. It renders the text's preview.
+type textFormat interface {
+	// appendPreview appends the preview of the text x, without its handle,
+	// in at most budget bytes.
+	appendPreview(dst []byte, x *value, budget int) []byte
+}
 
 // indexText recognizes the structure of the valid UTF-8 text b of lines
 // lines, if any, and returns its index. Text whose first character (after white
@@ -15,8 +24,9 @@ import "github.com/agentvalues/values/internal/jsontext"
 // scan, and one value is scanned once: the text is scanned as a stream
 // only when its first value is whole and more follows. A stream that
 // breaks JSON anywhere is not one. tried says what the caller found when
-// it scanned b as one value already, if it did.
-func indexText(b []byte, lines int, tried jsonTried) (*container, *table) {
+// it scanned b as one value already, if it did. Text that is not JSON is
+// tried as each format of detectFormat.
+func indexText(b []byte, lines int, tried jsonTried) (*container, textFormat) {
 	i := jsontext.SkipSpace(b, 0)
 	if i < len(b) && (b[i] == '{' || b[i] == '[') && tried != jsonBroken {
 		more := tried == jsonMore
@@ -33,7 +43,22 @@ func indexText(b []byte, lines int, tried jsonTried) (*container, *table) {
 			}
 		}
 	}
-	return nil, detectTable(b, lines)
+	return nil, detectFormat(b, lines)
+}
+
+// detectFormat returns the format the text b of lines lines holds, or nil:
+// the first of a unified diff and a table that its bytes show. Each
+// detector decides from a bounded prefix of b whether b is of its format
+// (so that text of no format costs about that prefix for each) before it
+// reads further.
+func detectFormat(b []byte, lines int) textFormat {
+	if d := detectDiff(b); d != nil {
+		return d
+	}
+	if t := detectTable(b, lines); t != nil {
+		return t
+	}
+	return nil
 }
 
 // newStream indexes the stream of JSON values b as a container of its

@@ -185,6 +185,34 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 		add("mcp-tools-list-result.json", "tool field "+k, k)
 	}
 
+	// Diffs: how many files, which (the first and the last), lines added
+	// and removed, hunks; counted here line by line, as grep would.
+	for _, file := range []string{"git-diff.diff", "diff-ru-modules.diff"} {
+		var names []string
+		added, removed, hunks := 0, 0, 0
+		for _, l := range strings.Split(string(readOutput(t, file)), "\n") {
+			switch {
+			case strings.HasPrefix(l, "+++ "):
+				name, _, _ := strings.Cut(strings.TrimPrefix(l[4:], "b/"), "\t")
+				names = append(names, name)
+			case strings.HasPrefix(l, "Only in "):
+				names = append(names, l[len("Only in "):])
+			case strings.HasPrefix(l, "--- "):
+			case strings.HasPrefix(l, "@@ "):
+				hunks++
+			case strings.HasPrefix(l, "+"):
+				added++
+			case strings.HasPrefix(l, "-"):
+				removed++
+			}
+		}
+		add(file, "files", fmt.Sprintf("diff(files=%d,", len(names)))
+		add(file, "lines added and removed", fmt.Sprintf("+%d -%d", added, removed))
+		add(file, "hunks", fmt.Sprintf("hunks=%d", hunks))
+		add(file, "first file", "["+names[0]+" ")
+		add(file, "last file", names[len(names)-1])
+	}
+
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
 		data := string(readOutput(t, file))

@@ -131,7 +131,7 @@ func newText(b []byte, eager int, tried jsonTried) *value {
 		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines})
 	}
 	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
-	x.c, x.table = indexText(b, lines, tried)
+	x.c, x.format = indexText(b, lines, tried)
 	return x
 }
 

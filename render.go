@@ -22,6 +22,7 @@ import (
 //	r3 = json-text(len=8.7 KiB, lines=1, array(len=42, …))
 //	r3 = json-stream(len=604, bytes=76 KiB, items={Action: text, …}, [:3]=[…], [-2:]=[…])
 //	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
+//	r3 = diff(files=8, +159 -124, hunks=12, len=23 KiB, lines=410, [README.md +9 -6, …, store.go +5 -0], head="…", tail="…")
 //	r4 = 42
 //	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
 //
@@ -37,7 +38,8 @@ import (
 // one-item array) is previewed as a value of its own, four deep at most:
 // an array or object, the JSON a string holds, or a long string's head
 // and tail. A text holding JSON, a stream of JSON values or a table is
-// previewed as such. The true length or size is always stated, and every
+// previewed as such; a document in a data format (a unified diff) by its
+// structure, then its head and tail. The true length or size is always stated, and every
 // elision is marked with "…".
 //
 // The result is valid UTF-8 and never longer than the preview bound of the
@@ -148,4 +150,70 @@ func renderBinary(b []byte, x *value) []byte {
 	b = hex.AppendEncode(b, x.sum[:8])
 	b = append(b, jsontext.Ellipsis...)
 	return append(b, ')')
+}
+
+// appendList appends "[p, p, …, … K more, p]", the pieces of a list of n
+// entries of which the first ones (head) and the last ones (tail) are
+// known, in at most budget bytes, brackets included: as many first entries
+// as fit while room is left for the count of those left out and the last
+// entry, which piece appends. A list of which nothing fits is "[… N]".
+func appendList[E any](dst []byte, n int, head, tail []E, piece func([]byte, E) []byte, budget int) []byte {
+	start := len(dst)
+	known := append(head[:len(head):len(head)], tail...)
+	if n == 0 || len(known) == 0 {
+		return append(dst, "[]"...)
+	}
+	last := known[len(known)-1]
+	first := head
+	if n == len(known) { // every entry known: the tail follows the head
+		first = known[:len(known)-1]
+	} else if len(tail) == 0 {
+		first = head[:len(head)-1]
+	}
+	var lastBuf [256]byte
+	lastPiece := piece(lastBuf[:0], last)
+	const more = ", … 9999999 more"
+	dst = append(dst, '[')
+	shown := 0
+	for i, e := range first {
+		mark := len(dst)
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = piece(dst, e)
+		reserve := len(", ") + len(lastPiece) + len("]")
+		if n-shown-2 > 0 {
+			reserve += len(more)
+		}
+		if len(dst)-start+reserve > budget {
+			dst = dst[:mark]
+			break
+		}
+		shown++
+	}
+	sep := func() {
+		if len(dst)-start > 1 {
+			dst = append(dst, ", "...)
+		}
+	}
+	leftOut := n - shown - 1 // between the entries shown and the last
+	moreLen := func(k int) int { return len(", … more") + len(strconv.Itoa(k)) + 1 }
+	showLast := len(dst)-start+len(", ")+len(lastPiece)+len("]") <= budget
+	if leftOut > 0 {
+		showLast = showLast && len(dst)-start+moreLen(leftOut)+len(", ")+len(lastPiece)+len("]") <= budget
+	}
+	if !showLast {
+		leftOut++
+	}
+	if leftOut > 0 {
+		sep()
+		dst = append(dst, jsontext.Ellipsis+" "...)
+		dst = strconv.AppendInt(dst, int64(leftOut), 10)
+		dst = append(dst, " more"...)
+	}
+	if showLast {
+		sep()
+		dst = append(dst, lastPiece...)
+	}
+	return clipFrom(append(dst, ']'), start, budget)
 }

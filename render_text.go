@@ -10,7 +10,7 @@ import (
 // and tail, within limit bytes in total; a text holding JSON is previewed
 // as that JSON, and a table as a table.
 func renderText(b []byte, x *value, limit int) []byte {
-	c, t := x.index(), x.tableIndex()
+	c, f := x.index(), x.formatIndex()
 	switch {
 	case c != nil && c.stream:
 		return renderJSON(b, c, limit-len(b))
@@ -23,8 +23,8 @@ func renderText(b []byte, x *value, limit int) []byte {
 		b = append(b, ", "...)
 		b = renderJSON(b, c, limit-start-(len(b)-start)-len(")"))
 		return append(b, ')')
-	case t != nil:
-		return renderTable(b, x, t, limit-len(b))
+	case f != nil:
+		return f.appendPreview(b, x, limit-len(b))
 	}
 	b = append(b, "text(len="...)
 	b = appendSize(b, x.n)
@@ -64,10 +64,10 @@ func appendStringText(dst, raw []byte, n, lines, budget int) []byte {
 	return append(dst, ')')
 }
 
-// renderTable appends "table(rows=N, cols=N, bytes=…, format=…, header=[…],
-// [:3]=[…], [-2:]=[…])" for the table x holds, in at most budget bytes,
-// the rows as their lines.
-func renderTable(dst []byte, x *value, t *table, budget int) []byte {
+// appendPreview appends "table(rows=N, cols=N, bytes=…, format=…,
+// header=[…], [:3]=[…], [-2:]=[…])" for the table t of the text x, in at
+// most budget bytes, the rows as their lines.
+func (t *table) appendPreview(dst []byte, x *value, budget int) []byte {
 	start := len(dst)
 	dst = append(dst, "table(rows="...)
 	dst = strconv.AppendInt(dst, int64(t.rows), 10)
@@ -129,4 +129,34 @@ func renderTable(dst []byte, x *value, t *table, budget int) []byte {
 		dst = row(dst, s)
 	}
 	return append(dst, "])"...)
+}
+
+// appendTextSize appends "len=S, lines=N" of the text x.
+func appendTextSize(dst []byte, x *value) []byte {
+	dst = append(dst, "len="...)
+	dst = appendSize(dst, x.n)
+	dst = append(dst, ", lines="...)
+	return strconv.AppendInt(dst, int64(x.lines), 10)
+}
+
+// appendTextEnds ends the preview of a document whose structure dst holds
+// from start: with `) "…"`, the text whole, when that fits budget bytes
+// from start; else with ", head=…, tail=…)" in what is left of budget; or
+// with ")" alone when too little is left for either.
+func appendTextEnds(dst []byte, start int, raw []byte, budget int) []byte {
+	left := budget - (len(dst) - start)
+	if len(raw)+2 < left && len(`) `)+jsontext.QuotedLen(raw) <= left {
+		dst = append(dst, ") "...)
+		return jsontext.AppendQuote(dst, raw)
+	}
+	avail := left - len(", head=, tail=)")
+	if avail < 2*minElement {
+		return append(dst, ')')
+	}
+	head, tail := textEnds(avail)
+	dst = append(dst, ", head="...)
+	dst, _ = jsontext.AppendQuotedHead(dst, raw, head)
+	dst = append(dst, ", tail="...)
+	dst, _ = jsontext.AppendQuotedTail(dst, raw, tail)
+	return append(dst, ')')
 }

@@ -40,18 +40,18 @@ func (k Kind) String() string {
 type Value struct{ v *value }
 
 type value struct {
-	kind  Kind
-	raw   []byte // JSON for null, bool, number, array, object; UTF-8 for text; bytes for binary
-	n     int    // see Value.Len
-	lines int    // text: line count
-	sum   [sha256.Size]byte
-	ctype string     // binary: sniffed content type
-	c     *container // the index of an array or object, or of the JSON a text holds; see index
-	table *table     // the table a text holds; see index
-	lazy  *lazyIndex // for a value indexed on first use, its index; see index
-	max   int        // preview bound in effect when stored
-	size  int        // byte size of raw, for a value whose raw is in the durable store
-	disk  *disk      // non-nil for a value kept only in the durable store (raw is nil)
+	kind   Kind
+	raw    []byte // JSON for null, bool, number, array, object; UTF-8 for text; bytes for binary
+	n      int    // see Value.Len
+	lines  int    // text: line count
+	sum    [sha256.Size]byte
+	ctype  string     // binary: sniffed content type
+	c      *container // the index of an array or object, or of the JSON a text holds; see index
+	format textFormat // what a text holds other than JSON: a table or a document; see index
+	lazy   *lazyIndex // for a value indexed on first use, its index; see index
+	max    int        // preview bound in effect when stored
+	size   int        // byte size of raw, for a value whose raw is in the durable store
+	disk   *disk      // non-nil for a value kept only in the durable store (raw is nil)
 }
 
 var nullValue = &value{kind: KindNull, raw: []byte("null")}

@@ -1,0 +1,82 @@
+package values
+
+import (
+	"strings"
+	"testing"
+)
+
+// docCase is a text and what its preview must say: each of want in it,
+// none of not.
+type docCase struct {
+	name string
+	text string
+	want []string
+	not  []string
+}
+
+func runDocCases(t *testing.T, cases []docCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New()
+			v, _ := s.Get(s.PutOutput([]byte(tc.text)))
+			p := RenderPreview("r1", v)
+			for _, w := range tc.want {
+				if !strings.Contains(p, w) {
+					t.Errorf("%q is not in the preview:\n%s", w, p)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(p, w) {
+					t.Errorf("%q is in the preview:\n%s", w, p)
+				}
+			}
+			if got := string(v.Bytes()); got != tc.text {
+				t.Errorf("stored %q, want the text as given", got)
+			}
+		})
+	}
+}
+
+func TestDiffPreview(t *testing.T) {
+	runDocCases(t, []docCase{{
+		name: "git diff",
+		text: "diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1,3 +1,3 @@\n x\n-y\n+z\n w\n" +
+			"diff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1,2 @@\n+1\n+2\n",
+		want: []string{"diff(files=2, +3 -1, hunks=2,", "[a.go +1 -1, b.txt +2 -0]"},
+	}, {
+		// A removed line that reads "--- " and an added one that reads
+		// "+++ " are lines of their hunk, not a file.
+		name: "header-like lines in a hunk",
+		text: "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- not a file\n-b\n+++ not a file\n+c\n",
+		want: []string{"diff(files=1, +2 -2, hunks=1,", "[x +2 -2]"},
+	}, {
+		name: "deleted file, no newline, counts left out",
+		text: "diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-only line\n\\ No newline at end of file\n",
+		want: []string{"diff(files=1, +0 -1, hunks=1,", "[gone.txt +0 -1]"},
+	}, {
+		name: "git show: commit, message, rename and binary",
+		text: "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A <a@example.com>\nDate:   Mon Jan 1 00:00:00 2026 +0000\n\n    move things\n\n" +
+			"diff --git a/old.go b/new.go\nsimilarity index 100%\nrename from old.go\nrename to new.go\n" +
+			"diff --git a/logo.png b/logo.png\nindex 1..2 100644\nBinary files a/logo.png and b/logo.png differ\n",
+		want: []string{"diff(commits=1, files=2, +0 -0, hunks=0,", "[new.go +0 -0, logo.png binary]"},
+	}, {
+		name: "diff -r: Only in",
+		text: "Only in a: x.txt\ndiff -u a/y b/y\n--- a/y\t2026-01-01\n+++ b/y\t2026-01-02\n@@ -1 +1 @@\n-1\n+2\n",
+		want: []string{"diff(files=2, +1 -1, hunks=1,", `["a: x.txt" only, y +1 -1]`},
+	}, {
+		name: "many files: the first that fit and the last",
+		text: strings.Repeat("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-1\n+2\n", 300) + "--- a/last.go\n+++ b/last.go\n@@ -1 +1 @@\n-1\n+2\n",
+		want: []string{"diff(files=301, +301 -301, hunks=301,", "[f +1 -1, f +1 -1,", " more, last.go +1 -1]"},
+	}, {
+		name: "text that starts like a diff but is not one",
+		text: "--- a note\nthat goes on\n" + strings.Repeat("and on\n", 400),
+		want: []string{"text(len="},
+		not:  []string{"diff("},
+	}, {
+		name: "a log that holds a diff further down",
+		text: "2026-01-01 start\n" + strings.Repeat("2026-01-01 working\n", 200) + "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n",
+		want: []string{"text(len="},
+		not:  []string{"diff("},
+	}})
+}
