@@ -26,8 +26,8 @@
 // the handles r1, r2, …, and its options. [SessionValues.Put] and
 // [SessionValues.PutOutput] (put.go) validate a value once, in the same
 // pass that computes the small index previews need (index.go; index_text.go
-// for the JSON a text holds, index_table.go for a table, index_diff.go for
-// a unified diff), so a preview
+// for the JSON a text holds, index_table.go for a table, index_diff.go and
+// index_yaml.go for a unified diff and YAML), so a preview
 // costs time proportional to the preview, never to the value. No decoded
 // tree of a value is kept. [SessionValues.Observe] and
 // [SessionValues.Transcript] (observe.go) give what enters the transcript
@@ -45,7 +45,9 @@
 // its size and lines and its ends, or the JSON, JSON stream or table it
 // holds, or the structure of a document in a data format before its ends:
 // of a unified diff, its files (the first and the last by name), the lines
-// added and removed and its hunks. See the function for the grammar. The rules by which each part
+// added and removed and its hunks; of YAML, its top-level keys with what
+// each holds (a scalar, or how many keys or items and which first), or its
+// items with the keys they have. See the function for the grammar. The rules by which each part
 // is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
 // line that tells the model how to reach the rest.
 //

@@ -3,10 +3,13 @@ package values
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Fuzz targets check properties, not only the absence of panics. Run one
@@ -37,6 +40,9 @@ func FuzzPreview(f *testing.F) {
 		"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- y\n-z\n+++ w\n+v\n",
 		"--- a\n+++ b\n@@ -1,999999999 +1,999999999 @@\n x\n" + strings.Repeat("-\n+\n", 40),
 		"--- a\n+++ b\n@@ -1,99999999999999999999 +1 @@\n-1\n", "diff \ndiff --git\n@@ -0,0 +0,0 @@\n",
+		// YAML: anchors, aliases, a billion laughs (never expanded), documents.
+		"a: &a [lol, lol]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: *c\n", "---\nk: v\n---\n- x\n- y\n...\n",
+		"- go: a\n  in:\n  - &fp\n    x: 1\n  out:\n  - *fp\n- go: b\n", "k: |\n  text\nl:\n- a\n- b: c\n  d: e\n",
 		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
 	} {
 		f.Add([]byte(seed), 2048, "r1")
@@ -107,6 +113,60 @@ func FuzzReferencePattern(f *testing.F) {
 		isRef = isRef && strings.HasPrefix(s, "$")
 		if got := pattern.MatchString(s); got != isRef {
 			t.Fatalf("ReferencePattern matches %q: %v; the grammar says %v", s, got, isRef)
+		}
+	})
+}
+
+// FuzzYAMLOutline checks the YAML that Put recognizes against a YAML
+// parser: when the parser reads the first document of a text that Put
+// takes for YAML, it reads a mapping or sequence as Put does, with as many
+// keys or items, and the same plain keys in the same order.
+func FuzzYAMLOutline(f *testing.F) {
+	for _, seed := range []string{
+		"a: 1\nb:\n  c: 2\n", "- a: 1\n  b: 2\n- c\n", "---\nk: v\n---\nx: y\n", "k:\n- 1\n- 2\nj: |\n  text\n",
+		"a: &x [1, 2]\nb: *x\n'q''k': 1\n\"dq\": 2\n", "!tag\n- &a x\n- *a\n", "a: b # c\nd: 'e: f'\n",
+		"a:\n  &anchor\n  b: 1\nc: [1,\n  2]\n", "%YAML 1.2\n---\na: 1\n...\n", "a: \"multi\n  line\"\nb: 2\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) {
+			return
+		}
+		d := detectYAML(data)
+		if d == nil {
+			return
+		}
+		var doc yaml.Node
+		err := func() (err error) {
+			defer func() {
+				if recover() != nil {
+					err = errors.New("the parser panicked")
+				}
+			}()
+			return yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc)
+		}()
+		if err != nil || len(doc.Content) == 0 {
+			return // not YAML to the parser: Put's guess costs only a worse preview
+		}
+		top := doc.Content[0]
+		switch {
+		case d.seq && top.Kind == yaml.SequenceNode:
+			if d.n != len(top.Content) {
+				t.Fatalf("%q: %d items, the parser reads %d", data, d.n, len(top.Content))
+			}
+		case !d.seq && top.Kind == yaml.MappingNode:
+			if d.n != len(top.Content)/2 {
+				t.Fatalf("%q: %d keys, the parser reads %d", data, d.n, len(top.Content)/2)
+			}
+			for i, e := range d.head {
+				k := top.Content[2*i]
+				if k.Style == 0 && string(e.key.Of(data)) != k.Value {
+					t.Fatalf("%q: key %d is %q, the parser reads %q", data, i, e.key.Of(data), k.Value)
+				}
+			}
+		default:
+			t.Fatalf("%q: Put reads a sequence: %v; the parser reads node kind %v", data, d.seq, top.Kind)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package values
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,5 +79,63 @@ func TestDiffPreview(t *testing.T) {
 		text: "2026-01-01 start\n" + strings.Repeat("2026-01-01 working\n", 200) + "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n",
 		want: []string{"text(len="},
 		not:  []string{"diff("},
+	}})
+}
+
+func TestYAMLPreview(t *testing.T) {
+	laughs := "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+	for i, c := range "bcdefghi" {
+		laughs += fmt.Sprintf("%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n", c, c, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i, 'a'+i)
+	}
+	runDocCases(t, []docCase{{
+		name: "a manifest",
+		text: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    app: web\nspec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx\n",
+		want: []string{"yaml(keys=4,", "{apiVersion: apps/v1, kind: Deployment, metadata: map(keys=2, lines=4, {name, labels}), spec: map(keys=2, lines=7, {replicas, template})}"},
+	}, {
+		name: "documents",
+		text: "%YAML 1.2\n---\na: 1\nb: [1, 2]\n---\nc: 3\n---\nd: 4\n",
+		want: []string{"yaml(documents=3, keys=2,", "{a: 1, b: \"[1, 2]\"}"},
+	}, {
+		// Aliases are shown as written, never expanded: the preview of a
+		// billion laughs is as short as its text.
+		name: "billion laughs",
+		text: laughs,
+		want: []string{"yaml(keys=9,", `i: "&i [*h,*h,*h,*h,*h,*h,*h,*h,*h]"`},
+	}, {
+		name: "anchors, merge keys and quoted keys",
+		text: "base: &base\n  x: 1\n\"the key\": 2\n'it''s': 3\nderived:\n  <<: *base\n  y: 2\n",
+		want: []string{"yaml(keys=4,", "base: map(keys=1", `"the key": 2`, `derived: map(keys=2, lines=3, {"<<", y})`},
+	}, {
+		name: "a sequence at the key's column, and a block scalar",
+		text: "steps:\n- run: make\n  name: build\n- run: make test\nnote: |\n  two\n  lines\n",
+		want: []string{"yaml(keys=2,", "steps: list(len=2, lines=4, first={run, name})", "note: text(lines=2)"},
+	}, {
+		name: "a top-level sequence",
+		text: "- name: a\n  size: 1\n- name: b\n- name: c\n  size: 3\n  tags: [x]\n",
+		want: []string{"yaml(items=3,", "items={name, size?, tags?}", "[{name: a, size: 1}, {name: b}, {name: c, size: 3, tags: \"[x]\"}]"},
+	}, {
+		name: "a Python stack trace is not YAML",
+		text: "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    f()\nValueError: bad value\n",
+		not:  []string{"yaml("},
+	}, {
+		name: "log lines are not YAML",
+		text: "main: starting: now\nmain: done\n",
+		not:  []string{"yaml("},
+	}, {
+		name: "records with repeated keys are not one YAML document",
+		text: "Package: a\nVersion: 1\n\nPackage: b\nVersion: 2\n",
+		not:  []string{"yaml("},
+	}, {
+		name: "tab indentation is not YAML",
+		text: "a:\n\tb: 1\nc: 2\n",
+		not:  []string{"yaml("},
+	}, {
+		name: "Markdown with front matter is not YAML",
+		text: "---\ntitle: x\n---\n# Heading\n\nSome text.\n",
+		not:  []string{"yaml("},
+	}, {
+		name: "one key of plain text is not enough",
+		text: "Error: file not found\n",
+		not:  []string{"yaml("},
 	}})
 }

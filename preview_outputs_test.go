@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The outputs of real programs under testdata/outputs (each with the
@@ -213,6 +215,8 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 		add(file, "last file", names[len(names)-1])
 	}
 
+	yamlQuestions(t, add)
+
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
 		data := string(readOutput(t, file))
@@ -260,4 +264,44 @@ func TestShapeQuestionsAnswered(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d shape questions answered by the preview alone", answered, asked)
+}
+
+// yamlQuestions asks of each captured YAML file, with a YAML parser's
+// answers: how many top-level keys or items, which keys, and how many keys
+// or items each mapping or sequence value holds.
+func yamlQuestions(t *testing.T, add func(file, what, answer string)) {
+	for _, file := range []string{"gcloud-backendservice-schema.yaml", "gcloud-speech-commands.yaml", "gcloud-ops-agent-policy.yaml", "go-simdgen-converts.yaml", "perl-cpan-distroprefs.yml"} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(readOutput(t, file), &doc); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		top := doc.Content[0]
+		if top.Kind == yaml.SequenceNode {
+			add(file, "items", fmt.Sprintf("yaml(items=%d,", len(top.Content)))
+			keys := map[string]bool{}
+			for _, item := range top.Content {
+				for i := 0; item.Kind == yaml.MappingNode && i < len(item.Content); i += 2 {
+					keys[item.Content[i].Value] = true
+				}
+			}
+			for k := range keys {
+				add(file, "item key "+k, k)
+			}
+			add(file, "first item", top.Content[0].Content[1].Value)
+			add(file, "last item", top.Content[len(top.Content)-1].Content[1].Value)
+			continue
+		}
+		add(file, "keys", fmt.Sprintf("yaml(keys=%d,", len(top.Content)/2))
+		for i := 0; i < len(top.Content); i += 2 {
+			k, v := top.Content[i].Value, top.Content[i+1]
+			switch v.Kind {
+			case yaml.MappingNode:
+				add(file, "key "+k, fmt.Sprintf("%s: map(keys=%d,", k, len(v.Content)/2))
+			case yaml.SequenceNode:
+				add(file, "key "+k, fmt.Sprintf("%s: list(len=%d,", k, len(v.Content)))
+			default:
+				add(file, "key "+k, k+": ")
+			}
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 //	r3 = json-stream(len=604, bytes=76 KiB, items={Action: text, …}, [:3]=[…], [-2:]=[…])
 //	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
 //	r3 = diff(files=8, +159 -124, hunks=12, len=23 KiB, lines=410, [README.md +9 -6, …, store.go +5 -0], head="…", tail="…")
+//	r3 = yaml(keys=4, len=7.6 KiB, lines=273, {id: goog-ops-agent-policy, …, resourceGroups: list(len=12, lines=269, first={inventoryFilters, resources})}, head="…", tail="…")
 //	r4 = 42
 //	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
 //
@@ -38,8 +39,8 @@ import (
 // one-item array) is previewed as a value of its own, four deep at most:
 // an array or object, the JSON a string holds, or a long string's head
 // and tail. A text holding JSON, a stream of JSON values or a table is
-// previewed as such; a document in a data format (a unified diff) by its
-// structure, then its head and tail. The true length or size is always stated, and every
+// previewed as such; a document in a data format (a unified diff, YAML) by
+// its structure, then its head and tail. The true length or size is always stated, and every
 // elision is marked with "…".
 //
 // The result is valid UTF-8 and never longer than the preview bound of the
@@ -154,14 +155,15 @@ func renderBinary(b []byte, x *value) []byte {
 
 // appendList appends "[p, p, …, … K more, p]", the pieces of a list of n
 // entries of which the first ones (head) and the last ones (tail) are
-// known, in at most budget bytes, brackets included: as many first entries
-// as fit while room is left for the count of those left out and the last
-// entry, which piece appends. A list of which nothing fits is "[… N]".
-func appendList[E any](dst []byte, n int, head, tail []E, piece func([]byte, E) []byte, budget int) []byte {
+// known, in at most budget bytes, brackets included (open and close, such
+// as '[' and ']'): as many first entries as fit while room is left for
+// the count of those left out and the last entry, which piece appends. A
+// list of which nothing fits is "[… N more]".
+func appendList[E any](dst []byte, open, close byte, n int, head, tail []E, piece func([]byte, E) []byte, budget int) []byte {
 	start := len(dst)
 	known := append(head[:len(head):len(head)], tail...)
 	if n == 0 || len(known) == 0 {
-		return append(dst, "[]"...)
+		return append(dst, open, close)
 	}
 	last := known[len(known)-1]
 	first := head
@@ -173,7 +175,7 @@ func appendList[E any](dst []byte, n int, head, tail []E, piece func([]byte, E) 
 	var lastBuf [256]byte
 	lastPiece := piece(lastBuf[:0], last)
 	const more = ", … 9999999 more"
-	dst = append(dst, '[')
+	dst = append(dst, open)
 	shown := 0
 	for i, e := range first {
 		mark := len(dst)
@@ -215,5 +217,5 @@ func appendList[E any](dst []byte, n int, head, tail []E, piece func([]byte, E) 
 		sep()
 		dst = append(dst, lastPiece...)
 	}
-	return clipFrom(append(dst, ']'), start, budget)
+	return clipFrom(append(dst, close), start, budget)
 }

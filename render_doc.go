@@ -1,7 +1,10 @@
 package values
 
 import (
+	"bytes"
 	"strconv"
+
+	"github.com/agentvalues/values/internal/jsontext"
 )
 
 // This file renders the previews of documents in a data format that Put
@@ -47,7 +50,161 @@ func (d *diffDoc) appendPreview(dst []byte, x *value, budget int) []byte {
 			dst = append(dst, " -"...)
 			return strconv.AppendInt(dst, int64(f.removed), 10)
 		}
-		dst = appendList(dst, d.files, d.head, d.tail, file, left*docStructureFifths/5)
+		dst = appendList(dst, '[', ']', d.files, d.head, d.tail, file, left*docStructureFifths/5)
 	}
 	return appendTextEnds(dst, start, x.raw, budget)
+}
+
+// appendPreview appends, for the YAML text x, "yaml(keys=N, len=…,
+// lines=…, {key: desc, …}, head=…, tail=…)" for a mapping, or
+// "yaml(items=N, len=…, lines=…, items={k, k2?, …}, [item, …], …)" for a
+// sequence (the keys of its mapping items over every item, "?" on a key
+// some lack), with "documents=N, " first when the text holds more than
+// one; in at most budget bytes.
+func (d *yamlDoc) appendPreview(dst []byte, x *value, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, "yaml("...)
+	if d.docs > 1 {
+		dst = append(dst, "documents="...)
+		dst = strconv.AppendInt(dst, int64(d.docs), 10)
+		dst = append(dst, ", "...)
+	}
+	if d.seq {
+		dst = append(dst, "items="...)
+	} else {
+		dst = append(dst, "keys="...)
+	}
+	dst = strconv.AppendInt(dst, int64(d.n), 10)
+	dst = append(dst, ", "...)
+	dst = appendTextSize(dst, x)
+	left := budget - (len(dst) - start) - len(", )")
+	if left <= 4*minElement {
+		return appendTextEnds(dst, start, x.raw, budget)
+	}
+	room := left * docStructureFifths / 5
+	mark := len(dst)
+	if d.seq && len(d.itemKeys) > 0 {
+		dst = append(dst, ", items="...)
+		dst = d.appendItemKeys(dst, x.raw, room*2/5)
+	}
+	room -= len(dst) - mark
+	dst = append(dst, ", "...)
+	if d.seq {
+		item := func(dst []byte, e yamlNode) []byte { return appendYAMLItem(dst, x.raw, &e) }
+		dst = appendList(dst, '[', ']', d.n, d.head, d.tail, item, room)
+	} else {
+		field := func(dst []byte, e yamlNode) []byte {
+			dst = appendName(dst, yamlKeyText(e.key.Of(x.raw)), keyBudget, false)
+			dst = append(dst, ": "...)
+			return appendYAMLNode(dst, x.raw, &e)
+		}
+		dst = appendList(dst, '{', '}', d.n, d.head, d.tail, field, room)
+	}
+	return appendTextEnds(dst, start, x.raw, budget)
+}
+
+// appendItemKeys appends "{k, k2?, …}": the keys of the items of a
+// top-level sequence, "?" on those some items lack, in at most budget
+// bytes.
+func (d *yamlDoc) appendItemKeys(dst, raw []byte, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, '{')
+	for i, k := range d.itemKeys {
+		mark := len(dst)
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = appendName(dst, yamlKeyText(k.key.Of(raw)), keyBudget, false)
+		if k.count < d.n {
+			dst = append(dst, '?')
+		}
+		if len(dst)-start > budget-len(", …}") {
+			dst = append(dst[:mark], ", …"[2*boolInt(i == 0):]...)
+			return append(dst, '}')
+		}
+	}
+	if d.moreKeys {
+		dst = append(dst, ", …"...)
+	}
+	return append(dst, '}')
+}
+
+// yamlKeyText returns a key as written without its quotes, when it is a
+// quoted scalar without escapes.
+func yamlKeyText(k []byte) []byte {
+	if len(k) >= 2 && (k[0] == '"' && bytes.IndexByte(k, '\\') < 0 || k[0] == '\'' && bytes.Count(k, []byte("'")) == 2) && k[len(k)-1] == k[0] {
+		return k[1 : len(k)-1]
+	}
+	return k
+}
+
+// appendYAMLNode appends what a top-level entry e holds: its scalar,
+// "text(lines=N)", "map(keys=N, lines=N, {k, …})", "list(len=N, lines=N,
+// first={k, …})", or null.
+func appendYAMLNode(dst, raw []byte, e *yamlNode) []byte {
+	switch e.kind {
+	case yamlScalar:
+		return appendName(dst, yamlKeyText(e.val.Of(raw)), literalBudget/2, false)
+	case yamlText:
+		dst = append(dst, "text(lines="...)
+		dst = strconv.AppendInt(dst, int64(max(e.lines-1, 0)), 10)
+		return append(dst, ')')
+	case yamlMap:
+		dst = append(dst, "map(keys="...)
+	case yamlList:
+		dst = append(dst, "list(len="...)
+	default:
+		return append(dst, "null"...)
+	}
+	dst = strconv.AppendInt(dst, int64(e.n), 10)
+	dst = append(dst, ", lines="...)
+	dst = strconv.AppendInt(dst, int64(e.lines), 10)
+	if len(e.keys) > 0 {
+		dst = append(dst, ", "...)
+		if e.kind == yamlList {
+			dst = append(dst, "first="...)
+		}
+		dst = append(dst, '{')
+		for i, k := range e.keys {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = appendName(dst, yamlKeyText(k.Of(raw)), keyBudget/2, false)
+		}
+		if e.kind == yamlMap && e.n > len(e.keys) || e.kind == yamlList && len(e.keys) == nestedKeys {
+			dst = append(dst, ", …"...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ')')
+}
+
+// appendYAMLItem appends an item of a top-level sequence: a mapping as
+// "{k: v, k2: …, …}" (a value below its key as "…"), anything else as
+// appendYAMLNode does.
+func appendYAMLItem(dst, raw []byte, e *yamlNode) []byte {
+	if len(e.fields) == 0 {
+		return appendYAMLNode(dst, raw, e)
+	}
+	start := len(dst)
+	dst = append(dst, '{')
+	for i, f := range e.fields {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = appendName(dst, yamlKeyText(f.key.Of(raw)), keyBudget/2, false)
+		dst = append(dst, ": "...)
+		if v := skipProps(f.val.Of(raw)); len(v) > 0 {
+			dst = appendName(dst, yamlKeyText(v), literalBudget/4, false)
+		} else {
+			dst = append(dst, jsontext.Ellipsis...)
+		}
+		if len(dst)-start > elementBudget*2 {
+			break
+		}
+	}
+	if e.n > len(e.fields) {
+		dst = append(dst, ", …"...)
+	}
+	return append(dst, '}')
 }

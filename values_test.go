@@ -592,6 +592,7 @@ func TestPreviewGolden(t *testing.T) {
 		}()},
 		{"nested arrays", [][]int{{1, 2}, {3}, {}, {4, 5, 6}, {7}, {8, 9}, {10}}},
 		{"mixed scalars", []any{nil, true, 1.25, "s", map[string]any{}, []any{}}},
+		{"yaml manifest", "apiVersion: v1\nkind: List\nitems:\n" + strings.Repeat("- kind: Pod\n  metadata:\n    name: web\n  status:\n    phase: Running\n", 60) + "metadata:\n  resourceVersion: \"\"\n"},
 		{"unified diff", "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -3,2 +3,3 @@\n go 1.26\n-require x v1\n+require x v2\n+require y v1\n"},
 	}
 	var got bytes.Buffer
