@@ -26,8 +26,9 @@
 // the handles r1, r2, …, and its options. [SessionValues.Put] and
 // [SessionValues.PutOutput] (put.go) validate a value once, in the same
 // pass that computes the small index previews need (index.go; index_text.go
-// for the JSON a text holds, index_table.go for a table, index_diff.go and
-// index_yaml.go for a unified diff and YAML), so a preview
+// for the JSON a text holds, index_table.go for a table, index_diff.go,
+// index_yaml.go and index_xml.go for a unified diff, YAML and XML), so a
+// preview
 // costs time proportional to the preview, never to the value. No decoded
 // tree of a value is kept. [SessionValues.Observe] and
 // [SessionValues.Transcript] (observe.go) give what enters the transcript
@@ -47,7 +48,9 @@
 // of a unified diff, its files (the first and the last by name), the lines
 // added and removed and its hunks; of YAML, its top-level keys with what
 // each holds (a scalar, or how many keys or items and which first), or its
-// items with the keys they have. See the function for the grammar. The rules by which each part
+// items with the keys they have; of XML, its root element and how many
+// children it has of each name, the first and the last with their
+// attributes. See the function for the grammar. The rules by which each part
 // is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
 // line that tells the model how to reach the rest.
 //

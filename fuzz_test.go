@@ -43,6 +43,10 @@ func FuzzPreview(f *testing.F) {
 		// YAML: anchors, aliases, a billion laughs (never expanded), documents.
 		"a: &a [lol, lol]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: *c\n", "---\nk: v\n---\n- x\n- y\n...\n",
 		"- go: a\n  in:\n  - &fp\n    x: 1\n  out:\n  - *fp\n- go: b\n", "k: |\n  text\nl:\n- a\n- b: c\n  d: e\n",
+		// XML: entities declared (never expanded), external ones, deep nesting, soup.
+		`<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;"><!ENTITY x SYSTEM "file:///etc/passwd">]><l>&b;&x;</l>`,
+		"<a>" + strings.Repeat("<b c='1'>", 300) + strings.Repeat("</b>", 300) + "</a>", "<svg xmlns='http://www.w3.org/2000/svg'><g id='x'/><path d='M0'/></svg>",
+		"<root><a></b></root>", "<?xml version='1.0' encoding='latin1'?><r><![CDATA[<x>]]><!-- c --><?pi?></r>",
 		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
 	} {
 		f.Add([]byte(seed), 2048, "r1")

@@ -139,3 +139,49 @@ func TestYAMLPreview(t *testing.T) {
 		not:  []string{"yaml("},
 	}})
 }
+
+func TestXMLPreview(t *testing.T) {
+	// A billion laughs: the entities are declared, never expanded.
+	lol := `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">` + "\n"
+	for i := 1; i <= 9; i++ {
+		prev := "lol"
+		if i > 1 {
+			prev = fmt.Sprintf("lol%d", i-1)
+		}
+		lol += fmt.Sprintf(`<!ENTITY lol%d "%s">`, i, strings.Repeat("&"+prev+";", 10)) + "\n"
+	}
+	lol += "]>\n<lolz>&lol9;</lolz>\n"
+	deep := "<a>" + strings.Repeat("<b>", 50000) + strings.Repeat("</b>", 50000) + "</a>"
+	rss := `<?xml version="1.0" encoding="ISO-8859-1"?><rss version="2.0"><channel><title>T</title>` + strings.Repeat(`<item><guid>x</guid></item>`, 40) + `</channel></rss>`
+	runDocCases(t, []docCase{{
+		name: "billion laughs",
+		text: lol,
+		want: []string{"xml(len=", "root=<lolz>, children=0"},
+	}, {
+		name: "deep nesting",
+		text: deep,
+		want: []string{"root=<a>/<b>, children=1 {b: 1}"},
+	}, {
+		// One child: the level below it, an RSS channel's items; a
+		// declared encoding other than UTF-8 of a text that is UTF-8.
+		name: "feed",
+		text: rss,
+		want: []string{`root=<rss version="2.0">/<channel>, children=41 {title: 1, item: 40}, first=<title>, last=<item>`},
+	}, {
+		name: "longer than what is read",
+		text: "<list>" + strings.Repeat(`<entry id="1"/>`, markupRead/10) + "</list>",
+		want: []string{"read=512 KiB", "children=", "+ {entry: ", `first=<entry id="1">`},
+	}, {
+		name: "an HTML fragment with text after it is not XML",
+		text: "<p align=\"center\"><img src=\"x\"></p>\n\n# Title\n\nText.\n",
+		not:  []string{"xml("},
+	}, {
+		name: "two roots are not XML",
+		text: "<a/><b/>",
+		not:  []string{"xml("},
+	}, {
+		name: "a syntax error is not XML",
+		text: "<a><b></a x=>" + strings.Repeat("text ", 20),
+		not:  []string{"xml("},
+	}})
+}

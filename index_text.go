@@ -5,8 +5,9 @@ import "github.com/agentvalues/values/internal/jsontext"
 // This file holds what Put recognizes in a text value: the JSON it holds
 // (one array or object, or a stream of values such as JSON Lines), tables
 // (index_table.go), and documents in a data format: unified diffs
-// (index_diff.go) and YAML (index_yaml.go). What is recognized only changes the preview and what
-// references can name; the stored bytes are the text as given.
+// (index_diff.go), YAML (index_yaml.go) and XML (index_xml.go). What is
+// recognized only changes the preview and what references can name; the
+// stored bytes are the text as given.
 
 // textFormat is what Put recognized in a text other than JSON: a table or
 // a document in a data format. It renders the text's preview.
@@ -47,11 +48,14 @@ func indexText(b []byte, lines int, tried jsonTried) (*container, textFormat) {
 }
 
 // detectFormat returns the format the text b of lines lines holds, or nil:
-// the first of a unified diff, YAML and a table that its bytes show. Each
+// the first of XML, a unified diff, YAML and a table that its bytes show. Each
 // detector decides from a bounded prefix of b whether b is of its format
 // (so that text of no format costs about that prefix for each) before it
 // reads further.
 func detectFormat(b []byte, lines int) textFormat {
+	if x := detectXML(b); x != nil {
+		return x
+	}
 	if d := detectDiff(b); d != nil {
 		return d
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -216,6 +217,7 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	}
 
 	yamlQuestions(t, add)
+	xmlQuestions(t, add)
 
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
@@ -301,6 +303,53 @@ func yamlQuestions(t *testing.T, add func(file, what, answer string)) {
 				add(file, "key "+k, fmt.Sprintf("%s: list(len=%d,", k, len(v.Content)))
 			default:
 				add(file, "key "+k, k+": ")
+			}
+		}
+	}
+}
+
+// xmlQuestions asks of each captured XML file, with encoding/xml's answers:
+// the root element, how many children it has of each name, and the first
+// and last child's identifying attribute.
+func xmlQuestions(t *testing.T, add func(file, what, answer string)) {
+	for _, file := range []string{"iso-3166-1.xml", "postgresql-dependencies.svg"} {
+		dec := xml.NewDecoder(bytes.NewReader(readOutput(t, file)))
+		depth, children := 0, 0
+		var root string
+		var first, last xml.StartElement
+		names := map[string]int{}
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			switch e := tok.(type) {
+			case xml.StartElement:
+				if depth == 0 {
+					root = e.Name.Local
+				} else if depth == 1 {
+					children++
+					names[e.Name.Local]++
+					if children == 1 {
+						first = e
+					}
+					last = e
+				}
+				depth++
+			case xml.EndElement:
+				depth--
+			}
+		}
+		add(file, "root", "root=<"+root)
+		add(file, "children", fmt.Sprintf("children=%d ", children))
+		for n, c := range names {
+			add(file, "children named "+n, fmt.Sprintf("%s: %d", n, c))
+		}
+		for what, e := range map[string]xml.StartElement{"first child": first, "last child": last} {
+			for _, a := range e.Attr {
+				if a.Name.Local == "name" || a.Name.Local == "id" {
+					add(file, what, fmt.Sprintf("%s=%q", a.Name.Local, a.Value))
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package values
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 
 	"github.com/agentvalues/values/internal/jsontext"
@@ -207,4 +208,106 @@ func appendYAMLItem(dst, raw []byte, e *yamlNode) []byte {
 		dst = append(dst, ", …"...)
 	}
 	return append(dst, '}')
+}
+
+// appendPreview appends "xml(len=…, lines=…, root=<name a="v">,
+// children=N {name: N, …}, first=<name id="…">, last=<…>, head=…,
+// tail=…)" for the XML text x, in at most budget bytes. When the root has
+// one child, the level below it is described, as root=<a>/<b>. Counts of
+// a text read in part (markupRead) end in "+", after "read=S".
+func (d *xmlDoc) appendPreview(dst []byte, x *value, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, "xml("...)
+	dst = appendTextSize(dst, x)
+	if d.partial {
+		dst = append(dst, ", read="...)
+		dst = appendSize(dst, d.read)
+	}
+	left := budget - (len(dst) - start) - len(", )")
+	if left <= 4*minElement {
+		return appendTextEnds(dst, start, x.raw, budget)
+	}
+	room := left * docStructureFifths / 5
+	mark := len(dst)
+	dst = append(dst, ", root="...)
+	dst = appendXMLElem(dst, &d.root, elementBudget)
+	level := &d.top
+	if d.top.children == 1 && d.inner.children > 0 {
+		dst = append(dst, '/')
+		dst = appendXMLElem(dst, &d.top.first, elementBudget)
+		level = &d.inner
+	}
+	plus := func(dst []byte) []byte {
+		if d.partial {
+			return append(dst, '+')
+		}
+		return dst
+	}
+	dst = append(dst, ", children="...)
+	dst = plus(strconv.AppendInt(dst, int64(level.children), 10))
+	if level.children > 0 {
+		dst = append(dst, " {"...)
+		for i, nc := range level.names {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = appendName(dst, []byte(nc.name), keyBudget/2, false)
+			dst = append(dst, ": "...)
+			dst = plus(strconv.AppendInt(dst, int64(nc.count), 10))
+		}
+		if level.others > 0 {
+			dst = append(dst, ", … "...)
+			dst = plus(strconv.AppendInt(dst, int64(level.others), 10))
+			dst = append(dst, " more"...)
+		}
+		dst = append(dst, '}')
+		per := (room - (len(dst) - mark) - len(", first=, last=")) / 2
+		if per >= 2*minElement {
+			dst = append(dst, ", first="...)
+			dst = appendXMLElem(dst, &level.first, min(per, 2*elementBudget))
+			if level.children > 1 {
+				dst = append(dst, ", last="...)
+				dst = appendXMLElem(dst, &level.last, min(per, 2*elementBudget))
+			}
+		}
+	}
+	dst = clipFrom(dst, mark, room)
+	return appendTextEnds(dst, start, x.raw, budget)
+}
+
+// xmlKeyAttrs are the attributes that name an element, shown first.
+var xmlKeyAttrs = [...]string{"id", "name", "key", "code", "title", "href", "src", "ref", "type"}
+
+// appendXMLElem appends `<name a="v" …>` in at most budget bytes: the
+// attributes that name it first, then the others as they fit.
+func appendXMLElem(dst []byte, e *xmlElem, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, '<')
+	dst = appendName(dst, []byte(e.name), keyBudget, false)
+	order := make([]int, 0, len(e.attrs))
+	for _, k := range xmlKeyAttrs {
+		for i, a := range e.attrs {
+			if a.Name.Local == k {
+				order = append(order, i)
+			}
+		}
+	}
+	for i, a := range e.attrs {
+		if !slices.Contains(xmlKeyAttrs[:], a.Name.Local) {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		a := &e.attrs[i]
+		mark := len(dst)
+		dst = append(dst, ' ')
+		dst = appendName(dst, []byte(a.Name.Local), keyBudget/2, false)
+		dst = append(dst, '=')
+		dst, _ = jsontext.AppendQuotedHead(dst, []byte(a.Value), max(budget/2, minElement))
+		if len(dst)-start > budget-len(" …>") {
+			dst = append(dst[:mark], " …"...)
+			break
+		}
+	}
+	return append(dst, '>')
 }
