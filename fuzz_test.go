@@ -47,6 +47,8 @@ func FuzzPreview(f *testing.F) {
 		`<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;"><!ENTITY x SYSTEM "file:///etc/passwd">]><l>&b;&x;</l>`,
 		"<a>" + strings.Repeat("<b c='1'>", 300) + strings.Repeat("</b>", 300) + "</a>", "<svg xmlns='http://www.w3.org/2000/svg'><g id='x'/><path d='M0'/></svg>",
 		"<root><a></b></root>", "<?xml version='1.0' encoding='latin1'?><r><![CDATA[<x>]]><!-- c --><?pi?></r>",
+		// HTML soup: open tags, scripts holding markup, headings inside headings.
+		"<!DOCTYPE html><title>a &amp; b<h1>x<h2>y</h1><script>'<h3>'</script><table><a href=1><a href", "<html><body><h1>" + strings.Repeat("é ", 300),
 		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
 	} {
 		f.Add([]byte(seed), 2048, "r1")

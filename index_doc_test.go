@@ -185,3 +185,27 @@ func TestXMLPreview(t *testing.T) {
 		not:  []string{"xml("},
 	}})
 }
+
+func TestHTMLPreview(t *testing.T) {
+	runDocCases(t, []docCase{{
+		// Tag soup: tags left open, unquoted attributes, a script that
+		// holds markup, an entity in the title.
+		name: "soup",
+		text: "<!DOCTYPE html>\n<html><head><title>Q &amp; A</title><script>if (a<b) document.write('<h1>no</h1>')</script></head>\n" +
+			"<body><h1>Top <em>level</em></h1><p>text<h2 class=x>Part one<h2>Part two</h2><table><tr><td><a href=/x>x</a><a name=y>y</a></table><img src=p.png><form action=/f></form>",
+		want: []string{`html(len=`, `title="Q & A", headings=3 ["# Top level", "## Part one", "## Part two"], tables=1, links=1, images=1, forms=1) "<!DOCTYPE html>`},
+		not:  []string{`"# no"`},
+	}, {
+		name: "many headings",
+		text: "<html><body>" + strings.Repeat("<h2>Section</h2><p>text</p>", 200) + "<h3>Last one</h3></body></html>",
+		want: []string{`headings=201 ["## Section", "## Section",`, ` more, "### Last one"]`},
+	}, {
+		name: "the head of the body, not of the markup before it",
+		text: "<html><head>" + strings.Repeat("<meta name=x content=y>\n", 100) + "</head><body>\n<p>First words.</p>" + strings.Repeat("<p>more</p>\n", 200) + "</body></html>",
+		want: []string{`headings=0, tables=0, links=0, body="<p>First words.</p>`},
+	}, {
+		name: "HTML without a start tag of html is not HTML",
+		text: "<div><h1>x</h1></div> and text",
+		not:  []string{"html("},
+	}})
+}

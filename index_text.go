@@ -53,6 +53,9 @@ func indexText(b []byte, lines int, tried jsonTried) (*container, textFormat) {
 // (so that text of no format costs about that prefix for each) before it
 // reads further.
 func detectFormat(b []byte, lines int) textFormat {
+	if h := detectHTML(b); h != nil {
+		return h
+	}
 	if x := detectXML(b); x != nil {
 		return x
 	}

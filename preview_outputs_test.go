@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -218,6 +219,7 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 
 	yamlQuestions(t, add)
 	xmlQuestions(t, add)
+	htmlQuestions(t, add)
 
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
@@ -352,5 +354,26 @@ func xmlQuestions(t *testing.T, add func(file, what, answer string)) {
 				}
 			}
 		}
+	}
+}
+
+// htmlQuestions asks of each captured HTML file, by regular expressions
+// over its text: its title, its headings, how many tables and links.
+func htmlQuestions(t *testing.T, add func(file, what, answer string)) {
+	title := regexp.MustCompile(`(?s)<title>(.*?)</title>`)
+	heading := regexp.MustCompile(`(?s)<h([1-6])[^>]*>(.*?)</h[1-6]>`)
+	tag := regexp.MustCompile(`<[^>]*>`)
+	for _, file := range []string{"groff-sqlite3.html", "groff-tar.html"} {
+		data := string(readOutput(t, file))
+		add(file, "title", fmt.Sprintf("title=%q", strings.TrimSpace(title.FindStringSubmatch(data)[1])))
+		hs := heading.FindAllStringSubmatch(data, -1)
+		add(file, "headings", fmt.Sprintf("headings=%d ", len(hs)))
+		for _, h := range hs {
+			level := int(h[1][0] - '0')
+			text := strings.TrimSpace(tag.ReplaceAllString(h[2], ""))
+			add(file, "heading "+text, fmt.Sprintf("%q", strings.Repeat("#", level)+" "+text))
+		}
+		add(file, "tables", fmt.Sprintf("tables=%d", strings.Count(data, "<table")))
+		add(file, "links", fmt.Sprintf("links=%d", strings.Count(data, "<a href=")))
 	}
 }

@@ -311,3 +311,83 @@ func appendXMLElem(dst []byte, e *xmlElem, budget int) []byte {
 	}
 	return append(dst, '>')
 }
+
+// appendPreview appends "html(len=…, lines=…, title="…", headings=N ["#
+// h1", "## h2", …], tables=N, links=N, body=…, tail=…)" for the HTML text
+// x, in at most budget bytes: body is the head of its body (head, of the
+// text, when it has no body tag). Images and forms are counted when there
+// are any. Counts of a text read in part end in "+", after "read=S".
+func (d *htmlDoc) appendPreview(dst []byte, x *value, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, "html("...)
+	dst = appendTextSize(dst, x)
+	if d.partial {
+		dst = append(dst, ", read="...)
+		dst = appendSize(dst, d.read)
+	}
+	left := budget - (len(dst) - start) - len(", )")
+	if left <= 4*minElement {
+		return appendTextEnds(dst, start, x.raw, budget)
+	}
+	room := left * docStructureFifths / 5
+	mark := len(dst)
+	if d.title != "" {
+		dst = append(dst, ", title="...)
+		dst, _ = jsontext.AppendQuotedHead(dst, []byte(d.title), literalBudget)
+	}
+	var counts [96]byte
+	c := counts[:0] // the counts, written after the headings
+	for _, k := range []struct {
+		name   string
+		n      int
+		always bool
+	}{{"tables", d.tables, true}, {"links", d.links, true}, {"images", d.images, false}, {"forms", d.forms, false}} {
+		if k.n > 0 || k.always {
+			c = append(c, ", "...)
+			c = append(c, k.name...)
+			c = append(c, '=')
+			c = strconv.AppendInt(c, int64(k.n), 10)
+			if d.partial {
+				c = append(c, '+')
+			}
+		}
+	}
+	dst = appendHeadings(dst, &d.headings, d.partial, room-(len(dst)-mark)-len(c))
+	dst = append(dst, c...)
+	dst = clipFrom(dst, mark, room)
+	avail := budget - (len(dst) - start) - len(", body=, tail=)")
+	if whole := len(x.raw) < avail && jsontext.QuotedLen(x.raw) < avail; d.body > 0 && d.body < len(x.raw) && avail >= 2*minElement && !whole {
+		// The body's head rather than the text's, which is markup.
+		dst = append(dst, ", body="...)
+		head, tail := textEnds(avail)
+		dst, _ = jsontext.AppendQuotedHead(dst, bytes.TrimLeft(x.raw[d.body:], " \t\r\n"), head)
+		dst = append(dst, ", tail="...)
+		dst, _ = jsontext.AppendQuotedTail(dst, x.raw, tail)
+		return append(dst, ')')
+	}
+	return appendTextEnds(dst, start, x.raw, budget)
+}
+
+// appendHeadings appends ", headings=N ["# first", "## second", …, … K
+// more, "## last"]" in at most budget bytes (with more, N ends in "+").
+func appendHeadings(dst []byte, h *headings, more bool, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, ", headings="...)
+	dst = strconv.AppendInt(dst, int64(h.n), 10)
+	if more {
+		dst = append(dst, '+')
+	}
+	if h.n == 0 || budget-(len(dst)-start) < 2*minElement {
+		return dst
+	}
+	dst = append(dst, ' ')
+	heading := func(dst []byte, e htmlHeading) []byte {
+		var buf [htmlTextMax + 16]byte
+		s := append(buf[:0], "######"[:min(max(e.level, 1), 6)]...)
+		s = append(s, ' ')
+		s = append(s, e.text...)
+		dst, _ = jsontext.AppendQuotedHead(dst, s, elementBudget)
+		return dst
+	}
+	return appendList(dst, '[', ']', h.n, h.head, h.tail, heading, budget-(len(dst)-start))
+}
