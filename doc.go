@@ -27,8 +27,8 @@
 // [SessionValues.PutOutput] (put.go) validate a value once, in the same
 // pass that computes the small index previews need (index.go; index_text.go
 // for the JSON a text holds, index_table.go for a table, index_diff.go,
-// index_yaml.go, index_xml.go and index_html.go for a unified diff, YAML,
-// XML and HTML), so a preview
+// index_yaml.go, index_xml.go, index_html.go and index_markdown.go for a
+// unified diff, YAML, XML, HTML and Markdown), so a preview
 // costs time proportional to the preview, never to the value. No decoded
 // tree of a value is kept. [SessionValues.Observe] and
 // [SessionValues.Transcript] (observe.go) give what enters the transcript
@@ -51,7 +51,8 @@
 // items with the keys they have; of XML, its root element and how many
 // children it has of each name, the first and the last with their
 // attributes; of HTML, its title, the outline of its headings, how many
-// tables and links, and the head of its body. See the function for the grammar. The rules by which each part
+// tables and links, and the head of its body; of Markdown, its headings,
+// its tables and its code blocks by language. See the function for the grammar. The rules by which each part
 // is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
 // line that tells the model how to reach the rest.
 //

@@ -49,6 +49,8 @@ func FuzzPreview(f *testing.F) {
 		"<root><a></b></root>", "<?xml version='1.0' encoding='latin1'?><r><![CDATA[<x>]]><!-- c --><?pi?></r>",
 		// HTML soup: open tags, scripts holding markup, headings inside headings.
 		"<!DOCTYPE html><title>a &amp; b<h1>x<h2>y</h1><script>'<h3>'</script><table><a href=1><a href", "<html><body><h1>" + strings.Repeat("é ", 300),
+		// Markdown: a huge table, fences inside fences, underlines, front matter.
+		"# T\n\n|a|b|\n|-|-|\n" + strings.Repeat("|1|2|\n", 300) + "\n## U\n\n```go\n# x\n~~~\n```\n", "---\nk: v\n---\nTitle\n=====\n\n## A\n\n- [x](y)\n- [z](w)\n",
 		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
 	} {
 		f.Add([]byte(seed), 2048, "r1")

@@ -209,3 +209,26 @@ func TestHTMLPreview(t *testing.T) {
 		not:  []string{"html("},
 	}})
 }
+
+func TestMarkdownPreview(t *testing.T) {
+	huge := "# Report\n\n| host | status | ms |\n|---|:---:|--:|\n" + strings.Repeat("| web-1 | ok | 12 |\n", 20000) + "\n## After the table\n\nDone.\n"
+	runDocCases(t, []docCase{{
+		name: "a README",
+		text: "---\ntitle: notes\n---\n# Tool\n\nIntro with a [link](x).\n\n## Install\n\n```sh\n# not a heading\ngo install ./...\n```\n\nUsage\n-----\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```go\nfunc main() {}\n```\n",
+		want: []string{`markdown(len=`, `headings=3 ["# Tool", "## Install", "## Usage"], tables=1 (first: 1 rows, [a, b]), code=2 {sh: 1, go: 1}`},
+		not:  []string{`"# not a heading"`},
+	}, {
+		// Read line by line: a table of 20,000 rows costs its lines.
+		name: "a huge table",
+		text: huge,
+		want: []string{`headings=2 ["# Report", "## After the table"], tables=1 (first: 20000 rows, [host, status, ms]), code=0`},
+	}, {
+		name: "a script whose comments stand alone is not Markdown",
+		text: "#!/bin/sh\n# Setup\n\nset -e\n\n# Install the tools\n\napt-get install -y jq\n\n# Build\n\nmake\n",
+		not:  []string{"markdown("},
+	}, {
+		name: "a comment block is not Markdown",
+		text: "# tzdb timezone descriptions\n#\n# This file is in the public domain.\n#\nAD\t+4230+00131\tEurope/Andorra\n",
+		not:  []string{"markdown("},
+	}})
+}

@@ -65,6 +65,9 @@ func detectFormat(b []byte, lines int) textFormat {
 	if y := detectYAML(b); y != nil {
 		return y
 	}
+	if m := detectMarkdown(b); m != nil {
+		return m
+	}
 	if t := detectTable(b, lines); t != nil {
 		return t
 	}

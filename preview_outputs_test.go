@@ -220,6 +220,7 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	yamlQuestions(t, add)
 	xmlQuestions(t, add)
 	htmlQuestions(t, add)
+	markdownQuestions(t, add)
 
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
@@ -375,5 +376,49 @@ func htmlQuestions(t *testing.T, add func(file, what, answer string)) {
 		}
 		add(file, "tables", fmt.Sprintf("tables=%d", strings.Count(data, "<table")))
 		add(file, "links", fmt.Sprintf("links=%d", strings.Count(data, "<a href=")))
+	}
+}
+
+// markdownQuestions asks of each captured Markdown document its headings
+// (ATX and underlined, outside code blocks), its tables and code blocks,
+// found by regular expressions line by line.
+func markdownQuestions(t *testing.T, add func(file, what, answer string)) {
+	atx := regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*$`)
+	under := regexp.MustCompile(`^(=+|-+)\s*$`)
+	delim := regexp.MustCompile(`^\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*\|?$`)
+	for _, file := range []string{"gjson-readme.md", "go-sdk-readme.md"} {
+		lines := strings.Split(string(readOutput(t, file)), "\n")
+		var heads []string
+		code, tables := 0, 0
+		inCode := false
+		for i, l := range lines {
+			if strings.HasPrefix(l, "```") {
+				if !inCode {
+					code++
+				}
+				inCode = !inCode
+				continue
+			}
+			switch {
+			case inCode:
+			case atx.MatchString(l):
+				m := atx.FindStringSubmatch(l)
+				heads = append(heads, m[1]+" "+m[2])
+			case i > 1 && under.MatchString(l) && strings.TrimSpace(lines[i-1]) != "" && strings.TrimSpace(lines[i-2]) == "":
+				level := "#"
+				if l[0] == '-' {
+					level = "##"
+				}
+				heads = append(heads, level+" "+strings.TrimSpace(lines[i-1]))
+			case delim.MatchString(l) && strings.Contains(lines[i-1], "|"):
+				tables++
+			}
+		}
+		add(file, "headings", fmt.Sprintf("markdown(len=%s, lines=%d, headings=%d ", size(len(readOutput(t, file))), len(lines)-1, len(heads)))
+		for _, h := range heads {
+			add(file, "heading "+h, fmt.Sprintf("%q", h))
+		}
+		add(file, "tables", fmt.Sprintf("tables=%d", tables))
+		add(file, "code blocks", fmt.Sprintf("code=%d", code))
 	}
 }

@@ -24,6 +24,7 @@ import (
 //	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
 //	r3 = diff(files=8, +159 -124, hunks=12, len=23 KiB, lines=410, [README.md +9 -6, …, store.go +5 -0], head="…", tail="…")
 //	r3 = html(len=67 KiB, lines=2361, title="TAR", headings=10 ["# TAR", "## NAME", …], tables=18, links=9, body="…", tail="…")
+//	r3 = markdown(len=6.0 KiB, lines=171, headings=7 ["# MCP Go SDK", …], tables=1 (first: 4 rows, [SDK Version, …]), code=2 {go: 2}, head="…", tail="…")
 //	r3 = xml(len=39 KiB, lines=1676, root=<iso_3166_entries>, children=280 {iso_3166_entry: 249, iso_3166_3_entry: 31}, first=<iso_3166_entry name="Aruba" …>, last=<…>, head="…", tail="…")
 //	r3 = yaml(keys=4, len=7.6 KiB, lines=273, {id: goog-ops-agent-policy, …, resourceGroups: list(len=12, lines=269, first={inventoryFilters, resources})}, head="…", tail="…")
 //	r4 = 42
@@ -42,7 +43,7 @@ import (
 // an array or object, the JSON a string holds, or a long string's head
 // and tail. A text holding JSON, a stream of JSON values or a table is
 // previewed as such; a document in a data format (a unified diff, YAML,
-// XML, HTML) by its structure, then its head and tail. The true length or size is always stated, and every
+// XML, HTML, Markdown) by its structure, then its head and tail. The true length or size is always stated, and every
 // elision is marked with "…".
 //
 // The result is valid UTF-8 and never longer than the preview bound of the

@@ -391,3 +391,56 @@ func appendHeadings(dst []byte, h *headings, more bool, budget int) []byte {
 	}
 	return appendList(dst, '[', ']', h.n, h.head, h.tail, heading, budget-(len(dst)-start))
 }
+
+// appendPreview appends "markdown(len=…, lines=…, headings=N ["# h1", "##
+// h2", …], tables=N [header cells of the first], code=N {go: N, …},
+// head=…, tail=…)" for the Markdown text x, in at most budget bytes.
+func (d *mdDoc) appendPreview(dst []byte, x *value, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, "markdown("...)
+	dst = appendTextSize(dst, x)
+	left := budget - (len(dst) - start) - len(", )")
+	if left <= 4*minElement {
+		return appendTextEnds(dst, start, x.raw, budget)
+	}
+	room := left * docStructureFifths / 5
+	mark := len(dst)
+	var more [320]byte // tables and code, written after the headings
+	m := append(more[:0], ", tables="...)
+	m = strconv.AppendInt(m, int64(d.tables), 10)
+	if d.tables > 0 {
+		m = append(m, " (first: "...)
+		m = strconv.AppendInt(m, int64(d.rows), 10)
+		m = append(m, " rows, ["...)
+		header := bytes.Trim(bytes.TrimSpace(d.table.Of(x.raw)), "|")
+		for i, cell := range bytes.Split(header[:jsontext.HeadCut(header, 160)], []byte("|")) {
+			if i > 0 {
+				m = append(m, ", "...)
+			}
+			m = appendName(m, bytes.TrimSpace(cell), keyBudget/2, false)
+		}
+		m = append(m, "])"...)
+	}
+	m = append(m, ", code="...)
+	m = strconv.AppendInt(m, int64(d.code), 10)
+	if len(d.langs) > 0 {
+		m = append(m, " {"...)
+		for i, l := range d.langs {
+			if i > 0 {
+				m = append(m, ", "...)
+			}
+			m = appendName(m, l.name.Of(x.raw), 24, false)
+			m = append(m, ": "...)
+			m = strconv.AppendInt(m, int64(l.count), 10)
+		}
+		if d.untagged > 0 {
+			m = append(m, ", other: "...)
+			m = strconv.AppendInt(m, int64(d.untagged), 10)
+		}
+		m = append(m, '}')
+	}
+	dst = appendHeadings(dst, &d.headings, false, room-len(m))
+	dst = append(dst, m...)
+	dst = clipFrom(dst, mark, room)
+	return appendTextEnds(dst, start, x.raw, budget)
+}
