@@ -37,24 +37,26 @@
 // # Previews
 //
 // [RenderPreview] (render.go, and render_array.go, render_object.go,
-// render_text.go and render_doc.go for each shape) describes a value in one line (a text
-// head or tail may carry escaped newlines) that is never longer than the
-// store's preview bound, whatever the value: for an array, how many
-// items, the keys and value kinds of its items over every item, and its
-// first and last items; for an object, its fields, with the part that
-// holds most of its bytes previewed as a value of its own; for a text,
-// its size and lines and its ends, or the JSON, JSON stream or table it
-// holds, or the structure of a document in a data format before its ends:
-// of a unified diff, its files (the first and the last by name), the lines
-// added and removed and its hunks; of YAML, its top-level keys with what
-// each holds (a scalar, or how many keys or items and which first), or its
-// items with the keys they have; of XML, its root element and how many
-// children it has of each name, the first and the last with their
-// attributes; of HTML, its title, the outline of its headings, how many
-// tables and links, and the head of its body; of Markdown, its headings,
-// its tables and its code blocks by language. See the function for the grammar. The rules by which each part
-// is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
-// line that tells the model how to reach the rest.
+// render_text.go and render_doc.go for each shape) describes a value in
+// one line (a text head or tail may carry escaped newlines) that is never
+// longer than the store's preview bound, whatever the value: for an
+// array, how many items, the keys and value kinds of its items over every
+// item, and its first and last items; for an object, its fields, with the
+// part that holds most of its bytes previewed as a value of its own; for a
+// text, its size and lines and its ends, or the JSON, JSON stream or table
+// it holds (a table's header, or numbered columns when it has none, and
+// what each column's cells take over every row), or the structure of a
+// document in a data format before its ends: of a unified diff, its files
+// (the first and the last by name), the lines added and removed and its
+// hunks; of YAML, its top-level keys with what each holds (a scalar, or
+// how many keys or items and which first), or its items with the keys they
+// have; of XML, its root element and how many children it has of each
+// name, the first and the last with their attributes; of HTML, its title,
+// the outline of its headings, how many tables and links, and the head of
+// its body; of Markdown, its headings, its tables and its code blocks by
+// language. See the function for the grammar. The rules by which each
+// part is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is
+// the line that tells the model how to reach the rest.
 //
 // # References
 //

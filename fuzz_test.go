@@ -51,6 +51,9 @@ func FuzzPreview(f *testing.F) {
 		"<!DOCTYPE html><title>a &amp; b<h1>x<h2>y</h1><script>'<h3>'</script><table><a href=1><a href", "<html><body><h1>" + strings.Repeat("é ", 300),
 		// Markdown: a huge table, fences inside fences, underlines, front matter.
 		"# T\n\n|a|b|\n|-|-|\n" + strings.Repeat("|1|2|\n", 300) + "\n## U\n\n```go\n# x\n~~~\n```\n", "---\nk: v\n---\nTitle\n=====\n\n## A\n\n- [x](y)\n- [z](w)\n",
+		// Tables: rule lines, pipes, overflowing cells, no header, comment headers.
+		" id | n\n----+---\n  1 | a\n(1 row)\n", "+--+--+\n|a |b |\n+--+--+\n|1 |2 |\n", "#a\tb\tc\nx\ty\nz\tw\tv\n",
+		"USER PID RSS CMD\nroot 1 2 init\nwww 123456 999999999 nginx: w\n", "x    y    z\n1    2    3\n10000000000 2 3\n", "a  b  c\n--  --  --\n1  2\n",
 		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
 	} {
 		f.Add([]byte(seed), 2048, "r1")

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -221,6 +223,7 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	xmlQuestions(t, add)
 	htmlQuestions(t, add)
 	markdownQuestions(t, add)
+	tableQuestions(t, add)
 
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
@@ -420,5 +423,111 @@ func markdownQuestions(t *testing.T, add func(file, what, answer string)) {
 		}
 		add(file, "tables", fmt.Sprintf("tables=%d", tables))
 		add(file, "code blocks", fmt.Sprintf("code=%d", code))
+	}
+}
+
+// tableQuestions asks of the captured tables that previews used to misread
+// their rows (rule lines are not rows), columns and header (none for a
+// table without one), first and last rows, and what a column's cells take
+// (the set of its values, the range of its numbers), all computed here by
+// splitting lines at white space or at the separator; and of a Debian
+// changelog, that it is not taken for a table.
+func tableQuestions(t *testing.T, add func(file, what, answer string)) {
+	lines := func(file string, skip func(string) bool) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimRight(string(readOutput(t, file)), "\n"), "\n") {
+			if !skip(l) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	none := func(string) bool { return false }
+	rule := func(l string) bool { return strings.Trim(l, "-| ") == "" }
+	set := func(vals []string) string { // as a column summary writes a set
+		var seen []string
+		for _, v := range vals {
+			if !slices.Contains(seen, v) {
+				seen = append(seen, v)
+			}
+		}
+		return `"` + strings.Join(seen, `"|"`) + `"`
+	}
+	rng := func(vals []string) string {
+		lo, hi := vals[0], vals[0]
+		for _, v := range vals {
+			f, _ := strconv.ParseFloat(v, 64)
+			if l, _ := strconv.ParseFloat(lo, 64); f < l {
+				lo = v
+			}
+			if h, _ := strconv.ParseFloat(hi, 64); f > h {
+				hi = v
+			}
+		}
+		return "number " + lo + ".." + hi
+	}
+	column := func(rows []string, j int, split func(string) []string) []string {
+		var vals []string
+		for _, r := range rows {
+			if f := split(r); j < len(f) && f[j] != "" {
+				vals = append(vals, f[j])
+			}
+		}
+		return vals
+	}
+
+	// openssl ciphers -v: no header; columns numbered; the protocols.
+	ls := lines("openssl-ciphers-v.txt", none)
+	add("openssl-ciphers-v.txt", "rows", fmt.Sprintf("table(rows=%d, cols=%d,", len(ls), len(strings.Fields(ls[0]))))
+	add("openssl-ciphers-v.txt", "no header", "header=none")
+	add("openssl-ciphers-v.txt", "first row", strings.Fields(ls[0])[0])
+	add("openssl-ciphers-v.txt", "last row", strings.Fields(ls[len(ls)-1])[0])
+	add("openssl-ciphers-v.txt", "protocols", "2: "+set(column(ls, 1, strings.Fields)))
+
+	// pip list -v and sqlite3 -column: a header, a rule line, rows.
+	for _, file := range []string{"pip-list-v.txt", "sqlite3-column.txt"} {
+		ls := lines(file, rule)
+		add(file, "rows", fmt.Sprintf("table(rows=%d, cols=%d,", len(ls)-1, len(strings.Fields(ls[0]))))
+		add(file, "header", "header=["+strings.Join(strings.Fields(ls[0]), ", ")+"]")
+		add(file, "first row", ls[1])
+		add(file, "last row", ls[len(ls)-1])
+	}
+	cells := func(l string) []string {
+		f := strings.Split(strings.Trim(l, "|"), "|")
+		for k := range f {
+			f[k] = strings.TrimSpace(f[k])
+		}
+		return f
+	}
+	for _, file := range []string{"sqlite3-column.txt", "sqlite3-markdown.md"} {
+		split := strings.Fields
+		if strings.HasSuffix(file, ".md") {
+			split = cells
+		}
+		ls := lines(file, rule)
+		add(file, "rows", fmt.Sprintf("table(rows=%d,", len(ls)-1))
+		add(file, "roles", "role: "+set(column(ls[1:], 2, split)))
+		add(file, "ids", "id: "+rng(column(ls[1:], 0, split)))
+	}
+	md := lines("sqlite3-markdown.md", rule)
+	add("sqlite3-markdown.md", "format and header", "format=markdown, header=["+strings.Join(cells(md[0]), ", ")+"]")
+
+	// A busy ps aux: RSS and VSZ overflow their columns.
+	ps := lines("ps-aux-busy.txt", none)
+	add("ps-aux-busy.txt", "rows", fmt.Sprintf("table(rows=%d, cols=11,", len(ps)-1))
+	add("ps-aux-busy.txt", "header", "header=["+strings.Join(strings.Fields(ps[0]), ", ")+"]")
+	add("ps-aux-busy.txt", "RSS", "RSS: "+rng(column(ps[1:], 5, strings.Fields)))
+	add("ps-aux-busy.txt", "VSZ", "VSZ: "+rng(column(ps[1:], 4, strings.Fields)))
+	add("ps-aux-busy.txt", "STAT", "STAT: "+set(column(ps[1:], 7, strings.Fields)))
+
+	// zone1970.tab: a TSV after a comment block that names its columns.
+	zs := lines("zone1970.tab", func(l string) bool { return strings.HasPrefix(l, "#") })
+	add("zone1970.tab", "rows", fmt.Sprintf("table(rows=%d, cols=4, ", len(zs)))
+	add("zone1970.tab", "header", "header=[codes, coordinates, TZ, comments]")
+	add("zone1970.tab", "first row", strings.ReplaceAll(zs[0], "\t", `\t`))
+	add("zone1970.tab", "last row", strings.ReplaceAll(zs[len(zs)-1], "\t", `\t`))
+
+	for _, file := range []string{"git-changelog-debian.txt", "openssl-changelog-debian.txt"} {
+		add(file, "not a table", "text(len=")
 	}
 }

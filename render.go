@@ -21,7 +21,8 @@ import (
 //	r3 = text(len=11 B, lines=1) "hello world"
 //	r3 = json-text(len=8.7 KiB, lines=1, array(len=42, …))
 //	r3 = json-stream(len=604, bytes=76 KiB, items={Action: text, …}, [:3]=[…], [-2:]=[…])
-//	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
+//	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], columns={Size: "252G"|"12G"|"24G", …}, […])
+//	r3 = table(rows=60, cols=6, bytes=5.7 KiB, format=aligned, header=none, columns={1: text, 2: "TLSv1.3"|"TLSv1.2"|"TLSv1"|"SSLv3", …}, [:3]=[…], [-2:]=[…])
 //	r3 = diff(files=8, +159 -124, hunks=12, len=23 KiB, lines=410, [README.md +9 -6, …, store.go +5 -0], head="…", tail="…")
 //	r3 = html(len=67 KiB, lines=2361, title="TAR", headings=10 ["# TAR", "## NAME", …], tables=18, links=9, body="…", tail="…")
 //	r3 = markdown(len=6.0 KiB, lines=171, headings=7 ["# MCP Go SDK", …], tables=1 (first: 4 rows, [SDK Version, …]), code=2 {go: 2}, head="…", tail="…")

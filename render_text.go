@@ -72,28 +72,33 @@ func (t *table) appendPreview(dst []byte, x *value, budget int) []byte {
 	dst = append(dst, "table(rows="...)
 	dst = strconv.AppendInt(dst, int64(t.rows), 10)
 	dst = append(dst, ", cols="...)
-	dst = strconv.AppendInt(dst, int64(len(t.header)), 10)
+	dst = strconv.AppendInt(dst, int64(t.cols), 10)
 	dst = append(dst, ", bytes="...)
 	dst = appendSize(dst, len(x.raw))
 	dst = append(dst, ", format="...)
 	dst = append(dst, t.format...)
 	left := func() int { return budget - (len(dst) - start) - len(")") }
-	dst = append(dst, ", header=["...)
-	room := min(left()*2/5, 600)
-	for i, h := range t.header {
-		var piece []byte
-		if i > 0 {
-			piece = append(piece, ", "...)
+	if t.header == nil {
+		dst = append(dst, ", header=none"...)
+	} else {
+		dst = append(dst, ", header=["...)
+		room := min(left()*2/5, 600)
+		for i, h := range t.header {
+			var piece []byte
+			if i > 0 {
+				piece = append(piece, ", "...)
+			}
+			piece = jsontext.AppendClipped(piece, []byte(h), keyBudget/2)
+			if len(piece) > room-len(", …]") && i < len(t.header)-1 || len(piece) > room-len("]") {
+				dst = append(dst, ", …"[2*boolInt(i == 0):]...)
+				break
+			}
+			dst = append(dst, piece...)
+			room -= len(piece)
 		}
-		piece = jsontext.AppendClipped(piece, []byte(h), keyBudget/2)
-		if len(piece) > room-len(", …]") && i < len(t.header)-1 || len(piece) > room-len("]") {
-			dst = append(dst, ", …"[2*boolInt(i == 0):]...)
-			break
-		}
-		dst = append(dst, piece...)
-		room -= len(piece)
+		dst = append(dst, ']')
 	}
-	dst = append(dst, ']')
+	dst = t.appendColumns(dst, x.raw, min(left()*2/5, 800))
 	shown := len(t.head) + len(t.tail)
 	framing := len(", [:3]=[], [-2:]=[]")
 	per := (left()-framing)/max(shown, 1) - len(", ")
@@ -129,6 +134,46 @@ func (t *table) appendPreview(dst []byte, x *value, budget int) []byte {
 		dst = row(dst, s)
 	}
 	return append(dst, "])"...)
+}
+
+// appendColumns appends ", columns={name: values, …}": what the cells of
+// each column take (columnSummary), in at most budget bytes. A table with
+// a header shows the columns whose cells it can tell (a set of values, a
+// range, blanks), by name; one without shows every column, by number
+// from 1. Columns that do not fit are left out, and "…" says so.
+func (t *table) appendColumns(dst, raw []byte, budget int) []byte {
+	start := len(dst)
+	dst = append(dst, ", columns={"...)
+	shown, any := 0, false
+	var buf []byte
+	for j := range t.sums {
+		c := &t.sums[j]
+		buf = c.appendTo(buf[:0], raw, summaryFull)
+		if t.header != nil && string(buf) == "text" {
+			continue // nothing to tell: the header names it
+		}
+		any = true
+		mark := len(dst)
+		if shown > 0 {
+			dst = append(dst, ", "...)
+		}
+		if t.header != nil {
+			dst = jsontext.AppendClipped(dst, []byte(t.header[j]), keyBudget/2)
+		} else {
+			dst = strconv.AppendInt(dst, int64(j+1), 10)
+		}
+		dst = append(dst, ": "...)
+		dst = jsontext.AppendClipped(dst, buf, elementBudget*2)
+		if len(dst)-start > budget-len(", …}") {
+			dst = append(dst[:mark], ", …"[2*boolInt(shown == 0):]...)
+			return append(dst, '}')
+		}
+		shown++
+	}
+	if !any {
+		return dst[:start]
+	}
+	return append(dst, '}')
 }
 
 // appendTextSize appends "len=S, lines=N" of the text x.

@@ -1,0 +1,1 @@
+zcat /usr/share/doc/git/changelog.Debian.gz
