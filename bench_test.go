@@ -145,6 +145,20 @@ func BenchmarkPreviewOnlySmall(b *testing.B) {
 
 func BenchmarkPutPreviewText(b *testing.B) { benchPutPreview(b, bigTextLog()) }
 
+// BenchmarkTextFormatDetection is what recognizing formats costs a text
+// of none (the 100 MB log of BenchmarkPutPreviewText): each detector
+// decides from a bounded prefix, so this is microseconds beside the
+// milliseconds of the Put it is part of.
+func BenchmarkTextFormatDetection(b *testing.B) {
+	data := bigTextLog()
+	b.ReportAllocs()
+	for b.Loop() {
+		if detectFormat(data, 0) != nil {
+			b.Fatal("the log is taken for a format")
+		}
+	}
+}
+
 // BenchmarkBaselineTextFloor is the floor for storing text: one copy,
 // utf8.Valid and bytes.Count over the same bytes.
 func BenchmarkBaselineTextFloor(b *testing.B) {

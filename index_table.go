@@ -346,18 +346,23 @@ func detectDelimited(b []byte, start int, sample []sampleLine, note []byte) *tab
 
 // detectTSV recognizes TSV in the sample.
 func detectTSV(b []byte, sample []sampleLine, note []byte) *table {
-	var cells [][][]byte
-	cols := 0
 	tabs := 0
 	for _, s := range sample {
 		if bytes.IndexByte(s.line, '\t') >= 0 {
 			tabs++
 		}
+	}
+	if 8*(len(sample)-tabs) > len(sample) {
+		return nil
+	}
+	var cells [][][]byte
+	cols := 0
+	for _, s := range sample {
 		row := bytes.Split(s.line, []byte("\t"))
 		cols = max(cols, len(row))
 		cells = append(cells, row)
 	}
-	if cols < 2 || cols > tableMaxCols || 8*(len(sample)-tabs) > len(sample) {
+	if cols < 2 || cols > tableMaxCols {
 		return nil
 	}
 	off := 0
