@@ -299,8 +299,5 @@ func (p *diffParse) flush() {
 		p.d.head = append(p.d.head, f)
 		return
 	}
-	p.d.tail = append(p.d.tail, f)
-	if len(p.d.tail) > diffFilesTail {
-		p.d.tail = p.d.tail[1:]
-	}
+	p.d.tail = keepLast(p.d.tail, f, diffFilesTail)
 }

@@ -1,9 +1,16 @@
 package values
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // docCase is a text and what its preview must say: each of want in it,
@@ -231,4 +238,106 @@ func TestMarkdownPreview(t *testing.T) {
 		text: "# tzdb timezone descriptions\n#\n# This file is in the public domain.\n#\nAD\t+4230+00131\tEurope/Andorra\n",
 		not:  []string{"markdown("},
 	}})
+}
+
+// formatBombs are texts made to make a parser expand or nest: each is
+// stored and previewed in a child process whose peak memory is then held to
+// a bound of the text's size, far below what expanding any of them takes.
+var formatBombs = map[string]func() string{
+	"xml entities": func() string { // a billion laughs: 3 GB expanded
+		s := `<?xml version="1.0"?><!DOCTYPE l [<!ENTITY l0 "lollollollollollollollollollol">`
+		for i := 1; i <= 9; i++ {
+			s += fmt.Sprintf(`<!ENTITY l%d "%s">`, i, strings.Repeat(fmt.Sprintf("&l%d;", i-1), 10))
+		}
+		return s + "]><l>&l9;</l>"
+	},
+	"yaml aliases": func() string {
+		s := "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+		for i := 1; i <= 9; i++ {
+			s += fmt.Sprintf("%c: &%c [%s]\n", 'a'+i, 'a'+i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*%c, ", 'a'+i-1), 10), ", "))
+		}
+		return s
+	},
+	"xml nesting":    func() string { return strings.Repeat("<a x='1'>", 2<<20) },
+	"html soup":      func() string { return "<html><body>" + strings.Repeat("<div><h2><table><a href=x>", 1<<20) },
+	"yaml nesting":   func() string { return "k:\n" + strings.Repeat("- ", 4<<20) + "x\nj: 1\n" },
+	"yaml keys":      func() string { return genYAMLKeys(2 << 20) },
+	"markdown table": func() string { return "# T\n\n| a | b |\n|---|---|\n" + strings.Repeat("| 1 | 2 |\n", 1<<20) },
+	"diff hunks": func() string {
+		return "--- a\n+++ b\n@@ -1,99999999 +1,99999999 @@\n" + strings.Repeat("-x\n+y\n", 2<<20)
+	},
+	"csv": func() string { return "id,name\n" + strings.Repeat("1,\"a\"\"b\"\n", 1<<20) },
+}
+
+func genYAMLKeys(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "key%d: %d\n", i, i)
+	}
+	return b.String()
+}
+
+func TestFormatBombsMemory(t *testing.T) {
+	if path := os.Getenv("AV_FORMAT_BOMB"); path != "" {
+		text, err := os.ReadFile(path) // one allocation of its size
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		before := vmHWMBytes(t)
+		s := New()
+		v, _ := s.Get(s.PutOutput(text))
+		p := RenderPreview("r1", v)
+		fmt.Printf("bomb-result size=%d before=%d hwm=%d preview=%q\n", len(text), before, vmHWMBytes(t), p[:min(len(p), 40)])
+		return
+	}
+	for name, gen := range formatBombs {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bomb")
+			if err := os.WriteFile(path, []byte(gen()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := testkit.ChildCommand("TestFormatBombsMemory", "AV_FORMAT_BOMB="+path)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("the child failed: %v\n%s", err, out)
+			}
+			var size, before, hwm int64
+			var preview string
+			k := bytes.Index(out, []byte("bomb-result "))
+			if k < 0 {
+				t.Fatalf("no result from the child: %s", out)
+			}
+			if _, err := fmt.Sscanf(string(out[k:]), "bomb-result size=%d before=%d hwm=%d preview=%q", &size, &before, &hwm, &preview); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			// Put keeps the text, which the child had read before: what
+			// storing and previewing it adds is the memory a scan takes,
+			// bounded by the read bounds, never what it expands to.
+			if bound := before + max(2*size, 32<<20); hwm > bound {
+				t.Errorf("peak memory %d MiB storing %d KiB (before it %d MiB); bound %d MiB", hwm>>20, size>>10, before>>20, bound>>20)
+			}
+			t.Logf("%d KiB: peak %d MiB, %d MiB before; %s", size>>10, hwm>>20, before>>20, preview)
+		})
+	}
+}
+
+// vmHWMBytes returns this process's peak resident memory, from
+// /proc/self/status.
+func vmHWMBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }

@@ -41,10 +41,7 @@ func (h *headings) add(level int, text []byte) {
 		h.head = append(h.head, e)
 		return
 	}
-	h.tail = append(h.tail, e)
-	if len(h.tail) > htmlHeadingsTail {
-		h.tail = h.tail[1:]
-	}
+	h.tail = keepLast(h.tail, e, htmlHeadingsTail)
 }
 
 // htmlDoc is an HTML text.

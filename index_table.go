@@ -45,10 +45,7 @@ func (t *table) addRow(row jsontext.Span) {
 		t.head = append(t.head, row)
 		return
 	}
-	t.tail = append(t.tail, row)
-	if len(t.tail) > arrayTailItems {
-		t.tail = t.tail[1:]
-	}
+	t.tail = keepLast(t.tail, row, arrayTailItems)
 }
 
 // addCells records the cells of a row in the column summaries.

@@ -74,6 +74,17 @@ func detectFormat(b []byte, lines int) textFormat {
 	return nil
 }
 
+// keepLast returns the last entries kept, at most n, with e after them:
+// once n are kept, the oldest gives way, and no memory is allocated.
+func keepLast[E any](tail []E, e E, n int) []E {
+	if len(tail) < n {
+		return append(tail, e)
+	}
+	copy(tail, tail[1:])
+	tail[len(tail)-1] = e
+	return tail
+}
+
 // newStream indexes the stream of JSON values b as a container of its
 // values, which it treats as the items of an array, marks included, so
 // that a lookup of an item starts near it as in an array.

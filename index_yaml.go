@@ -331,10 +331,7 @@ func (d *yamlDoc) add(e yamlNode) {
 		d.head = append(d.head, e)
 		return
 	}
-	d.tail = append(d.tail, e)
-	if len(d.tail) > yamlTailEntries {
-		d.tail = d.tail[1:]
-	}
+	d.tail = keepLast(d.tail, e, yamlTailEntries)
 }
 
 // yamlSpan returns the span of part, a subslice of line, which starts at
