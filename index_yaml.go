@@ -416,9 +416,13 @@ func yamlTop(line []byte) (kind yamlLine, key, val []byte) {
 }
 
 // skipProps returns s after its node properties (anchor "&a", tag "!t")
-// and the spaces after them.
+// and the spaces after them. A node has at most one of each: a second
+// anchor or tag is left at the start of what it returns, which no caller
+// reads as a value or a key.
 func skipProps(s []byte) []byte {
-	for len(s) > 0 && (s[0] == '&' || s[0] == '!') {
+	var anchor, tag bool
+	for len(s) > 0 && (s[0] == '&' && !anchor || s[0] == '!' && !tag) {
+		anchor, tag = anchor || s[0] == '&', tag || s[0] == '!'
 		k := bytes.IndexAny(s, " \t")
 		if k < 0 {
 			return nil
