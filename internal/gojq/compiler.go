@@ -24,6 +24,7 @@ type compiler struct {
 	scopes        []*scopeinfo
 	scopecnt      int
 	regexpCache   sync.Map
+	limits        Limits // agentvalues: WithLimits
 }
 
 // Code is a compiled jq query.
@@ -31,6 +32,7 @@ type Code struct {
 	variables []string
 	codes     []*code
 	codeinfos []codeinfo
+	limits    Limits // agentvalues: WithLimits
 }
 
 // Run runs the code with the variable values (which should be in the
@@ -49,7 +51,9 @@ func (c *Code) RunWithContext(ctx context.Context, v any, values ...any) Iter {
 	} else if len(values) < len(c.variables) {
 		return NewIter(&expectedVariableError{c.variables[len(values)]})
 	}
-	return newEnv(ctx).execute(c, v, values...)
+	env := newEnv(ctx)
+	env.meter = newMeter(ctx, c.limits) // agentvalues: WithLimits
+	return env.execute(c, v, values...)
 }
 
 type scopeinfo struct {
@@ -116,6 +120,7 @@ func Compile(q *Query, options ...CompilerOption) (*Code, error) {
 		variables: c.variables,
 		codes:     c.codes,
 		codeinfos: c.codeinfos,
+		limits:    c.limits, // agentvalues: WithLimits
 	}, nil
 }
 
@@ -483,7 +488,7 @@ func (c *compiler) compileQueryUpdate(l, r *Query, op Operator) error {
 			}
 			c.append(&code{op: oppush, v: xs})
 			c.append(&code{op: opload, v: v})
-			c.append(&code{op: opcall, v: [3]any{internalFuncs["setpath"].callback, 2, "setpath"}})
+			c.append(&code{op: opcall, v: [3]any{internalCallback("setpath"), 2, "setpath"}})
 			return nil
 		}
 		fallthrough
@@ -641,7 +646,7 @@ func (c *compiler) compilePattern(vs [][2]int, p *Pattern) ([][2]int, error) {
 				c.append(&code{op: opload, v: v})
 				c.append(&code{op: oppush, v: nil})
 				// ref: compileCall
-				c.append(&code{op: opcall, v: [3]any{internalFuncs["_index"].callback, 2, "_index"}})
+				c.append(&code{op: opcall, v: [3]any{internalCallback("_index"), 2, "_index"}})
 			}
 			if name != "" {
 				if kv.Val != nil {
@@ -1193,7 +1198,9 @@ func (c *compiler) compileLast() {
 	)
 }
 
-func (c *compiler) funcBuiltins(any, []any) any {
+// agentvalues: metered, since it builds a few hundred strings each call.
+func (c *compiler) funcBuiltins(m *meter, _ any, _ []any) any {
+	m.alloc(32<<10, "the list of builtins")
 	type funcNameArity struct {
 		name  string
 		arity int
@@ -1314,8 +1321,8 @@ func listModuleDeps(q *Query) []any {
 	return deps
 }
 
-func (c *compiler) funcMatch(v any, args []any) any {
-	return funcMatch(v, args[0], args[1], args[2], &c.regexpCache)
+func (c *compiler) funcMatch(m *meter, v any, args []any) any {
+	return funcMatch(m, v, args[0], args[1], args[2], &c.regexpCache)
 }
 
 func (c *compiler) compileObject(e *Object) error {
@@ -1389,7 +1396,7 @@ func (c *compiler) compileObjectKeyVal(v [2]int, kv *ObjectKeyVal) error {
 				c.append(&code{op: opload, v: v})
 				c.append(&code{op: oppush, v: nil})
 				// ref: compileCall
-				c.append(&code{op: opcall, v: [3]any{internalFuncs["_index"].callback, 2, "_index"}})
+				c.append(&code{op: opcall, v: [3]any{internalCallback("_index"), 2, "_index"}})
 			}
 		}
 	} else if kv.KeyQuery != nil {
@@ -1565,7 +1572,7 @@ func (c *compiler) compileTermSuffix(e *Term, s *Suffix) error {
 
 func (c *compiler) compileCall(name string, args []*Query) error {
 	fn := internalFuncs[name]
-	var indexing int
+	var indexing int // agentvalues: below, the metered callback
 	switch name {
 	case "_index", "_slice":
 		indexing = 1
@@ -1575,7 +1582,7 @@ func (c *compiler) compileCall(name string, args []*Query) error {
 		indexing = -1
 	}
 	if err := c.compileCallInternal(
-		[3]any{fn.callback, len(args), name},
+		[3]any{internalCallback(name), len(args), name},
 		args,
 		true,
 		indexing,

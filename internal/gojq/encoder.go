@@ -34,6 +34,111 @@ func jsonMarshal(v any) string {
 	return sb.String()
 }
 
+// agentvalues: jsonMarshalMetered is jsonMarshal charging its output's
+// growth to m (what names the builtin) and ticking per value, so that
+// encoding a value that shares its parts ([., .] doubled) stops at the
+// run's budget or deadline, not after it.
+func jsonMarshalMetered(m *meter, v any, what string) string {
+	if m == nil {
+		return jsonMarshal(v)
+	}
+	w := &meteredBuilder{m: m, what: what}
+	(&encoder{w: w, m: m}).encode(v)
+	return w.sb.String()
+}
+
+// agentvalues: a meteredBuilder is a strings.Builder that charges each
+// growth of its buffer, before it grows, to a meter.
+type meteredBuilder struct {
+	sb   strings.Builder
+	m    *meter
+	what string
+}
+
+func (w *meteredBuilder) grow(n int) {
+	if w.sb.Len()+n > w.sb.Cap() {
+		w.m.alloc(addSize(2*w.sb.Cap(), n), w.what)
+		w.sb.Grow(n)
+	}
+}
+
+func (w *meteredBuilder) Write(p []byte) (int, error) {
+	w.grow(len(p))
+	return w.sb.Write(p)
+}
+
+func (w *meteredBuilder) WriteByte(b byte) error {
+	w.grow(1)
+	return w.sb.WriteByte(b)
+}
+
+func (w *meteredBuilder) WriteString(s string) (int, error) {
+	w.grow(len(s))
+	return w.sb.WriteString(s)
+}
+
+// AppendJSON appends the jq-flavored JSON encoding of v (as [Marshal]) to
+// dst and returns it, with ok false, and what was appended cut anywhere,
+// as soon as dst would grow past max bytes: so a value that shares its
+// parts costs at most max to try, whatever its size written out. The
+// encoding stops there, after work proportional to max.
+//
+// agentvalues: not in upstream.
+func AppendJSON(dst []byte, v any, max int) (out []byte, ok bool) {
+	w := &boundedWriter{buf: dst, max: max}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, stop := r.(boundedStop); !stop {
+				panic(r)
+			}
+			out, ok = w.buf, false
+		}
+	}()
+	(&encoder{w: w}).encode(v)
+	return w.buf, true
+}
+
+// agentvalues: a boundedWriter appends to buf up to max bytes, and panics
+// with boundedStop past it (recovered by AppendJSON).
+type boundedWriter struct {
+	buf []byte
+	max int
+}
+
+type boundedStop struct{}
+
+// room makes room for n more bytes, doubling buf's capacity (append grows
+// a large slice by a quarter, allocating five times its final size in
+// all), or panics past max.
+func (w *boundedWriter) room(n int) {
+	if n > w.max-len(w.buf) {
+		panic(boundedStop{})
+	}
+	if len(w.buf)+n > cap(w.buf) {
+		buf := make([]byte, len(w.buf), min(max(2*cap(w.buf), len(w.buf)+n, 64), w.max))
+		copy(buf, w.buf)
+		w.buf = buf
+	}
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	w.room(len(p))
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+func (w *boundedWriter) WriteByte(b byte) error {
+	w.room(1)
+	w.buf = append(w.buf, b)
+	return nil
+}
+
+func (w *boundedWriter) WriteString(s string) (int, error) {
+	w.room(len(s))
+	w.buf = append(w.buf, s...)
+	return len(s), nil
+}
+
 func jsonEncodeString(sb *strings.Builder, v string) {
 	(&encoder{w: sb}).encodeString(v)
 }
@@ -45,9 +150,14 @@ type encoder struct {
 		io.StringWriter
 	}
 	buf [64]byte
+	// agentvalues: m meters the encoding (nil: not metered); depth is the
+	// nesting of the value being encoded, to reuse scratch per depth.
+	m     *meter
+	depth int
 }
 
 func (e *encoder) encode(v any) {
+	e.m.tick(1) // agentvalues
 	switch v := v.(type) {
 	case nil:
 		e.w.WriteString("null")
@@ -100,6 +210,7 @@ func (e *encoder) encodeFloat64(f float64) {
 
 // ref: encodeState#string in encoding/json
 func (e *encoder) encodeString(s string) {
+	e.m.tick(len(s) >> 6) // agentvalues
 	e.w.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -155,6 +266,7 @@ func (e *encoder) encodeString(s string) {
 }
 
 func (e *encoder) encodeArray(vs []any) {
+	e.depth++ // agentvalues
 	e.w.WriteByte('[')
 	for i, v := range vs {
 		if i > 0 {
@@ -163,15 +275,25 @@ func (e *encoder) encodeArray(vs []any) {
 		e.encode(v)
 	}
 	e.w.WriteByte(']')
+	e.depth-- // agentvalues
+}
+
+// agentvalues: keyVal moved out of encodeObject, for the meter's scratch.
+type keyVal struct {
+	key string
+	val any
 }
 
 func (e *encoder) encodeObject(vs map[string]any) {
 	e.w.WriteByte('{')
-	type keyVal struct {
-		key string
-		val any
+	var kvs []keyVal
+	if e.m != nil { // agentvalues: scratch per depth, charged as it grows
+		kvs = e.m.kvsScratch(e.depth, len(vs))
+		e.m.tick(len(vs))
+	} else {
+		kvs = make([]keyVal, len(vs))
 	}
-	kvs := make([]keyVal, len(vs))
+	e.depth++
 	var i int
 	for k, v := range vs {
 		kvs[i] = keyVal{k, v}
@@ -189,4 +311,5 @@ func (e *encoder) encodeObject(vs map[string]any) {
 		e.encode(kv.val)
 	}
 	e.w.WriteByte('}')
+	e.depth-- // agentvalues
 }

@@ -17,6 +17,7 @@ type env struct {
 	label     int
 	args      [32]any // len(env.args) > maxarity
 	ctx       context.Context
+	meter     *meter // agentvalues: WithLimits; nil when unbounded
 }
 
 func newEnv(ctx context.Context) *env {

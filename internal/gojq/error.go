@@ -1,6 +1,9 @@
 package gojq
 
-import "strconv"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // ValueError is an interface for errors with a value for internal function.
 // Return an error implementing this interface when you want to catch error
@@ -176,9 +179,37 @@ type exitCodeError struct {
 
 func (err *exitCodeError) Error() string {
 	if s, ok := err.value.(string); ok {
-		return "error: " + s
+		return "error: " + clipMessage(s)
 	}
-	return "error: " + jsonMarshal(err.value)
+	return "error: " + errorValueMessage(err.value)
+}
+
+// agentvalues: maxErrorValue bounds the value an error message shows
+// (error(v), halt_error): a value that shares its parts would otherwise
+// be encoded whole, however large written out, to make the message.
+const maxErrorValue = 4096
+
+// clipMessage returns s, or its first maxErrorValue bytes (cut on a rune
+// boundary) and " ..." when it is longer.
+func clipMessage(s string) string {
+	if len(s) <= maxErrorValue {
+		return s
+	}
+	i := maxErrorValue
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + " ..."
+}
+
+// errorValueMessage is the JSON encoding of v, clipped as clipMessage
+// clips, after encoding no more of v than it shows.
+func errorValueMessage(v any) string {
+	bs := jsonLimitedMarshal(v, maxErrorValue+1)
+	if len(bs) <= maxErrorValue {
+		return string(bs)
+	}
+	return clipMessage(string(bs))
 }
 
 func (err *exitCodeError) Value() any {

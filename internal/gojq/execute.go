@@ -3,6 +3,7 @@ package gojq
 import (
 	"context"
 	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"strings"
@@ -36,6 +37,17 @@ loop:
 			default:
 			}
 		}
+		// agentvalues: charge the growth of the stacks; stop at a spent
+		// budget, even after a try caught the error of its charge.
+		if m := env.meter; m != nil {
+			if cap(env.stack.data)+cap(env.paths.data)+cap(env.scopes.data)+cap(env.forks) != m.capSum {
+				m.stacksGrew(env)
+			}
+			if m.err != nil {
+				pc, env.forks = len(env.codes), nil
+				return m.err, true
+			}
+		}
 		switch code.op {
 		case opnop:
 			// nop
@@ -59,6 +71,9 @@ loop:
 				break loop
 			}
 			n := code.v.(int)
+			if err = env.meter.charge(objectSize(n), "an object"); err != nil { // agentvalues
+				break loop
+			}
 			m := make(map[string]any, n)
 			for range n {
 				v, k := env.pop(), env.pop()
@@ -74,6 +89,12 @@ loop:
 			env.push(m)
 		case opappend:
 			i := env.index(code.v.([2]int))
+			// agentvalues: charge an array's growth before it grows.
+			if xs := env.values[i].([]any); len(xs) == cap(xs) {
+				if err = env.meter.charge(growSize(cap(xs)), "an array"); err != nil {
+					break loop
+				}
+			}
 			env.values[i] = append(env.values[i].([]any), env.pop())
 		case opfork:
 			if backtrack {
@@ -184,7 +205,21 @@ loop:
 				for i := range argcnt {
 					args[i] = env.pop()
 				}
-				w := v[0].(func(any, []any) any)(x, args)
+				// agentvalues: a metered builtin charges what it builds; a
+				// number it returns is boxed.
+				var w any
+				switch f := v[0].(type) {
+				case meteredFunc:
+					w = env.meter.call(f, x, args)
+				default:
+					w = f.(func(any, []any) any)(x, args)
+				}
+				switch u := w.(type) {
+				case int, float64:
+					env.meter.charge(sizeNumber, "a number")
+				case *big.Int:
+					env.meter.charge(sizeArray+mulSize(len(u.Bits()), 8), "a number")
+				}
 				if e, ok := w.(error); ok {
 					err = e
 					break loop
@@ -224,6 +259,7 @@ loop:
 			pc, callpc, index = code.v.(int), -1, env.scopes.index
 			goto loop
 		case oppushpc:
+			env.meter.charge(sizeAny, "a closure") // agentvalues
 			env.push([2]int{code.v.(int), env.scopes.index})
 		case opcallpc:
 			xs := env.pop().([2]int)
@@ -249,6 +285,7 @@ loop:
 			env.scopes.push(scope{xs[0], env.offset, callpc, saveindex, outerindex})
 			env.offset += xs[1]
 			if env.offset > len(env.values) {
+				env.meter.charge(mulSize(env.offset*2, sizeAny), "the interpreter's variables (deep recursion?)") // agentvalues
 				vs := make([]any, env.offset*2)
 				copy(vs, env.values)
 				env.values = vs
@@ -279,6 +316,9 @@ loop:
 				if len(v) == 0 {
 					break loop
 				}
+				if err = env.meter.charge(mulSize(len(v), sizePath+sizeArray), "an iteration"); err != nil { // agentvalues
+					break loop
+				}
 				xs = make([]pathValue, len(v))
 				for i, v := range v {
 					xs[i] = pathValue{path: i, value: v}
@@ -292,6 +332,9 @@ loop:
 				if len(v) == 0 {
 					break loop
 				}
+				if err = env.meter.charge(mulSize(len(v), sizePath+sizeArray), "an iteration"); err != nil { // agentvalues
+					break loop
+				}
 				xs = make([]pathValue, len(v))
 				var i int
 				for k, v := range v {
@@ -302,6 +345,7 @@ loop:
 					return strings.Compare(x.path.(string), y.path.(string))
 				})
 			case Iter:
+				env.meter.charge(sizeNumber, "a value of an iterator") // agentvalues
 				if w, ok := v.Next(); ok {
 					env.push(v)
 					env.pushfork(pc)
@@ -443,5 +487,6 @@ func (env *env) poppaths() []any {
 		xs = append(xs, p.path)
 	}
 	slices.Reverse(xs)
+	env.meter.charge(sizeArray+mulSize(cap(xs), sizeAny), "a path") // agentvalues
 	return xs
 }

@@ -352,10 +352,17 @@ func keys(v map[string]any) []string {
 }
 
 func values(v any) ([]any, bool) {
+	return valuesMetered(nil, v)
+}
+
+// agentvalues: valuesMetered is values charging to m.
+func valuesMetered(m *meter, v any) ([]any, bool) {
 	switch v := v.(type) {
 	case []any:
 		return v, true
 	case map[string]any:
+		m.alloc(mulSize(len(v), sizeAny+sizeString), "the values of an object")
+		m.tick(len(v))
 		vs := make([]any, len(v))
 		for i, k := range keys(v) {
 			vs[i] = v[k]
@@ -384,16 +391,23 @@ func funcHas(v, x any) any {
 }
 
 func funcAdd(v any) any {
-	vs, ok := values(v)
+	return funcAddMetered(nil, v)
+}
+
+// agentvalues: funcAddMetered is funcAdd charging to m.
+func funcAddMetered(m *meter, v any) any {
+	vs, ok := valuesMetered(m, v)
 	if !ok {
 		return &func0TypeError{"add", v}
 	}
-	return add(slices.Values(vs))
+	return add(m, slices.Values(vs))
 }
 
-func add(xs iter.Seq[any]) any {
+// agentvalues: add charges each growth of its sum to m, before it grows.
+func add(m *meter, xs iter.Seq[any]) any {
 	var v any
 	for x := range xs {
+		m.tick(1)
 		switch x := x.(type) {
 		case nil:
 			continue
@@ -401,32 +415,42 @@ func add(xs iter.Seq[any]) any {
 			switch w := v.(type) {
 			case nil:
 				var sb strings.Builder
+				growBuilder(m, &sb, len(x), "a string (add)")
 				sb.WriteString(x)
 				v = &sb
 				continue
 			case *strings.Builder:
+				growBuilder(m, w, len(x), "a string (add)")
 				w.WriteString(x)
 				continue
 			}
 		case []any:
 			switch w := v.(type) {
 			case nil:
+				m.alloc(addSize(sizeArray, mulSize(len(x), sizeAny)), "an array (add)")
 				v = append([]any{}, x...)
 				continue
 			case []any:
+				if n := addSize(len(w), len(x)); n > cap(w) {
+					m.alloc(addSize(sizeArray, mulSize(max(n, 2*cap(w)), sizeAny)), "an array (add)")
+				}
 				v = append(w, x...)
 				continue
 			}
 		case map[string]any:
 			switch w := v.(type) {
 			case nil:
-				m := maps.Clone(x)
-				if m == nil {
-					m = map[string]any{}
+				m.alloc(objectSize(len(x)), "an object (add)")
+				m.tick(len(x))
+				c := maps.Clone(x)
+				if c == nil {
+					c = map[string]any{}
 				}
-				v = m
+				v = c
 				continue
 			case map[string]any:
+				m.alloc(mulSize(len(x), sizeEntryGrown), "an object (add)")
+				m.tick(len(x))
 				maps.Copy(w, x)
 				continue
 			}
@@ -434,7 +458,7 @@ func add(xs iter.Seq[any]) any {
 		if sb, ok := v.(*strings.Builder); ok {
 			v = sb.String()
 		}
-		v = funcOpAdd(nil, v, x)
+		v = opAdd(m, v, x)
 		if err, ok := v.(error); ok {
 			return err
 		}
@@ -486,10 +510,16 @@ func funcToString(v any) any {
 }
 
 func toString(v any) string {
+	return toStringMetered(nil, v, "")
+}
+
+// agentvalues: toStringMetered is toString charging to m; what names the
+// builtin.
+func toStringMetered(m *meter, v any, what string) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return jsonMarshal(v)
+	return jsonMarshalMetered(m, v, what)
 }
 
 func funcType(v any) any {
@@ -509,16 +539,25 @@ func funcReverse(v any) any {
 }
 
 func funcContains(v, x any) any {
+	return containsMetered(nil, v, x)
+}
+
+// agentvalues: containsMetered is funcContains ticking m per value.
+func containsMetered(m *meter, v, x any) any {
+	m.tick(1)
 	return binopTypeSwitch(v, x,
 		func(l, r int) any { return l == r },
 		func(l, r float64) any { return l == r },
 		func(l, r *big.Int) any { return l.Cmp(r) == 0 },
-		func(l, r string) any { return strings.Contains(l, r) },
+		func(l, r string) any {
+			m.tick(len(l) >> 6)
+			return strings.Contains(l, r)
+		},
 		func(l, r []any) any {
 		R:
 			for _, r := range r {
 				for _, l := range l {
-					if funcContains(l, r) == true {
+					if containsMetered(m, l, r) == true {
 						continue R
 					}
 				}
@@ -531,7 +570,7 @@ func funcContains(v, x any) any {
 				return false
 			}
 			for k, r := range r {
-				if l, ok := l[k]; !ok || funcContains(l, r) != true {
+				if l, ok := l[k]; !ok || containsMetered(m, l, r) != true {
 					return false
 				}
 			}
@@ -551,16 +590,21 @@ func funcInside(v, x any) any {
 }
 
 func funcIndices(v, x any) any {
-	return indexFunc("indices", v, x, indices)
+	return indexFunc(nil, "indices", v, x, indices)
 }
 
-func indices(vs, xs []any) any {
+// agentvalues: the indices family takes a meter (nil: not metered), which
+// its comparisons tick and its results are charged to.
+func indices(m *meter, vs, xs []any) any {
 	rs := []any{}
 	if len(xs) == 0 {
 		return rs
 	}
 	for i := range len(vs) - len(xs) + 1 {
-		if Compare(vs[i:i+len(xs)], xs) == 0 {
+		if compare(m, 0, vs[i:i+len(xs)], xs) == 0 {
+			if len(rs) == cap(rs) {
+				m.alloc(growSize(cap(rs)), "an array (indices)")
+			}
 			rs = append(rs, i)
 		}
 	}
@@ -568,47 +612,51 @@ func indices(vs, xs []any) any {
 }
 
 func funcIndex(v, x any) any {
-	return indexFunc("index", v, x, func(vs, xs []any) any {
-		if len(xs) == 0 {
-			return nil
-		}
-		for i := range len(vs) - len(xs) + 1 {
-			if Compare(vs[i:i+len(xs)], xs) == 0 {
-				return i
-			}
-		}
+	return indexFunc(nil, "index", v, x, indexFirst)
+}
+
+func indexFirst(m *meter, vs, xs []any) any {
+	if len(xs) == 0 {
 		return nil
-	})
+	}
+	for i := range len(vs) - len(xs) + 1 {
+		if compare(m, 0, vs[i:i+len(xs)], xs) == 0 {
+			return i
+		}
+	}
+	return nil
 }
 
 func funcRindex(v, x any) any {
-	return indexFunc("rindex", v, x, func(vs, xs []any) any {
-		if len(xs) == 0 {
-			return nil
-		}
-		for i := len(vs) - len(xs); i >= 0; i-- {
-			if Compare(vs[i:i+len(xs)], xs) == 0 {
-				return i
-			}
-		}
-		return nil
-	})
+	return indexFunc(nil, "rindex", v, x, indexLast)
 }
 
-func indexFunc(name string, v, x any, f func(_, _ []any) any) any {
+func indexLast(m *meter, vs, xs []any) any {
+	if len(xs) == 0 {
+		return nil
+	}
+	for i := len(vs) - len(xs); i >= 0; i-- {
+		if compare(m, 0, vs[i:i+len(xs)], xs) == 0 {
+			return i
+		}
+	}
+	return nil
+}
+
+func indexFunc(m *meter, name string, v, x any, f func(_ *meter, _, _ []any) any) any {
 	switch v := v.(type) {
 	case nil:
 		return nil
 	case []any:
 		switch x := x.(type) {
 		case []any:
-			return f(v, x)
+			return f(m, v, x)
 		default:
-			return f(v, []any{x})
+			return f(m, v, []any{x})
 		}
 	case string:
 		if x, ok := x.(string); ok {
-			return f(explode(v), explode(x))
+			return f(m, explodeMetered(m, v), explodeMetered(m, x))
 		}
 		return &func1TypeError{name, v, x}
 	default:
@@ -709,7 +757,15 @@ func funcExplode(v any) any {
 }
 
 func explode(s string) []any {
-	xs := make([]any, len([]rune(s)))
+	return explodeMetered(nil, s)
+}
+
+// agentvalues: explodeMetered is explode charging to m.
+func explodeMetered(m *meter, s string) []any {
+	n := len([]rune(s))
+	m.alloc(addSize(sizeArray, mulSize(n, sizeAny+sizeNumber)), "an array (explode)")
+	m.tick(n)
+	xs := make([]any, n)
 	var i int
 	for _, r := range s {
 		xs[i] = int(r)
@@ -719,10 +775,17 @@ func explode(s string) []any {
 }
 
 func funcImplode(v any) any {
+	return implodeMetered(nil, v)
+}
+
+// agentvalues: implodeMetered is funcImplode charging to m.
+func implodeMetered(m *meter, v any) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func0TypeError{"implode", v}
 	}
+	m.alloc(addSize(sizeString, mulSize(len(vs), utf8.UTFMax)), "a string (implode)")
+	m.tick(len(vs))
 	var sb strings.Builder
 	sb.Grow(len(vs))
 	for _, v := range vs {
@@ -752,8 +815,24 @@ func funcSplit(v, x any) any {
 }
 
 func splitString(s, t string) []any {
+	return splitStringMetered(nil, s, t)
+}
+
+// agentvalues: splitStringMetered is splitString charging its parts to m
+// before it splits.
+func splitStringMetered(m *meter, s, t string) []any {
 	if s == "" {
 		return []any{}
+	}
+	if m != nil {
+		n := 1
+		if t == "" {
+			n = utf8.RuneCountInString(s)
+		} else {
+			n += strings.Count(s, t)
+		}
+		m.tick(len(s) >> 6)
+		m.alloc(addSize(sizeArray, mulSize(n, sizeAny+2*sizeString)), "an array (split)")
 	}
 	ss := strings.Split(s, t)
 	xs := make([]any, len(ss))
@@ -764,14 +843,19 @@ func splitString(s, t string) []any {
 }
 
 func funcJoin(v, x any) any {
-	vs, ok := values(v)
+	return joinMetered(nil, v, x)
+}
+
+// agentvalues: joinMetered is funcJoin charging to m.
+func joinMetered(m *meter, v, x any) any {
+	vs, ok := valuesMetered(m, v)
 	if !ok {
 		return &func1TypeError{"join", v, x}
 	}
 	if len(vs) == 0 {
 		return ""
 	}
-	return add(func(yield func(any) bool) {
+	return add(m, func(yield func(any) bool) {
 		for i, v := range vs {
 			s := x
 			if i == 0 {
@@ -839,6 +923,11 @@ func funcFromJSON(v any) any {
 }
 
 func funcFormat(v, x any) any {
+	return formatMetered(nil, v, x)
+}
+
+// agentvalues: formatMetered is funcFormat calling the metered format.
+func formatMetered(m *meter, v, x any) any {
 	s, ok := x.(string)
 	if !ok {
 		return &func0TypeError{"format", x}
@@ -847,6 +936,9 @@ func funcFormat(v, x any) any {
 	f := formatToFunc(format)
 	if f == nil {
 		return &formatNotFoundError{format}
+	}
+	if g, ok := meteredFuncs[f.Name]; ok && m != nil {
+		return g(m, v, nil)
 	}
 	return internalFuncs[f.Name].callback(v, nil)
 }
@@ -913,23 +1005,35 @@ func funcToSh(v any) any {
 }
 
 func formatJoin(typ string, v any, sep string, escape func(string) string) any {
+	return formatJoinMetered(nil, typ, v, sep, escape)
+}
+
+// agentvalues: formatJoinMetered is formatJoin charging to m: each field
+// at most 4 times its size escaped (@sh's ' is 4 bytes), then the join.
+func formatJoinMetered(m *meter, typ string, v any, sep string, escape func(string) string) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func0TypeError{"@" + typ, v}
 	}
+	m.alloc(mulSize(len(vs), sizeString), "a string (@"+typ+")")
 	ss := make([]string, len(vs))
+	total := 0
 	for i, v := range vs {
+		m.tick(1)
 		switch v := v.(type) {
 		case []any, map[string]any:
 			return &formatRowError{typ, v}
 		case string:
+			m.alloc(addSize(mulSize(len(v), 4), 2), "a string (@"+typ+")")
 			ss[i] = escape(v)
 		default:
 			if s := jsonMarshal(v); s != "null" || typ == "sh" {
 				ss[i] = s
 			}
 		}
+		total = addSize(total, addSize(len(ss[i]), len(sep)))
 	}
+	m.alloc(total, "a string (@"+typ+")")
 	return strings.Join(ss, sep)
 }
 
@@ -950,6 +1054,11 @@ func funcToBase64d(v any) any {
 }
 
 func funcIndex2(_, v, x any) any {
+	return index2Metered(nil, v, x)
+}
+
+// agentvalues: index2Metered is funcIndex2 with a metered indices.
+func index2Metered(m *meter, v, x any) any {
 	switch x := x.(type) {
 	case string:
 		switch v := v.(type) {
@@ -977,7 +1086,7 @@ func funcIndex2(_, v, x any) any {
 		case nil:
 			return nil
 		case []any:
-			return indices(v, x)
+			return indices(m, v, x)
 		default:
 			return &expectedArrayError{v}
 		}
@@ -1117,7 +1226,12 @@ func clampIndex(i, minimum, maximum int) int {
 }
 
 func funcFlatten(v any, args []any) any {
-	vs, ok := values(v)
+	return flattenMetered(nil, v, args)
+}
+
+// agentvalues: flattenMetered is funcFlatten charging to m.
+func flattenMetered(m *meter, v any, args []any) any {
+	vs, ok := valuesMetered(m, v)
 	if !ok {
 		return &func0TypeError{"flatten", v}
 	}
@@ -1133,14 +1247,19 @@ func funcFlatten(v any, args []any) any {
 			return &flattenDepthError{depth}
 		}
 	}
-	return flatten([]any{}, vs, depth)
+	return flatten(m, []any{}, vs, depth)
 }
 
-func flatten(xs, vs []any, depth float64) []any {
+// agentvalues: flatten charges each growth of xs to m, before it grows.
+func flatten(m *meter, xs, vs []any, depth float64) []any {
 	for _, v := range vs {
+		m.tick(1)
 		if vs, ok := v.([]any); ok && depth != 0 {
-			xs = flatten(xs, vs, depth-1)
+			xs = flatten(m, xs, vs, depth-1)
 		} else {
+			if len(xs) == cap(xs) {
+				m.alloc(growSize(cap(xs)), "an array (flatten)")
+			}
 			xs = append(xs, v)
 		}
 	}
@@ -1172,14 +1291,23 @@ func funcRange(_ any, xs []any) any {
 }
 
 func funcMin(v any) any {
+	return minMetered(nil, v)
+}
+
+// agentvalues: the min and max family ticks m per comparison.
+func minMetered(m *meter, v any) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func0TypeError{"min", v}
 	}
-	return minMaxBy(vs, vs, true)
+	return minMaxBy(m, vs, vs, true)
 }
 
 func funcMinBy(v, x any) any {
+	return minByMetered(nil, v, x)
+}
+
+func minByMetered(m *meter, v, x any) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func1TypeError{"min_by", v, x}
@@ -1191,18 +1319,26 @@ func funcMinBy(v, x any) any {
 	if len(vs) != len(xs) {
 		return &func1WrapError{"min_by", v, x, &lengthMismatchError{}}
 	}
-	return minMaxBy(vs, xs, true)
+	return minMaxBy(m, vs, xs, true)
 }
 
 func funcMax(v any) any {
+	return maxMetered(nil, v)
+}
+
+func maxMetered(m *meter, v any) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func0TypeError{"max", v}
 	}
-	return minMaxBy(vs, vs, false)
+	return minMaxBy(m, vs, vs, false)
 }
 
 func funcMaxBy(v, x any) any {
+	return maxByMetered(nil, v, x)
+}
+
+func maxByMetered(m *meter, v, x any) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func1TypeError{"max_by", v, x}
@@ -1214,16 +1350,16 @@ func funcMaxBy(v, x any) any {
 	if len(vs) != len(xs) {
 		return &func1WrapError{"max_by", v, x, &lengthMismatchError{}}
 	}
-	return minMaxBy(vs, xs, false)
+	return minMaxBy(m, vs, xs, false)
 }
 
-func minMaxBy(vs, xs []any, isMin bool) any {
+func minMaxBy(m *meter, vs, xs []any, isMin bool) any {
 	if len(vs) == 0 {
 		return nil
 	}
 	i, j, x := 0, 0, xs[0]
 	for i++; i < len(xs); i++ {
-		if Compare(x, xs[i]) > 0 == isMin {
+		if compare(m, 0, x, xs[i]) > 0 == isMin {
 			j, x = i, xs[i]
 		}
 	}
@@ -1234,7 +1370,9 @@ type sortItem struct {
 	value, key any
 }
 
-func sortItems(name string, v, x any) ([]*sortItem, error) {
+// agentvalues: the sort family charges its items and results to m, and
+// ticks it per comparison.
+func sortItems(m *meter, name string, v, x any) ([]*sortItem, error) {
 	vs, ok := v.([]any)
 	if !ok {
 		if strings.HasSuffix(name, "_by") {
@@ -1249,29 +1387,31 @@ func sortItems(name string, v, x any) ([]*sortItem, error) {
 	if len(vs) != len(xs) {
 		return nil, &func1WrapError{name, v, x, &lengthMismatchError{}}
 	}
+	m.alloc(mulSize(len(vs), sizeItem), "the items of a sort")
 	items := make([]*sortItem, len(vs))
 	for i, v := range vs {
 		items[i] = &sortItem{v, xs[i]}
 	}
 	slices.SortStableFunc(items, func(x, y *sortItem) int {
-		return Compare(x.key, y.key)
+		return compare(m, 0, x.key, y.key)
 	})
 	return items, nil
 }
 
 func funcSort(v any) any {
-	return sortBy("sort", v, v)
+	return sortBy(nil, "sort", v, v)
 }
 
 func funcSortBy(v, x any) any {
-	return sortBy("sort_by", v, x)
+	return sortBy(nil, "sort_by", v, x)
 }
 
-func sortBy(name string, v, x any) any {
-	items, err := sortItems(name, v, x)
+func sortBy(m *meter, name string, v, x any) any {
+	items, err := sortItems(m, name, v, x)
 	if err != nil {
 		return err
 	}
+	m.alloc(addSize(sizeArray, mulSize(len(items), sizeAny)), "an array (sort)")
 	rs := make([]any, len(items))
 	for i, x := range items {
 		rs[i] = x.value
@@ -1280,14 +1420,21 @@ func sortBy(name string, v, x any) any {
 }
 
 func funcGroupBy(v, x any) any {
-	items, err := sortItems("group_by", v, x)
+	return groupByMetered(nil, v, x)
+}
+
+func groupByMetered(m *meter, v, x any) any {
+	items, err := sortItems(m, "group_by", v, x)
 	if err != nil {
 		return err
 	}
+	// Each value lands in one group, each group in the result: at most
+	// twice the slots of the items (appends double), and a header per group.
+	m.alloc(mulSize(len(items), 2*(sizeAny+sizeAny)+sizeArray), "an array (group_by)")
 	rs := []any{}
 	var last any
 	for i, r := range items {
-		if i == 0 || Compare(last, r.key) != 0 {
+		if i == 0 || compare(m, 0, last, r.key) != 0 {
 			rs, last = append(rs, []any{r.value}), r.key
 		} else {
 			rs[len(rs)-1] = append(rs[len(rs)-1].([]any), r.value)
@@ -1297,22 +1444,23 @@ func funcGroupBy(v, x any) any {
 }
 
 func funcUnique(v any) any {
-	return uniqueBy("unique", v, v)
+	return uniqueBy(nil, "unique", v, v)
 }
 
 func funcUniqueBy(v, x any) any {
-	return uniqueBy("unique_by", v, x)
+	return uniqueBy(nil, "unique_by", v, x)
 }
 
-func uniqueBy(name string, v, x any) any {
-	items, err := sortItems(name, v, x)
+func uniqueBy(m *meter, name string, v, x any) any {
+	items, err := sortItems(m, name, v, x)
 	if err != nil {
 		return err
 	}
+	m.alloc(addSize(sizeArray, mulSize(len(items), 2*sizeAny)), "an array ("+name+")")
 	rs := []any{}
 	var last any
 	for i, r := range items {
-		if i == 0 || Compare(last, r.key) != 0 {
+		if i == 0 || compare(m, 0, last, r.key) != 0 {
 			rs, last = append(rs, r.value), r.key
 		}
 	}
@@ -1497,29 +1645,33 @@ func (a allocator) makeArray(l, c int) []any {
 
 func funcSetpath(v, p, n any) any {
 	// There is no need to use an allocator on a single update.
-	return setpath(v, p, n, nil)
+	return setpath(nil, v, p, n, nil)
 }
 
 // Used in compiler#compileAssign and compiler#compileModify.
-func funcSetpathWithAllocator(v any, args []any) any {
-	return setpath(v, args[0], args[1], args[2].(allocator))
+//
+// agentvalues: metered, as are the other allocator functions.
+func funcSetpathWithAllocator(m *meter, v any, args []any) any {
+	return setpath(m, v, args[0], args[1], args[2].(allocator))
 }
 
 // Used in compiler#compileModify: the update function may store the value
 // anywhere, so it must not be modified in place afterwards. Registered as
 // getpath to keep tracking paths through the call.
-func funcGetpathWithAllocator(v any, args []any) any {
-	w := funcGetpath(v, args[0])
+func funcGetpathWithAllocator(m *meter, v any, args []any) any {
+	w := getpathMetered(m, v, args[0])
 	args[1].(allocator).release(w)
 	return w
 }
 
-func setpath(v, p, n any, a allocator) any {
+// agentvalues: the setpath family charges each object and array it copies
+// or grows to m, before it allocates it.
+func setpath(m *meter, v, p, n any, a allocator) any {
 	path, ok := p.([]any)
 	if !ok {
 		return &func1TypeError{"setpath", v, p}
 	}
-	u, err := update(v, path, n, a)
+	u, err := update(m, v, path, n, a)
 	if err != nil {
 		return &func2WrapError{"setpath", v, p, n, err}
 	}
@@ -1527,15 +1679,15 @@ func setpath(v, p, n any, a allocator) any {
 }
 
 func funcDelpaths(v, p any) any {
-	return delpaths(v, p, allocator{})
+	return delpaths(nil, v, p, allocator{})
 }
 
 // Used in compiler#compileAssign and compiler#compileModify.
-func funcDelpathsWithAllocator(v any, args []any) any {
-	return delpaths(v, args[0], args[1].(allocator))
+func funcDelpathsWithAllocator(m *meter, v any, args []any) any {
+	return delpaths(m, v, args[0], args[1].(allocator))
 }
 
-func delpaths(v, p any, a allocator) any {
+func delpaths(m *meter, v, p any, a allocator) any {
 	paths, ok := p.([]any)
 	if !ok {
 		return &func1TypeError{"delpaths", v, p}
@@ -1545,9 +1697,11 @@ func delpaths(v, p any, a allocator) any {
 	}
 	// Sorts the paths to delete ancestor before descendant paths. For example,
 	//   jq -n '{a: 1, b: 2} | delpaths([["a", "b"], ["a"]])' #=> {"b": 2}.
-	if !slices.IsSortedFunc(paths, Compare) {
+	cmp := func(l, r any) int { return compare(m, 0, l, r) }
+	if !slices.IsSortedFunc(paths, cmp) {
+		m.alloc(addSize(sizeArray, mulSize(len(paths), sizeAny)), "the paths of delpaths")
 		paths = slices.Clone(paths)
-		slices.SortFunc(paths, Compare)
+		slices.SortFunc(paths, cmp)
 	}
 	// Fills the paths with an empty value and then delete them. We cannot delete
 	// in each loop because array indices should not change. For example,
@@ -1560,25 +1714,26 @@ func delpaths(v, p any, a allocator) any {
 		if !ok {
 			return &func1WrapError{"delpaths", v, p, &expectedArrayError{q}}
 		}
-		u, err = update(u, path, empty, a)
+		u, err = update(m, u, path, empty, a)
 		if err != nil {
 			return &func1WrapError{"delpaths", v, p, err}
 		}
 	}
-	return deleteEmpty(u)
+	return deleteEmpty(m, u)
 }
 
-func update(v any, path []any, n any, a allocator) (any, error) {
+func update(m *meter, v any, path []any, n any, a allocator) (any, error) {
 	if len(path) == 0 {
 		return n, nil
 	}
+	m.tick(1)
 	switch p := path[0].(type) {
 	case string:
 		switch v := v.(type) {
 		case nil:
-			return updateObject(nil, p, path[1:], n, a)
+			return updateObject(m, nil, p, path[1:], n, a)
 		case map[string]any:
-			return updateObject(v, p, path[1:], n, a)
+			return updateObject(m, v, p, path[1:], n, a)
 		case struct{}:
 			return v, nil
 		default:
@@ -1588,9 +1743,9 @@ func update(v any, path []any, n any, a allocator) (any, error) {
 		i, _ := ToInt(p)
 		switch v := v.(type) {
 		case nil:
-			return updateArrayIndex(nil, i, path[1:], n, a)
+			return updateArrayIndex(m, nil, i, path[1:], n, a)
 		case []any:
-			return updateArrayIndex(v, i, path[1:], n, a)
+			return updateArrayIndex(m, v, i, path[1:], n, a)
 		case struct{}:
 			return v, nil
 		default:
@@ -1599,9 +1754,9 @@ func update(v any, path []any, n any, a allocator) (any, error) {
 	case map[string]any:
 		switch v := v.(type) {
 		case nil:
-			return updateArraySlice(nil, p, path[1:], n, a)
+			return updateArraySlice(m, nil, p, path[1:], n, a)
 		case []any:
-			return updateArraySlice(v, p, path[1:], n, a)
+			return updateArraySlice(m, v, p, path[1:], n, a)
 		case struct{}:
 			return v, nil
 		default:
@@ -1617,7 +1772,7 @@ func update(v any, path []any, n any, a allocator) (any, error) {
 	}
 }
 
-func updateObject(v map[string]any, k string, path []any, n any, a allocator) (any, error) {
+func updateObject(m *meter, v map[string]any, k string, path []any, n any, a allocator) (any, error) {
 	x, ok := v[k]
 	if !ok && n == struct{}{} {
 		if v == nil {
@@ -1625,21 +1780,26 @@ func updateObject(v map[string]any, k string, path []any, n any, a allocator) (a
 		}
 		return v, nil
 	}
-	u, err := update(x, path, n, a)
+	u, err := update(m, x, path, n, a)
 	if err != nil {
 		return nil, err
 	}
 	if a.allocated(v) {
+		if _, ok := v[k]; !ok {
+			m.alloc(sizeEntryGrown, "an object (setpath)")
+		}
 		v[k] = u
 		return v, nil
 	}
+	m.alloc(objectSize(len(v)+1), "an object (setpath)")
+	m.tick(len(v))
 	w := a.makeObject(len(v) + 1)
 	maps.Copy(w, v)
 	w[k] = u
 	return w, nil
 }
 
-func updateArrayIndex(v []any, i int, path []any, n any, a allocator) (any, error) {
+func updateArrayIndex(m *meter, v []any, i int, path []any, n any, a allocator) (any, error) {
 	var x any
 	if j := clampIndex(i, -1, len(v)); j < 0 {
 		if n == struct{}{} {
@@ -1663,11 +1823,21 @@ func updateArrayIndex(v []any, i int, path []any, n any, a allocator) (any, erro
 			return nil, &arrayIndexTooLargeError{i}
 		}
 	}
-	u, err := update(x, path, n, a)
+	// agentvalues: charge the array before it is made (and before the
+	// update below the index builds anything).
+	l, c := len(v), cap(v)
+	if !a.allocated(v) || i >= c {
+		nc := c
+		if a.allocated(v) {
+			nc *= 2
+		}
+		m.alloc(addSize(sizeArray, mulSize(max(l, i+1, nc), sizeAny)), "an array (setpath)")
+		m.tick(l)
+	}
+	u, err := update(m, x, path, n, a)
 	if err != nil {
 		return nil, err
 	}
-	l, c := len(v), cap(v)
 	if a.allocated(v) {
 		if i < c {
 			if i >= l {
@@ -1687,7 +1857,7 @@ func updateArrayIndex(v []any, i int, path []any, n any, a allocator) (any, erro
 	return w, nil
 }
 
-func updateArraySlice(v []any, m map[string]any, path []any, n any, a allocator) (any, error) {
+func updateArraySlice(mt *meter, v []any, m map[string]any, path []any, n any, a allocator) (any, error) {
 	s, ok := m["start"]
 	if !ok {
 		return nil, &expectedStartEndError{m}
@@ -1719,7 +1889,7 @@ func updateArraySlice(v []any, m map[string]any, path []any, n any, a allocator)
 		}
 		return v, nil
 	}
-	u, err := update(v[start:end], path, n, a)
+	u, err := update(mt, v[start:end], path, n, a)
 	if err != nil {
 		return nil, err
 	}
@@ -1729,6 +1899,8 @@ func updateArraySlice(v []any, m map[string]any, path []any, n any, a allocator)
 		if len(u) == end-start && a.allocated(v) {
 			w = v
 		} else {
+			mt.alloc(addSize(sizeArray, mulSize(len(v)-(end-start)+len(u), sizeAny)), "an array (setpath)")
+			mt.tick(len(v))
 			w = a.makeArray(len(v)-(end-start)+len(u), 0)
 			copy(w, v[:start])
 			copy(w[start+len(u):], v[end:])
@@ -1740,6 +1912,8 @@ func updateArraySlice(v []any, m map[string]any, path []any, n any, a allocator)
 		if a.allocated(v) {
 			w = v
 		} else {
+			mt.alloc(addSize(sizeArray, mulSize(len(v), sizeAny)), "an array (delpaths)")
+			mt.tick(len(v))
 			w = a.makeArray(len(v), 0)
 			copy(w, v)
 		}
@@ -1752,7 +1926,8 @@ func updateArraySlice(v []any, m map[string]any, path []any, n any, a allocator)
 	}
 }
 
-func deleteEmpty(v any) any {
+func deleteEmpty(m *meter, v any) any {
+	m.tick(1)
 	switch v := v.(type) {
 	case struct{}:
 		return nil
@@ -1761,7 +1936,7 @@ func deleteEmpty(v any) any {
 			if w == struct{}{} {
 				delete(v, k)
 			} else {
-				v[k] = deleteEmpty(w)
+				v[k] = deleteEmpty(m, w)
 			}
 		}
 		return v
@@ -1769,7 +1944,7 @@ func deleteEmpty(v any) any {
 		var j int
 		for _, w := range v {
 			if w != struct{}{} {
-				v[j] = deleteEmpty(w)
+				v[j] = deleteEmpty(m, w)
 				j++
 			}
 		}
@@ -1783,13 +1958,19 @@ func deleteEmpty(v any) any {
 }
 
 func funcGetpath(v, p any) any {
+	return getpathMetered(nil, v, p)
+}
+
+// agentvalues: getpathMetered is funcGetpath with a metered index.
+func getpathMetered(m *meter, v, p any) any {
 	path, ok := p.([]any)
 	if !ok {
 		return &func1TypeError{"getpath", v, p}
 	}
 	u := v
 	for _, x := range path {
-		v = funcIndex2(nil, v, x)
+		m.tick(1)
+		v = index2Metered(m, v, x)
 		if err, ok := v.(error); ok {
 			return &func1WrapError{"getpath", u, p, err}
 		}
@@ -1798,6 +1979,12 @@ func funcGetpath(v, p any) any {
 }
 
 func funcTranspose(v any) any {
+	return transposeMetered(nil, v)
+}
+
+// agentvalues: transposeMetered is funcTranspose charging to m before it
+// builds the rows (as long as the longest column, one per column).
+func transposeMetered(m *meter, v any) any {
 	vss, ok := v.([]any)
 	if !ok {
 		return &func0TypeError{"transpose", v}
@@ -1815,6 +2002,8 @@ func funcTranspose(v any) any {
 			l = k
 		}
 	}
+	m.tick(len(vss))
+	m.alloc(addSize(sizeArray, mulSize(l, 2*sizeArray+sizeAny+mulSize(len(vss), sizeAny))), "an array (transpose)")
 	wss := make([][]any, l)
 	xs := make([]any, l)
 	for i, k := 0, len(vss); i < l; i++ {
@@ -1831,11 +2020,16 @@ func funcTranspose(v any) any {
 }
 
 func funcBsearch(v, t any) any {
+	return bsearchMetered(nil, v, t)
+}
+
+// agentvalues: bsearchMetered ticks m per comparison.
+func bsearchMetered(m *meter, v, t any) any {
 	vs, ok := v.([]any)
 	if !ok {
 		return &func1TypeError{"bsearch", v, t}
 	}
-	i, ok := slices.BinarySearchFunc(vs, t, Compare)
+	i, ok := slices.BinarySearchFunc(vs, t, func(l, r any) int { return compare(m, 0, l, r) })
 	if ok {
 		return i
 	}
@@ -1912,10 +2106,17 @@ func funcStrflocaltime(v, x any) any {
 }
 
 func formatTimeFunc(name string, v, x any, loc *time.Location) any {
+	return formatTimeMetered(nil, name, v, x, loc)
+}
+
+// agentvalues: formatTimeMetered charges to m before it formats: no
+// directive expands 2 bytes of format to more than 32 (%c is 24).
+func formatTimeMetered(m *meter, name string, v, x any, loc *time.Location) any {
 	format, ok := x.(string)
 	if !ok {
 		return &func1TypeError{name, v, x}
 	}
+	m.alloc(addSize(sizeString, mulSize(len(format), 16)), "a string ("+name+")")
 	var t time.Time
 	if w, ok := ToFloat64(v); ok {
 		var err error
@@ -1982,7 +2183,9 @@ func funcNow(any) any {
 	return timeToEpoch(time.Now())
 }
 
-func funcMatch(v, re, fs, testing any, cache *sync.Map) any {
+// agentvalues: funcMatch charges its matches to m, finding no more of
+// them than the budget left can hold.
+func funcMatch(m *meter, v, re, fs, testing any, cache *sync.Map) any {
 	var name string
 	if testing == true {
 		name = "test"
@@ -2005,10 +2208,11 @@ func funcMatch(v, re, fs, testing any, cache *sync.Map) any {
 	if !ok {
 		return &func2TypeError{name, v, re, fs}
 	}
-	r, err := compileRegexp(restr, flags, cache)
+	r, err := compileRegexp(m, restr, flags, cache)
 	if err != nil {
 		return err
 	}
+	m.tick(len(s) >> 4)
 	if testing == true {
 		return r.MatchString(s)
 	}
@@ -2018,9 +2222,34 @@ func funcMatch(v, re, fs, testing any, cache *sync.Map) any {
 	} else {
 		n = 1
 	}
+	// A match costs its indices, a map of four entries and a map per
+	// capture, each of four entries: far more than its indices.
+	perMatch := addSize(sizeArray+4*sizeAny, mulSize(r.NumSubexp()+1, objectSize(4)+sizeAny+4*sizeAny))
+	if m != nil {
+		if fit := (m.limit - m.used) / perMatch; n < 0 || n > fit {
+			n = fit + 1 // one more than fits: finding it means the budget is spent
+		}
+	}
 	xs := r.FindAllStringSubmatchIndex(s, n)
+	m.alloc(addSize(sizeArray, mulSize(len(xs), perMatch)), "the matches of a regular expression")
 	res, names := make([]any, len(xs)), r.SubexpNames()
+	// agentvalues: rune offsets are counted on from the last match, and
+	// within a match from its start, not each from the start of s (which
+	// takes time quadratic in the matches of a long string).
+	var at, runes int // runes is the rune offset of byte offset at
 	for i, x := range xs {
+		if x[0] < at {
+			at, runes = 0, 0
+		}
+		m.tick(1 + (x[1]-at)>>6)
+		runes += len([]rune(s[at:x[0]]))
+		at = x[0]
+		runeAt := func(p int) int {
+			if p < at {
+				return len([]rune(s[:p]))
+			}
+			return runes + len([]rune(s[at:p]))
+		}
 		captures := make([]any, (len(x)-2)/2)
 		for j := 1; j < len(x)/2; j++ {
 			var name any
@@ -2038,14 +2267,14 @@ func funcMatch(v, re, fs, testing any, cache *sync.Map) any {
 			}
 			captures[j-1] = map[string]any{
 				"name":   name,
-				"offset": len([]rune(s[:x[j*2]])),
-				"length": len([]rune(s[:x[j*2+1]])) - len([]rune(s[:x[j*2]])),
+				"offset": runeAt(x[j*2]),
+				"length": len([]rune(s[x[j*2]:x[j*2+1]])),
 				"string": s[x[j*2]:x[j*2+1]],
 			}
 		}
 		res[i] = map[string]any{
-			"offset":   len([]rune(s[:x[0]])),
-			"length":   len([]rune(s[:x[1]])) - len([]rune(s[:x[0]])),
+			"offset":   runes,
+			"length":   len([]rune(s[x[0]:x[1]])),
 			"string":   s[x[0]:x[1]],
 			"captures": captures,
 		}
@@ -2053,11 +2282,14 @@ func funcMatch(v, re, fs, testing any, cache *sync.Map) any {
 	return res
 }
 
-func compileRegexp(re, flags string, cache *sync.Map) (*regexpMatcher, error) {
+func compileRegexp(mt *meter, re, flags string, cache *sync.Map) (*regexpMatcher, error) {
 	key := [2]string{re, flags}
 	if r, ok := cache.Load(key); ok {
 		return r.(*regexpMatcher), nil
 	}
+	// agentvalues: a compiled expression (twice: the probe) takes about
+	// 64 bytes per byte of its source, and stays cached for the run.
+	mt.alloc(addSize(4096, mulSize(len(re), 128)), "a regular expression")
 	if strings.ContainsFunc(flags, func(r rune) bool {
 		return r != 'g' && r != 'i' && r != 'm'
 	}) {

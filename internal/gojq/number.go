@@ -90,8 +90,13 @@ func parseNumber(v json.Number) any {
 			return f
 		}
 	}
-	if bi, ok := new(big.Int).SetString(v.String(), 10); ok {
-		return bi
+	// agentvalues: an integer of more than maxIntDigits digits is read as a
+	// float, as jq reads every number (parsing it exactly takes time
+	// quadratic in its digits, in one step).
+	if len(strings.TrimLeft(strings.TrimPrefix(v.String(), "-"), "0")) <= maxIntDigits {
+		if bi, ok := new(big.Int).SetString(v.String(), 10); ok {
+			return bi
+		}
 	}
 	if strings.HasPrefix(v.String(), "-") {
 		return math.Inf(-1)

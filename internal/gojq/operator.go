@@ -305,6 +305,13 @@ func funcOpNegate(v any) any {
 }
 
 func funcOpAdd(_, l, r any) any {
+	return opAdd(nil, l, r)
+}
+
+// agentvalues: the arithmetic operators charge what they build to m
+// (nil: not metered), before they build it, and compute integers of more
+// than maxIntBits bits as floats, as jq computes every number.
+func opAdd(m *meter, l, r any) any {
 	return binopTypeSwitch(l, r,
 		func(l, r int) any {
 			if v := l + r; (v >= l) == (r >= 0) {
@@ -314,8 +321,16 @@ func funcOpAdd(_, l, r any) any {
 			return x.Add(x, y)
 		},
 		func(l, r float64) any { return l + r },
-		func(l, r *big.Int) any { return new(big.Int).Add(l, r) },
-		func(l, r string) any { return l + r },
+		func(l, r *big.Int) any {
+			if max(l.BitLen(), r.BitLen())+1 > maxIntBits {
+				return bigToFloat(l) + bigToFloat(r)
+			}
+			return new(big.Int).Add(l, r)
+		},
+		func(l, r string) any {
+			m.alloc(addSize(sizeString, addSize(len(l), len(r))), "a string (+)")
+			return l + r
+		},
 		func(l, r []any) any {
 			if len(l) == 0 {
 				return r
@@ -323,6 +338,7 @@ func funcOpAdd(_, l, r any) any {
 			if len(r) == 0 {
 				return l
 			}
+			m.alloc(addSize(sizeArray, mulSize(len(l)+len(r), sizeAny)), "an array (+)")
 			v := make([]any, len(l)+len(r))
 			copy(v, l)
 			copy(v[len(l):], r)
@@ -335,10 +351,12 @@ func funcOpAdd(_, l, r any) any {
 			if len(r) == 0 {
 				return l
 			}
-			m := make(map[string]any, len(l)+len(r))
-			maps.Copy(m, l)
-			maps.Copy(m, r)
-			return m
+			m.alloc(objectSize(len(l)+len(r)), "an object (+)")
+			m.tick(len(l) + len(r))
+			w := make(map[string]any, len(l)+len(r))
+			maps.Copy(w, l)
+			maps.Copy(w, r)
+			return w
 		},
 		func(l, r any) any {
 			if l == nil {
@@ -353,6 +371,10 @@ func funcOpAdd(_, l, r any) any {
 }
 
 func funcOpSub(_, l, r any) any {
+	return opSub(nil, l, r)
+}
+
+func opSub(m *meter, l, r any) any {
 	return binopTypeSwitch(l, r,
 		func(l, r int) any {
 			if v := l - r; (v <= l) == (r >= 0) {
@@ -362,14 +384,20 @@ func funcOpSub(_, l, r any) any {
 			return x.Sub(x, y)
 		},
 		func(l, r float64) any { return l - r },
-		func(l, r *big.Int) any { return new(big.Int).Sub(l, r) },
+		func(l, r *big.Int) any {
+			if max(l.BitLen(), r.BitLen())+1 > maxIntBits {
+				return bigToFloat(l) - bigToFloat(r)
+			}
+			return new(big.Int).Sub(l, r)
+		},
 		func(l, r string) any { return &binopTypeError{"subtract", l, r} },
 		func(l, r []any) any {
+			m.alloc(addSize(sizeArray, mulSize(len(l), sizeAny)), "an array (-)")
 			v := make([]any, 0, len(l))
 		L:
 			for _, l := range l {
 				for _, r := range r {
-					if Compare(l, r) == 0 {
+					if compare(m, 0, l, r) == 0 {
 						continue L
 					}
 				}
@@ -383,6 +411,10 @@ func funcOpSub(_, l, r any) any {
 }
 
 func funcOpMul(_, l, r any) any {
+	return opMul(nil, l, r)
+}
+
+func opMul(m *meter, l, r any) any {
 	return binopTypeSwitch(l, r,
 		func(l, r int) any {
 			if r == -1 {
@@ -395,19 +427,24 @@ func funcOpMul(_, l, r any) any {
 			return x.Mul(x, y)
 		},
 		func(l, r float64) any { return l * r },
-		func(l, r *big.Int) any { return new(big.Int).Mul(l, r) },
+		func(l, r *big.Int) any {
+			if l.BitLen()+r.BitLen() > maxIntBits {
+				return bigToFloat(l) * bigToFloat(r)
+			}
+			return new(big.Int).Mul(l, r)
+		},
 		func(l, r string) any { return &binopTypeError{"multiply", l, r} },
 		func(l, r []any) any { return &binopTypeError{"multiply", l, r} },
-		deepMergeObjects,
+		func(l, r map[string]any) any { return deepMergeObjects(m, l, r) },
 		func(l, r any) any {
 			if l, ok := l.(string); ok {
 				if r, ok := ToFloat64(r); ok {
-					return repeatString(l, r)
+					return repeatString(m, l, r)
 				}
 			}
 			if r, ok := r.(string); ok {
 				if l, ok := ToFloat64(l); ok {
-					return repeatString(r, l)
+					return repeatString(m, r, l)
 				}
 			}
 			return &binopTypeError{"multiply", l, r}
@@ -415,14 +452,16 @@ func funcOpMul(_, l, r any) any {
 	)
 }
 
-func deepMergeObjects(l, r map[string]any) any {
+func deepMergeObjects(mt *meter, l, r map[string]any) any {
+	mt.alloc(objectSize(len(l)+len(r)), "an object (*)")
+	mt.tick(len(l) + len(r))
 	m := make(map[string]any, len(l)+len(r))
 	maps.Copy(m, l)
 	for k, v := range r {
 		if mk, ok := m[k]; ok {
 			if mk, ok := mk.(map[string]any); ok {
 				if w, ok := v.(map[string]any); ok {
-					v = deepMergeObjects(mk, w)
+					v = deepMergeObjects(mt, mk, w)
 				}
 			}
 		}
@@ -431,7 +470,7 @@ func deepMergeObjects(l, r map[string]any) any {
 	return m
 }
 
-func repeatString(s string, n float64) any {
+func repeatString(m *meter, s string, n float64) any {
 	if lt(n, 0) {
 		return nil
 	}
@@ -439,10 +478,15 @@ func repeatString(s string, n float64) any {
 	if uint64(len(s))*uint64(c) >= math.MaxInt32 {
 		return &repeatStringTooLargeError{s, n}
 	}
+	m.alloc(addSize(sizeString, mulSize(len(s), c)), "a string (repeat)")
 	return strings.Repeat(s, c)
 }
 
 func funcOpDiv(_, l, r any) any {
+	return opDiv(nil, l, r)
+}
+
+func opDiv(m *meter, l, r any) any {
 	return binopTypeSwitch(l, r,
 		func(l, r int) any {
 			switch r {
@@ -473,7 +517,7 @@ func funcOpDiv(_, l, r any) any {
 			}
 			return bigToFloat(l) / bigToFloat(r)
 		},
-		func(l, r string) any { return splitString(l, r) },
+		func(l, r string) any { return splitStringMetered(m, l, r) },
 		func(l, r []any) any { return &binopTypeError{"divide", l, r} },
 		func(l, r map[string]any) any { return &binopTypeError{"divide", l, r} },
 		func(l, r any) any { return &binopTypeError{"divide", l, r} },
@@ -544,4 +588,12 @@ func funcOpGe(_, l, r any) any {
 
 func funcOpLe(_, l, r any) any {
 	return Compare(l, r) <= 0
+}
+
+// agentvalues: compareOp returns a metered comparison operator: ok tells
+// whether the comparison of l and r, ticking m, satisfies it.
+func compareOp(ok func(int) bool) meteredFunc {
+	return func(m *meter, _ any, args []any) any {
+		return ok(compare(m, 0, args[0], args[1]))
+	}
 }
