@@ -24,7 +24,7 @@ type compiler struct {
 	scopes        []*scopeinfo
 	scopecnt      int
 	regexpCache   sync.Map
-	limits        Limits // agentvalues: WithLimits
+	limits        *Limits // agentvalues: WithLimits
 }
 
 // Code is a compiled jq query.
@@ -32,7 +32,7 @@ type Code struct {
 	variables []string
 	codes     []*code
 	codeinfos []codeinfo
-	limits    Limits // agentvalues: WithLimits
+	limits    *Limits // agentvalues: WithLimits
 }
 
 // Run runs the code with the variable values (which should be in the

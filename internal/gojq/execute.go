@@ -118,7 +118,9 @@ loop:
 					env.push(e.Value())
 				default:
 					env.pop()
-					env.push(err.Error())
+					msg := err.Error()
+					env.meter.charge(sizeString+len(msg), "an error message") // agentvalues
+					env.push(msg)
 				}
 				pc, backtrack, err = code.v.(int), false, nil
 				goto loop
@@ -152,6 +154,7 @@ loop:
 				}
 				break loop
 			}
+			env.meter.charge(2*sizeNumber, "a label") // agentvalues
 			env.push(env.label)
 			env.pushfork(pc)
 			env.pop()
@@ -219,6 +222,12 @@ loop:
 					env.meter.charge(sizeNumber, "a number")
 				case *big.Int:
 					env.meter.charge(sizeArray+mulSize(len(u.Bits()), 8), "a number")
+				case string:
+					env.meter.charge(sizeString, "a string")
+				case []any:
+					env.meter.charge(sizeArray, "an array")
+				case error:
+					env.meter.charge(sizeError, "an error")
 				}
 				if e, ok := w.(error); ok {
 					err = e

@@ -2225,7 +2225,7 @@ func funcMatch(m *meter, v, re, fs, testing any, cache *sync.Map) any {
 	// A match costs its indices, a map of four entries and a map per
 	// capture, each of four entries: far more than its indices.
 	perMatch := addSize(sizeArray+4*sizeAny, mulSize(r.NumSubexp()+1, objectSize(4)+sizeAny+4*sizeAny))
-	if m != nil {
+	if m != nil && m.limit > 0 {
 		if fit := (m.limit - m.used) / perMatch; n < 0 || n > fit {
 			n = fit + 1 // one more than fits: finding it means the budget is spent
 		}

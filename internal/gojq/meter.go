@@ -10,8 +10,7 @@ import (
 	"strconv"
 )
 
-// Limits bounds every run of a compiled query ([WithLimits]). The zero
-// value bounds nothing, as upstream gojq.
+// Limits bounds every run of a compiled query ([WithLimits]).
 type Limits struct {
 	// Memory is the number of bytes one run may materialize: every
 	// string, array, object and number the program builds, the buffers of
@@ -21,7 +20,8 @@ type Limits struct {
 	// values is bounded too. Each charge is made before the allocation it
 	// stands for (the interpreter's stacks: when they have grown, at the
 	// next step), so no single step allocates much past the bound. What
-	// the run is given as input is not counted. 0 means no bound.
+	// the run is given as input is not counted. 0 means no bound (the
+	// builtins still look at the run's context as they work).
 	Memory int
 }
 
@@ -34,7 +34,7 @@ type Limits struct {
 // [WithFunction] are not metered.
 func WithLimits(l Limits) CompilerOption {
 	return func(c *compiler) {
-		c.limits = l
+		c.limits = &l
 	}
 }
 
@@ -74,6 +74,7 @@ const (
 	sizeNumber = 8  // a boxed int or float64
 	sizeItem   = 40 // one sortItem and its pointer
 	sizePath   = 32 // one pathValue of an iteration
+	sizeError  = 64 // an error a builtin returns, with what it holds
 )
 
 // meterCheckEvery is the work between two looks at the run's context: a
@@ -86,7 +87,7 @@ const meterCheckEvery = 1 << 12
 // exported functions (Marshal, Compare) that take no run.
 type meter struct {
 	ctx   context.Context
-	limit int
+	limit int // 0: no bound
 	used  int
 	work  int   // units left before the next look at ctx
 	err   error // sticky: the first bound passed
@@ -105,8 +106,10 @@ type meter struct {
 // bound; call recovers it.
 type meterStop struct{ err error }
 
-func newMeter(ctx context.Context, l Limits) *meter {
-	if l.Memory <= 0 {
+// newMeter returns the meter of a run with context ctx of code compiled
+// with limits l (nil: without WithLimits, so not metered).
+func newMeter(ctx context.Context, l *Limits) *meter {
+	if l == nil {
 		return nil
 	}
 	return &meter{ctx: ctx, limit: l.Memory, work: meterCheckEvery}
@@ -122,11 +125,11 @@ func (m *meter) charge(n int, what string) error {
 	if m.err != nil {
 		return m.err
 	}
-	if n > m.limit-m.used {
+	if m.limit > 0 && n > m.limit-m.used {
 		m.err = &LimitError{Limit: m.limit, Used: m.used, Need: n, What: what}
 		return m.err
 	}
-	m.used += n
+	m.used = addSize(m.used, n)
 	return nil
 }
 
