@@ -6,7 +6,6 @@ require (
 	github.com/dustin/go-humanize v1.0.1
 	github.com/gabriel-vasile/mimetype v1.4.16
 	github.com/google/go-cmp v0.7.0
-	github.com/itchyny/gojq v0.12.20
 	github.com/itchyny/timefmt-go v0.1.9
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0

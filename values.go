@@ -159,6 +159,7 @@ type config struct {
 	queryTime    time.Duration
 	queryInput   int // see WithQueryLimits; 0 selects the default of each
 	queryOutput  int
+	queryMemory  int // see WithQueryMemory; 0 selects the default
 	memLimit     int // see WithMemoryLimit; 0 selects the default
 	onStoreError func(handle string, err error)
 	firstHandle  int // see WithFirstHandle; New only
