@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,6 +34,9 @@ var (
 	// ([WithQueryMemory]): its program built more than the budget allows.
 	// The message says what it was building and how to narrow the query.
 	ErrQueryMemory = errors.New("jq query used too much memory")
+	// ErrQueryBusy reports a query that waited its whole time bound for the
+	// memory other queries held ([QueryGate]) and did not run.
+	ErrQueryBusy = errors.New("jq query refused: too many queries running")
 )
 
 // Default bounds of a query ([WithQueryLimits]).
@@ -60,6 +64,11 @@ const (
 // input (all they allocate, garbage included, which the budget counts).
 const queryMemoryPerInput = 8
 
+// queryDecodeFactor is about the memory a decoded JSON input takes per byte
+// of its JSON (measured: 5.8 for a 64 MiB array of records), which a query
+// reserves at its gate.
+const queryDecodeFactor = 6
+
 // WithQueryMemory sets the memory budget of [SessionValues.Query]: the
 // bytes a query's program may build, beyond 8 bytes per byte of its input.
 // Everything the program builds counts, when it builds it (strings, arrays,
@@ -83,6 +92,14 @@ func (c *config) queryBudget(input int) int {
 		return DefaultQueryMemory + queryMemoryPerInput*input
 	}
 	return c.queryMemory + queryMemoryPerInput*input
+}
+
+// gate returns the query gate in effect.
+func (c *config) gate() *QueryGate {
+	if c.queryGate == nil {
+		return processQueryGate
+	}
+	return c.queryGate
 }
 
 // WithQueryLimits sets the bounds of [SessionValues.Query]: the time one
@@ -132,7 +149,10 @@ func (c *config) queryLimits() (time.Duration, int, int) {
 //     budget the program stops with [ErrQueryMemory], whose message says
 //     what it was building and how to narrow the query;
 //   - output (16 MiB of JSON): the result is encoded up to the bound and
-//     no further, and not stored ([ErrTooLarge]).
+//     no further, and not stored ([ErrTooLarge]);
+//   - queries at once ([QueryGate]): a query reserves the memory it may
+//     hold before it decodes its input, waiting while other queries hold
+//     it, and fails with [ErrQueryBusy] if it waited its whole time bound.
 //
 // It runs with no environment ($ENV is {}), no input or inputs, and no
 // modules: it sees only the value. A program that does not parse or fails
@@ -188,6 +208,14 @@ func (s *SessionValues) runQuery(ctx context.Context, ref, expr string) ([]byte,
 	if err != nil {
 		return nil, 0, fmt.Errorf("values: %w: %s", ErrQuery, err)
 	}
+	gate := s.cfg.gate()
+	wait, cancelWait := context.WithTimeout(ctx, timeout)
+	reserved, err := gate.acquire(wait, addSizes(src.decodedSize(), budget, outLimit))
+	cancelWait()
+	if err != nil {
+		return nil, 0, fmt.Errorf("values: %w: for %v, other queries held the memory queries may hold at once (%s, WithQueryGate); try again", ErrQueryBusy, timeout, size(gate.limit()))
+	}
+	defer gate.release(reserved)
 	input, err := src.decode(r)
 	if err != nil {
 		return nil, 0, err
@@ -195,6 +223,19 @@ func (s *SessionValues) runQuery(ctx context.Context, ref, expr string) ([]byte,
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return collect(ctx, code.RunWithContext(ctx, input), queryBounds{timeout: timeout, output: outLimit, memory: budget, input: len(src.raw), ref: r})
+}
+
+// addSizes returns the sum of sizes, or the largest int when it does not
+// fit.
+func addSizes(ns ...int) int {
+	sum := 0
+	for _, n := range ns {
+		if n > math.MaxInt-sum {
+			return math.MaxInt
+		}
+		sum += n
+	}
+	return sum
 }
 
 // parseQuery parses expr.
@@ -243,6 +284,14 @@ func querySourceOf(whole Value, part []byte, limit int, r refPath) (querySource,
 		return src, fmt.Errorf("values: %w: %s is %s of JSON, more than the %s a query may decode; query a part of it (\"$%s.<field>\")", ErrTooLarge, r.quoted(), size(len(src.raw)), size(limit), r.text)
 	}
 	return src, nil
+}
+
+// decodedSize returns about the memory src takes decoded.
+func (src querySource) decodedSize() int {
+	if src.text {
+		return len(src.raw)
+	}
+	return queryDecodeFactor * len(src.raw)
 }
 
 // decode returns src decoded.

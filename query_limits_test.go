@@ -11,6 +11,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,6 +83,51 @@ func TestQueryHostile(t *testing.T) {
 			t.Logf("peak %d MiB: %s", r.peak>>20, r.msg)
 		})
 	}
+}
+
+// queryGateLimit is the gate of TestQueryGateParallel; queryGateBudget the
+// budget of each of its queries.
+const (
+	queryGateLimit  = 192 << 20
+	queryGateBudget = 32 << 20
+)
+
+// TestQueryGateParallel runs 16 hostile queries at once in a child, over
+// 16 stores sharing a gate of 192 MiB, each query with a 32 MiB budget
+// (so it reserves 48 MiB with its output bound): at most four run at a
+// time, each fails at its budget (or, having waited its whole time bound,
+// with ErrQueryBusy), and the child's peak memory stays within what the
+// gate admits at once, with room for the collector. Without the gate and
+// the budget the child would need tens of gigabytes.
+func TestQueryGateParallel(t *testing.T) {
+	if c := os.Getenv(queryChildEnv); c == "parallel" {
+		gate := NewQueryGate(queryGateLimit)
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		for i := range errs {
+			wg.Go(func() {
+				s := New(WithQueryGate(gate), WithQueryMemory(queryGateBudget), WithQueryLimits(time.Minute, 0, 0))
+				s.Put([]int{1, 2, 3})
+				_, errs[i] = s.Query(context.Background(), "r1", hostileQueries[i%7].jq)
+			})
+		}
+		wg.Wait()
+		report(t, errors.Join(errs...), 0)
+		return
+	}
+	t.Parallel()
+	r := runQueryChild(t, "TestQueryGateParallel", "parallel", 3<<30)
+	if got := strings.Count(r.msg, ErrQueryMemory.Error()) + strings.Count(r.msg, ErrQueryBusy.Error()); got != 16 {
+		t.Errorf("%d of 16 queries failed at their budget or the gate: %s", got, r.msg)
+	}
+	limit := int64(2*queryGateLimit + 64<<20)
+	if queryRaceEnabled {
+		limit *= 2
+	}
+	if r.peak > limit {
+		t.Errorf("peak memory %d MiB with a gate of %d MiB; want at most %d MiB", r.peak>>20, queryGateLimit>>20, limit>>20)
+	}
+	t.Logf("peak %d MiB", r.peak>>20)
 }
 
 // A childReport is what a query child reports.
@@ -167,7 +213,7 @@ func runQueryChild(t *testing.T, test, which string, killAbove int64) childRepor
 		t.Fatal(err)
 	}
 	rep := childReport{msg: r.Msg, stored: r.Stored, peak: r.Peak}
-	for _, e := range []error{ErrQueryMemory, ErrTooLarge, ErrQuery, ErrQueryTimeout} {
+	for _, e := range []error{ErrQueryMemory, ErrTooLarge, ErrQuery, ErrQueryTimeout, ErrQueryBusy} {
 		if strings.Contains(r.Msg, e.Error()) {
 			rep.err = e
 			break
@@ -261,11 +307,106 @@ func TestQueryTimeInBuiltins(t *testing.T) {
 	}
 }
 
+// A query waits at its gate while other queries hold what it needs, and
+// runs when they release it; one that waits its whole time bound fails
+// with ErrQueryBusy and stores nothing.
+func TestQueryGate(t *testing.T) {
+	gate := NewQueryGate(100 << 20)
+	held, err := gate.acquire(context.Background(), 100<<20)
+	if err != nil || held != 100<<20 {
+		t.Fatalf("acquire = %d, %v", held, err)
+	}
+	s := queryStore(t, WithQueryGate(gate), WithQueryMemory(1<<20), WithQueryLimits(time.Hour, 0, 1<<20))
+	done := make(chan error)
+	go func() {
+		_, err := s.Query(context.Background(), "r1", "length")
+		done <- err
+	}()
+	waitGate(t, gate, 1)
+	gate.release(held)
+	if err := <-done; err != nil {
+		t.Fatalf("after the gate opened: %v", err)
+	}
+	if used, waiting := gate.state(); used != 0 || waiting != 0 {
+		t.Errorf("after the query: %d bytes held, %d waiting", used, waiting)
+	}
+
+	held, _ = gate.acquire(context.Background(), 100<<20)
+	busy := queryStore(t, WithQueryGate(gate), WithQueryMemory(1<<20), WithQueryLimits(10*time.Millisecond, 0, 1<<20))
+	n := busy.Len()
+	if _, err := busy.Query(context.Background(), "r1", "length"); !errors.Is(err, ErrQueryBusy) || !strings.Contains(err.Error(), "100 MiB") {
+		t.Errorf("Query at a full gate = %v; want ErrQueryBusy", err)
+	}
+	if busy.Len() != n {
+		t.Error("a refused query stored a value")
+	}
+	gate.release(held)
+	if used, waiting := gate.state(); used != 0 || waiting != 0 {
+		t.Errorf("after a refused query: %d bytes held, %d waiting", used, waiting)
+	}
+}
+
+// The gate serves waiters first come, first served: a small reservation
+// that would fit does not pass a larger one that came before it, and a
+// reservation larger than the gate waits for all of it.
+func TestQueryGateOrder(t *testing.T) {
+	gate := NewQueryGate(10)
+	first, _ := gate.acquire(context.Background(), 6)
+	got := make([]chan int, 3)
+	start := func(i, n int) {
+		got[i] = make(chan int, 1)
+		go func() {
+			n, err := gate.acquire(context.Background(), n)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] <- n
+		}()
+		waitGate(t, gate, i+1)
+	}
+	start(0, 8)   // waits: 6 + 8 > 10
+	start(1, 2)   // would fit beside the 6, but comes after a waiter
+	start(2, 100) // larger than the gate: reserves all of it
+	if used, _ := gate.state(); used != 6 {
+		t.Fatalf("%d held; want 6: a later, smaller reservation passed a waiting one", used)
+	}
+	gate.release(first)
+	a, b := <-got[0], <-got[1]
+	if used, waiting := gate.state(); a != 8 || b != 2 || used != 10 || waiting != 1 {
+		t.Fatalf("after the first release: %d and %d granted, %d held, %d waiting", a, b, used, waiting)
+	}
+	gate.release(a)
+	gate.release(b)
+	if c := <-got[2]; c != 10 {
+		t.Errorf("a reservation of 100 at a gate of 10 got %d", c)
+	}
+	gate.release(10)
+	if used, waiting := gate.state(); used != 0 || waiting != 0 {
+		t.Errorf("at the end: %d held, %d waiting", used, waiting)
+	}
+	// A gate bounding nothing never waits.
+	free := NewQueryGate(-1)
+	if n, err := free.acquire(context.Background(), 1<<40); err != nil || n != 0 {
+		t.Errorf("unbounded gate: %d, %v", n, err)
+	}
+}
+
+// waitGate waits until n reservations wait at gate.
+func waitGate(t *testing.T, gate *QueryGate, n int) {
+	t.Helper()
+	for _, waiting := gate.state(); waiting != n; _, waiting = gate.state() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Each bound is a default of its own, selected by a zero.
 func TestQueryDefaults(t *testing.T) {
 	var c config
 	if got := c.queryBudget(1000); got != DefaultQueryMemory+8000 {
 		t.Errorf("default budget over 1000 bytes = %d", got)
+	}
+	if c.gate() != processQueryGate || processQueryGate.limit() != DefaultQueryGate || new(QueryGate).limit() != DefaultQueryGate {
+		t.Error("the default gate is not the process's, of DefaultQueryGate bytes")
 	}
 	WithQueryMemory(-1)(&c)
 	if got := c.queryBudget(1000); got != 0 {
@@ -319,7 +460,7 @@ func FuzzQueryMemory(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value []byte, jq string) {
 		run := func() (string, error, uint64) {
-			s := New(WithQueryMemory(fuzzBudget), WithQueryLimits(100*time.Millisecond, 1<<20, fuzzOutput))
+			s := New(WithQueryMemory(fuzzBudget), WithQueryLimits(100*time.Millisecond, 1<<20, fuzzOutput), WithQueryGate(NewQueryGate(-1)))
 			h := s.PutOutput(value)
 			runtime.GC()
 			before := heapAllocated()
