@@ -289,10 +289,10 @@ func TestQueryMemory(t *testing.T) {
 	}
 }
 
-// A builtin comparing or encoding a value that shares its parts looks at
-// the deadline as it works: a compare of 2^40 leaves, which would run for
-// hours between two steps of the interpreter, stops at the query's time
-// bound.
+// A builtin comparing or encoding a value that shares its parts, or
+// matching a long string, looks at the deadline as it works: a compare of
+// 2^40 leaves, which would run for hours between two steps of the
+// interpreter, stops at the query's time bound.
 func TestQueryTimeInBuiltins(t *testing.T) {
 	s := queryStore(t, WithQueryLimits(50*time.Millisecond, 0, 0), WithQueryMemory(-1))
 	for _, jq := range []string{
@@ -300,6 +300,7 @@ func TestQueryTimeInBuiltins(t *testing.T) {
 		`reduce range(40) as $i (0; [., .]) | [., .] | sort | length`,
 		`reduce range(40) as $i (0; [., .]) | contains(.)`,
 		`reduce range(40) as $i ({}; {a: ., b: .}) | . < .`,
+		`"ab" * 1e7 | test("(?i)(\\w+\\s*){1,100}z")`, // minutes in one call of the string functions
 	} {
 		if _, err := s.Query(context.Background(), "r1", jq); !errors.Is(err, ErrQueryTimeout) {
 			t.Errorf("Query(%s) = %v; want ErrQueryTimeout", jq, err)

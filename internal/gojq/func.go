@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"sync"
@@ -2214,7 +2215,7 @@ func funcMatch(m *meter, v, re, fs, testing any, cache *sync.Map) any {
 	}
 	m.tick(len(s) >> 4)
 	if testing == true {
-		return r.MatchString(s)
+		return r.matchString(m, s)
 	}
 	var n int
 	if strings.ContainsRune(flags, 'g') {
@@ -2230,7 +2231,7 @@ func funcMatch(m *meter, v, re, fs, testing any, cache *sync.Map) any {
 			n = fit + 1 // one more than fits: finding it means the budget is spent
 		}
 	}
-	xs := r.FindAllStringSubmatchIndex(s, n)
+	xs := r.findAll(m, s, n)
 	m.alloc(addSize(sizeArray, mulSize(len(xs), perMatch)), "the matches of a regular expression")
 	res, names := make([]any, len(xs)), r.SubexpNames()
 	// agentvalues: rune offsets are counted on from the last match, and
@@ -2287,9 +2288,10 @@ func compileRegexp(mt *meter, re, flags string, cache *sync.Map) (*regexpMatcher
 	if r, ok := cache.Load(key); ok {
 		return r.(*regexpMatcher), nil
 	}
-	// agentvalues: a compiled expression (twice: the probe) takes about
-	// 64 bytes per byte of its source, and stays cached for the run.
-	mt.alloc(addSize(4096, mulSize(len(re), 128)), "a regular expression")
+	// agentvalues: a compiled expression (three times: the probe and
+	// follow) takes about 64 bytes per byte of its source, and stays
+	// cached for the run.
+	mt.alloc(addSize(4096, mulSize(len(re), 192)), "a regular expression")
 	if strings.ContainsFunc(flags, func(r rune) bool {
 		return r != 'g' && r != 'i' && r != 'm'
 	}) {
@@ -2309,6 +2311,15 @@ func compileRegexp(mt *meter, re, flags string, cache *sync.Map) (*regexpMatcher
 	if r, err := regexp.Compile(`\A(?s:.)(?:` + re + `)`); err == nil {
 		m.probe = r
 	}
+	// agentvalues: follow and insts, for matching a long input through a
+	// reader that looks at the run's deadline.
+	if r, err := regexp.Compile(`(?s:.)(?:` + re + `)`); err == nil {
+		m.follow = r
+	}
+	if r, err := regexp.Compile(`\A(?:` + re + `)`); err == nil {
+		m.anchored = r
+	}
+	m.insts = regexpInsts(re)
 	cache.Store(key, m)
 	return m, nil
 }
@@ -2323,10 +2334,32 @@ type regexpMatcher struct {
 	// the end of a non-empty match without losing the preceding context,
 	// which matters for assertions like ^ and \b.
 	probe *regexp.Regexp
+	// agentvalues: follow matches a single character followed by the
+	// regular expression, unanchored: from an offset less the character
+	// before it, it finds the first match at or after the offset in the
+	// context of that character, as the standard library's FindAll does
+	// internally (findAllReader). insts is the size of the compiled
+	// program, about the work of matching per character of input.
+	follow   *regexp.Regexp
+	anchored *regexp.Regexp // \A(?:re): a match at the start
+	insts    int
 }
 
 func (r *regexpMatcher) FindAllStringSubmatchIndex(s string, n int) [][]int {
-	xs := r.Regexp.FindAllStringSubmatchIndex(s, n)
+	return r.findAll(nil, s, n)
+}
+
+// agentvalues: findAll is FindAllStringSubmatchIndex that, when slow says
+// so, matches through readers that tick m per character, so that a
+// deadline stops matching a long input with a large expression.
+func (r *regexpMatcher) findAll(m *meter, s string, n int) [][]int {
+	slow := r.slow(m, s)
+	var xs [][]int
+	if slow {
+		xs = r.findAllReader(m, s, n)
+	} else {
+		xs = r.Regexp.FindAllStringSubmatchIndex(s, n)
+	}
 	if len(xs) == 0 || n == 1 || r.probe == nil {
 		return xs
 	}
@@ -2336,16 +2369,176 @@ func (r *regexpMatcher) FindAllStringSubmatchIndex(s string, n int) [][]int {
 		if x[0] == x[1] || i+1 < len(xs) && xs[i+1][0] == x[1] {
 			continue
 		}
-		if y := r.emptyMatchAt(s, x[1]); y != nil {
+		if y := r.emptyMatchAt(m, slow, s, x[1]); y != nil {
 			ys = append(ys, y)
 		}
 	}
 	return ys
 }
 
-func (r *regexpMatcher) emptyMatchAt(s string, offset int) []int {
+// agentvalues: regexpFastWork bounds the work (characters of input times
+// instructions of the program) of matching through the standard library's
+// string functions, which are fastest but cannot be stopped: a run with a
+// meter matches more through runeTicker readers, at a few times the cost
+// per character, looking at its deadline as it reads.
+const regexpFastWork = 1 << 26
+
+// agentvalues: slow tells whether matching s goes through readers: when
+// metered, with more work than regexpFastWork, and not a plain literal
+// (which the string functions find at memory speed).
+func (r *regexpMatcher) slow(m *meter, s string) bool {
+	if m == nil || r.follow == nil || r.anchored == nil || r.probe == nil {
+		return false
+	}
+	if _, literal := r.LiteralPrefix(); literal {
+		return false
+	}
+	fast := regexpFastWork
+	if m.regexpFastWork != 0 {
+		fast = m.regexpFastWork
+	}
+	return mulSize(len(s), max(r.insts, 1)) > fast
+}
+
+// agentvalues: matchString is MatchString, through a reader when slow.
+func (r *regexpMatcher) matchString(m *meter, s string) bool {
+	if r.slow(m, s) {
+		return r.findAt(m, s, 0) != nil
+	}
+	return r.MatchString(s)
+}
+
+// agentvalues: findAt returns the first match at or after byte offset pos
+// of s, read in the context of the character before pos, through readers.
+// An expression with a literal prefix is tried, anchored, at each
+// occurrence of the prefix (found at memory speed), as the standard
+// library does; another is searched for with follow.
+func (r *regexpMatcher) findAt(m *meter, s string, pos int) []int {
+	prefix, _ := r.LiteralPrefix()
+	if prefix == "" {
+		return r.findFollowing(m, s, pos, r.follow)
+	}
+	for c := pos; c <= len(s); {
+		i := strings.Index(s[c:], prefix)
+		if i < 0 {
+			return nil
+		}
+		m.tick(1 + i>>6)
+		c += i
+		if x := r.findFollowing(m, s, c, r.probe); x != nil {
+			return x
+		}
+		_, w := utf8.DecodeRuneInString(s[c:])
+		c += max(w, 1)
+	}
+	return nil
+}
+
+// agentvalues: findFollowing returns the match that after (follow, or the
+// anchored probe) finds from the character before byte offset pos of s,
+// with that character left out: the first match at or after pos, or the
+// match at pos. At pos 0 there is no such character: the expression itself
+// (or, for the probe, anchored) is used.
+func (r *regexpMatcher) findFollowing(m *meter, s string, pos int, after *regexp.Regexp) []int {
+	if pos == 0 {
+		re := r.Regexp
+		if after != r.follow {
+			re = r.anchored
+		}
+		return re.FindReaderSubmatchIndex(&runeTicker{s: s, m: m, weight: r.insts})
+	}
+	_, w := utf8.DecodeLastRuneInString(s[:pos])
+	base := pos - w
+	x := after.FindReaderSubmatchIndex(&runeTicker{s: s[base:], m: m, weight: r.insts})
+	if x == nil {
+		return nil
+	}
+	_, w = utf8.DecodeRuneInString(s[base+x[0]:])
+	x[0] += w // the match of the expression starts after the character
+	for i := range x {
+		if x[i] >= 0 {
+			x[i] += base
+		}
+	}
+	return x
+}
+
+// agentvalues: findAllReader is the standard library's FindAll loop
+// (Regexp.allMatches) over readers: the first match from the start, then
+// each next one at or after the end of the last (follow, read from the
+// character before it), an empty match right after a match skipped.
+func (r *regexpMatcher) findAllReader(m *meter, s string, n int) [][]int {
+	if n < 0 {
+		n = len(s) + 1
+	}
+	var xs [][]int
+	for pos, prevEnd := 0, -1; len(xs) < n && pos <= len(s); {
+		x := r.findAt(m, s, pos)
+		if x == nil {
+			break
+		}
+		accept := true
+		if x[1] == pos {
+			if x[0] == prevEnd {
+				accept = false
+			}
+			if _, w := utf8.DecodeRuneInString(s[pos:]); pos < len(s) {
+				pos += w
+			} else {
+				pos = len(s) + 1
+			}
+		} else {
+			pos = x[1]
+		}
+		prevEnd = x[1]
+		if accept {
+			xs = append(xs, x)
+		}
+	}
+	return xs
+}
+
+// agentvalues: a runeTicker reads the runes of s, ticking m by weight per
+// rune.
+type runeTicker struct {
+	s      string
+	i      int
+	m      *meter
+	weight int
+}
+
+func (t *runeTicker) ReadRune() (rune, int, error) {
+	if t.i >= len(t.s) {
+		return 0, 0, io.EOF
+	}
+	r, w := utf8.DecodeRuneInString(t.s[t.i:])
+	t.i += w
+	t.m.tick(t.weight)
+	return r, w, nil
+}
+
+// agentvalues: regexpInsts returns the number of instructions of re's
+// compiled program (0 if it does not compile).
+func regexpInsts(re string) int {
+	x, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(x.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
+}
+
+func (r *regexpMatcher) emptyMatchAt(m *meter, slow bool, s string, offset int) []int {
 	_, w := utf8.DecodeLastRuneInString(s[:offset])
-	x := r.probe.FindStringSubmatchIndex(s[offset-w:])
+	var x []int
+	if slow { // agentvalues
+		x = r.probe.FindReaderSubmatchIndex(&runeTicker{s: s[offset-w:], m: m, weight: r.insts})
+	} else {
+		x = r.probe.FindStringSubmatchIndex(s[offset-w:])
+	}
 	if x == nil || x[1] != w {
 		return nil
 	}

@@ -100,6 +100,9 @@ type meter struct {
 	// not allocate per object.
 	keys [][2][]string
 	kvs  [][]keyVal
+	// regexpFastWork, when not 0, replaces the constant of that name (a
+	// test sets it to -1 to match every input through readers).
+	regexpFastWork int
 }
 
 // meterStop is the panic by which a builtin deep in recursion stops at a

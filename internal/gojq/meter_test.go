@@ -8,7 +8,9 @@ import (
 	"math"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -351,6 +353,8 @@ func TestLimitsBuiltinDeadline(t *testing.T) {
 		`[range(5e4) | {a: .}] | sort_by(.a) | length`,
 		`[range(5e4) | [.]] | add | length`,
 		`reduce range(16) as $i ({a: 0}; {a: ., b: .}) | . == .`,
+		`"ab" * 5e4 | test("(?i)(\\w+\\s*){1,100}z")`,
+		`"ab" * 5e4 | [match("(?i)(\\w+\\s*){1,100}z"; "g")] | length`,
 	} {
 		t.Run(query, func(t *testing.T) {
 			limits := Limits{} // no memory bound: the builtins look at the deadline all the same
@@ -370,4 +374,70 @@ func TestLimitsBuiltinDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Matching through readers (what a metered run does with a long input and
+// a large expression, so that its deadline can stop it) finds what the
+// standard library's string functions find: the same matches, captures
+// and empty matches, with the same context at each offset.
+func TestRegexpReaderSameAsString(t *testing.T) {
+	patterns := []string{
+		``, `a`, `a*`, `a*?`, `a+`, `b*`, `^`, `$`, `^a`, `a$`, `\b`, `\B`, `\ba\w*`, `\w+\b`,
+		`(a)|(b)`, `(a)(b)?`, `(?P<x>a+)(?P<y>b*)`, `.`, `..?`, `[^a]`, `(a|ab)(c|bcd)(d*)`,
+		`é+`, `\p{L}+`, `(?i)A`, `(?s).`, `x*y*`, `(\s*)`, `\A`, `\z`, `(?m)^a`, `a{2,3}`, `(a*)*`,
+	}
+	strs := []string{
+		"", "a", "aa", "ab", "ba", "aab abb  a", "xyz", "aaa bbb aaa", "é aé éa", "a\nb\na",
+		"\xff a \xfe", "abcd abcd", " a b ", "bbbb", "AaA",
+	}
+	cache := new(sync.Map)
+	for _, p := range patterns {
+		r, err := compileRegexp(nil, p, "", cache)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		for _, s := range strs {
+			m := &meter{ctx: context.Background(), work: meterCheckEvery, regexpFastWork: -1}
+			if !r.slow(m, s) && !isLiteral(r) {
+				t.Fatalf("%q over %q: not matched through readers", p, s)
+			}
+			for _, n := range []int{1, -1, 2} {
+				want, got := r.findAll(nil, s, n), r.findAll(m, s, n)
+				if !slices.EqualFunc(want, got, slices.Equal[[]int]) {
+					t.Errorf("%q over %q, n=%d: readers found %v, strings %v", p, s, n, got, want)
+				}
+			}
+			if want, got := r.matchString(nil, s), r.matchString(m, s); want != got {
+				t.Errorf("%q over %q: readers matched %v, strings %v", p, s, got, want)
+			}
+		}
+	}
+}
+
+func isLiteral(r *regexpMatcher) bool {
+	_, literal := r.LiteralPrefix()
+	return literal
+}
+
+// FuzzRegexpReader: matching through readers finds what the string
+// functions find, for any expression and input.
+func FuzzRegexpReader(f *testing.F) {
+	for _, seed := range [][2]string{{`a*`, "aab"}, {`\b`, "a b"}, {`(a)|(b)?`, "abba"}, {`^|$`, "x\ny"}, {`(?i)é+`, "Éé\xff"}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, p, s string) {
+		r, err := compileRegexp(nil, p, "", new(sync.Map))
+		if err != nil || r.follow == nil {
+			return
+		}
+		m := &meter{ctx: context.Background(), work: meterCheckEvery, regexpFastWork: -1}
+		for _, n := range []int{1, -1} {
+			if want, got := r.findAll(nil, s, n), r.findAll(m, s, n); !slices.EqualFunc(want, got, slices.Equal[[]int]) {
+				t.Fatalf("%q over %q, n=%d: readers found %v, strings %v", p, s, n, got, want)
+			}
+		}
+		if want, got := r.matchString(nil, s), r.matchString(m, s); want != got {
+			t.Fatalf("%q over %q: readers matched %v, strings %v", p, s, got, want)
+		}
+	})
 }
