@@ -489,3 +489,59 @@ func FuzzQueryMemory(f *testing.F) {
 		}
 	})
 }
+
+// recordsJSON returns a JSON array of records of about size bytes, each
+// with the fields of a typical listing or log (an id, names, a path, a
+// status, a size, tags, a nested object).
+func recordsJSON(size int) []byte {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; b.Len() < size-400; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"user-%d","path":"src/pkg%d/file_%d.go","status":%d,"size":%d,"tags":["a%d","b","c%d"],"meta":{"owner":"team-%d","created":"2024-01-%02dT10:00:00Z","ok":%v}}`,
+			i, i, i%50, i, []int{200, 404, 500}[i%3], i*37%100000, i%7, i%11, i%13, i%28+1, i%2 == 0)
+	}
+	b.WriteByte(']')
+	return []byte(b.String())
+}
+
+// BenchmarkQueryLarge runs everyday programs over a 64 MiB array of
+// records (the input bound) with the default bounds but time: each must
+// fit its memory budget (64 MiB plus 8 bytes per byte of input). It is
+// the measurement DefaultQueryMemory and queryMemoryPerInput were chosen
+// by; the baseline is the program `length`, which builds nothing.
+func BenchmarkQueryLarge(b *testing.B) {
+	s := New(WithQueryLimits(time.Minute, 0, 0))
+	h := s.PutOutput(recordsJSON(DefaultQueryInput))
+	for _, jq := range []string{
+		`length`,
+		`map(select(.status == 500)) | length`,
+		`[.[] | .name] | length`,
+		`group_by(.status) | map(length)`,
+		`sort_by(.name) | length`,
+		`unique_by(.meta.owner) | length`,
+		`map({id, name}) | length`,
+		`to_entries | length`,
+		`tojson | length`,
+		`map(tostring) | length`,
+		`map(del(.meta)) | length`,
+		`map(.size |= . + 1) | length`,
+		`reduce .[] as $x ({}; .[$x.meta.owner] += 1) | length`,
+		`INDEX(.meta.owner) | length`,
+		`[.[] | "\(.id): \(.name)"] | length`,
+		`[.[] | select(.name | test("user-1.*5$"))] | length`,
+		`[.[] | .meta.created | split("T")[0]] | unique | length`,
+		`max_by(.size) | .id`,
+	} {
+		b.Run(jq, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Query(context.Background(), h, jq); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
