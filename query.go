@@ -39,7 +39,7 @@ var (
 	ErrQueryBusy = errors.New("jq query refused: too many queries running")
 )
 
-// Default bounds of a query ([WithQueryLimits]).
+// Default bounds of a query ([WithQueryLimits], [WithQueryMemory]).
 const (
 	// DefaultQueryTime is how long one query may run.
 	DefaultQueryTime = 5 * time.Second
@@ -212,7 +212,10 @@ func (s *SessionValues) runQuery(ctx context.Context, ref, expr string) ([]byte,
 	wait, cancelWait := context.WithTimeout(ctx, timeout)
 	reserved, err := gate.acquire(wait, addSizes(src.decodedSize(), budget, outLimit))
 	cancelWait()
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, 0, fmt.Errorf("values: %w: stopped while other queries held the memory queries may hold at once (%s, WithQueryGate)", ErrQueryTimeout, size(gate.limit()))
+	case err != nil:
 		return nil, 0, fmt.Errorf("values: %w: for %v, other queries held the memory queries may hold at once (%s, WithQueryGate); try again", ErrQueryBusy, timeout, size(gate.limit()))
 	}
 	defer gate.release(reserved)

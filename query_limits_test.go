@@ -341,6 +341,12 @@ func TestQueryGate(t *testing.T) {
 	if busy.Len() != n {
 		t.Error("a refused query stored a value")
 	}
+	// A caller's context that ends while its query waits stops the query.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Query(ctx, "r1", "length"); !errors.Is(err, ErrQueryTimeout) {
+		t.Errorf("Query with a cancelled context at a full gate = %v; want ErrQueryTimeout", err)
+	}
 	gate.release(held)
 	if used, waiting := gate.state(); used != 0 || waiting != 0 {
 		t.Errorf("after a refused query: %d bytes held, %d waiting", used, waiting)
