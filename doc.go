@@ -66,9 +66,10 @@
 // explains every violation by JSON pointer and reference; [AdmitReferences]
 // (schema_admit.go) widens a schema for clients that enforce it.
 // [SessionValues.Read] (read.go) and the read_value tool ([ReadValueTool],
-// tool_read.go) page any value's bytes; [SessionValues.Query] and the
-// query_value tool (query.go) run a jq program over a value and store its
-// result. [Tool] (tool.go) is the definition of either tool.
+// tool_read.go) page any value's bytes; [SessionValues.Query] (query.go,
+// with its memory gate in query_gate.go) and the query_value tool
+// ([QueryValueTool], tool_query.go) run a jq program over a value and
+// store its result. [Tool] (tool.go) is the definition of either tool.
 //
 // # Limits
 //
