@@ -76,7 +76,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 // link l under callCtx (a child of the call's ctx that Close cancels),
 // whose result went to vals: the result res presented, or, for err, the
 // result or error that says what went wrong. The SDK path and the raw
-// path (rawcall.go) both end here.
+// path (call_rawcall.go) both end here.
 func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if ctx.Err() != nil {
@@ -126,7 +126,7 @@ func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredToo
 // MetaHandle, and, when the content blocks are stored apart from the
 // structured content, theirs under MetaContentHandle.
 func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mcp.CallToolResult {
-	h, ch, raw := storedRaw(res) // stored from its bytes (rawresult.go), to be previewed
+	h, ch, raw := storedRaw(res) // stored from its bytes (call_rawresult.go), to be previewed
 	var structured json.RawMessage
 	if !raw {
 		var err error

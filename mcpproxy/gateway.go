@@ -294,7 +294,7 @@ func (g *Gateway) Run(ctx context.Context, upstream mcp.Transport) error {
 		}
 	})
 	defer stop()
-	err := g.server.Run(ctx, withRawCalls(upstream, g)) // see rawcall.go
+	err := g.server.Run(ctx, withRawCalls(upstream, g)) // see call_rawcall.go
 	if cerr := g.Close(); err == nil {
 		err = cerr
 	}

@@ -77,7 +77,7 @@ type LineTransport struct {
 	// answered (a malformed notification or response). Nil discards them.
 	Log io.Writer
 
-	raw rawCaller // set by Proxy.Run and Gateway.Run on their copy: see rawcall.go
+	raw rawCaller // set by Proxy.Run and Gateway.Run on their copy: see call_rawcall.go
 }
 
 // Connect returns the connection over Reader and Writer. Closing it does not
@@ -113,7 +113,7 @@ type lineConn struct {
 
 	calls callTracker // client side: this connection's calls awaiting a response
 
-	up      *rawUpstream            // server side: the raw path for tools/call, or nil (rawcall.go)
+	up      *rawUpstream            // server side: the raw path for tools/call, or nil (call_rawcall.go)
 	rawWait sync.Map                // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
 	rawSeq  atomic.Uint64           // client side: numbers the raw calls' own ids
 	wireSeq atomic.Int64            // client side: numbers the calls on the wire
@@ -785,7 +785,7 @@ func (c *lineConn) tooLarge(ln line) jsonrpc.Message {
 // response arrives, so that a response that cannot be taken still ends it.
 //
 // On the client side the connection numbers the calls on the wire itself,
-// the SDK's and the raw path's (rawcall.go) in one sequence, and gives each
+// the SDK's and the raw path's (call_rawcall.go) in one sequence, and gives each
 // response its call's own id back (settle): the two never collide, and the
 // server sees the ids it would see from the SDK alone. A cancellation names
 // the call by its number on the wire; one of a call already over is not

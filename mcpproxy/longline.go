@@ -15,7 +15,7 @@ import (
 // a 100 MB result costs the proxy its line once and the value it stores,
 // rather than blocks of the line, the line joined from them, and the value.
 // Elsewhere, and on the server side, whose requests the raw path keeps
-// slices of while it calls (rawcall.go), it is read into blocks of
+// slices of while it calls (call_rawcall.go), it is read into blocks of
 // lineBlock bytes, joined once at the end: growing one buffer would copy
 // it at every doubling and leave it up to twice as large as the line.
 type longLine struct {

@@ -325,13 +325,13 @@ func (p *Proxy) Values() *values.SessionValues { return p.stores.shared }
 // the client is answered, not fatal, arguments past the SDK's 16 MiB line
 // cap arrive, and the nominal call of a mirrored tool is answered without
 // the SDK's decoding and dispatch on either side (the raw path: see
-// rawcall.go), with the same result.
+// call_rawcall.go), with the same result.
 func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
 	// The server session waits for its handlers before it closes; cancelling
 	// p.ctx is what ends the handlers' downstream calls.
 	stop := context.AfterFunc(ctx, p.cancel)
 	defer stop()
-	err := p.server.Run(ctx, withRawCalls(upstream, p)) // see rawcall.go
+	err := p.server.Run(ctx, withRawCalls(upstream, p)) // see call_rawcall.go
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}

@@ -59,7 +59,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	rc := &rawConn{Connection: c, fix: t.p.fixResult}
 	if st, ok := t.Transport.(*mcp.StreamableClientTransport); ok && !st.DisableStandaloneSSE {
-		rc.sse = newStandalone(st, t.p.log) // see standalone.go
+		rc.sse = newStandalone(st, t.p.log) // see downstream_sse.go
 		rc.in, rc.done = make(chan readResult), make(chan struct{})
 	}
 	return rc, nil
