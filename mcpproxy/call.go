@@ -64,7 +64,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		defer own.flush(ctx) // first: the result follows its progress
 		params.SetProgressToken(down)
 	}
-	callCtx, cancel := context.WithCancel(context.WithValue(ctx, valuesKey{}, vals)) // for fixResult
+	callCtx, cancel := context.WithCancel(withTag(ctx, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 	l := p.current()

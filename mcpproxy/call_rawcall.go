@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -141,6 +142,7 @@ const protocolRaw = "2026-07-28"
 // what it knows of the session, and the calls it is answering.
 type rawUpstream struct {
 	caller rawCaller
+	conn   *lineConn
 	ctx    context.Context // ended by wait, when the connection closes
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
@@ -166,9 +168,10 @@ type rawNewProtocol struct {
 	serverInfo json.RawMessage
 }
 
-func newRawUpstream(rc rawCaller) *rawUpstream {
+func newRawUpstream(rc rawCaller, c *lineConn) *rawUpstream {
 	u := &rawUpstream{
 		caller:   rc,
+		conn:     c,
 		inFlight: make(map[jsonrpc.ID]context.CancelFunc),
 		sdkCalls: make(map[jsonrpc.ID]struct{}),
 		discover: make(map[jsonrpc.ID][]byte),
@@ -185,17 +188,17 @@ func newRawUpstream(rc rawCaller) *rawUpstream {
 // A call whose id is in flight, on either path, is dropped (reporting
 // true), as the SDK drops one: answering it would give the client two
 // responses of one id.
-func (u *rawUpstream) take(c *lineConn, req *jsonrpc.Request) bool {
+func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 	if req.IsCall() {
 		u.mu.Lock()
 		_, raw := u.inFlight[req.ID]
 		_, sdk := u.sdkCalls[req.ID]
 		u.mu.Unlock()
 		if raw || sdk {
-			c.logf("ignored a %s request from the client: its id %v is that of a request still in flight", clipText(req.Method), req.ID.Raw())
+			u.conn.logf("ignored a %s request from the client: its id %v is that of a request still in flight", clipText(req.Method), req.ID.Raw())
 			return true
 		}
-		if req.Method == "tools/call" && u.call(c, req) {
+		if req.Method == "tools/call" && u.call(req) {
 			return true
 		}
 		u.mu.Lock()
@@ -298,7 +301,7 @@ func paramsMeta(params json.RawMessage) ([]byte, bool) {
 
 // call takes the call req if it is nominal and runs it in a goroutine of
 // its own, which writes the response.
-func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
+func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	name, args, meta, ok := callParams(req.Params)
 	if !ok {
 		return false
@@ -338,11 +341,11 @@ func (u *rawUpstream) call(c *lineConn, req *jsonrpc.Request) bool {
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
 		cancel()
-		if c.broken() {
+		if u.conn.broken() {
 			return // as the SDK writes no response once reading has stopped
 		}
 		resp.ID = req.ID
-		c.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
+		u.conn.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
 	}
 	if r.light() {
 		r.onReader = true
@@ -490,8 +493,28 @@ func isRawID(id jsonrpc.ID) bool {
 const rawJoinMax = 16 << 10
 
 // errRawClosed is why a raw call fails when the downstream connection
-// ends under it, worded as the SDK words its own.
+// ends under it (errConnClosed), worded as the SDK words its own.
 var errRawClosed = fmt.Errorf("%w: calling %q: the downstream connection is closed", mcp.ErrConnectionClosed, "tools/call")
+
+// errConnClosed is why a lineConn ends a raw call when it can no longer
+// deliver its response: reading has stopped, or the connection is closed.
+var errConnClosed = errors.New("mcpproxy: the connection is closed")
+
+// A rawCall is a call a lineConn makes by bytes for the layer above (see
+// startRaw).
+type rawCall struct {
+	tag any // handed to fix with the call's result
+	// inline: done may run on the goroutine reading the connection; set
+	// only when fix and done do no I/O.
+	inline bool
+	// onReader: the caller is the goroutine reading the client, which the
+	// call must not hold up (see sendRaw); the request is then one piece.
+	onReader bool
+	// cancelled returns the line of the notifications/cancelled request
+	// that names the call by its id on the wire, for the reason why.
+	cancelled func(id jsonrpc.ID, why string) []byte
+	done      func(*jsonrpc.Response, error)
+}
 
 // A rawPending is a raw call awaiting its response.
 type rawPending struct {
@@ -509,32 +532,31 @@ type rawPending struct {
 // claim reports whether the caller is the one to end the call.
 func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true) }
 
-// startRaw writes a tools/call request whose params are params (their
-// parts, written one after the other) and returns; the call's response,
-// fixed as a response to an SDK call is (see settle), is handed to done
-// once it arrives, its result having gone to vals. When inline is set,
-// done runs on the goroutine that reads the connection, which reads
-// nothing else meanwhile (a response line of rawEnvelopeMin bytes or more
-// is taken apart on a goroutine of its own, where done runs too): it must
-// not wait, and the caller sets inline only when storing a result in vals
-// does no I/O. Otherwise done runs on a goroutine of its own.
+// startRaw writes frame, the request of a call whose id on the wire is
+// wire (from nextWireID) and whose method is method, and returns; the
+// call's response, fixed as a response to an SDK call is (see settle; fix
+// is given call.tag), is handed to call.done once it arrives. With
+// call.inline, done runs on the goroutine that reads the connection,
+// which reads nothing else meanwhile (a response line of rawEnvelopeMin
+// bytes or more is taken apart on a goroutine of its own, where done runs
+// too): it must not wait. Otherwise done runs on a goroutine of its own.
 //
 // When ctx is done first, done gets ctx's error, and the server, if it was
-// sent the request, is sent notifications/cancelled after it; when the
-// connection breaks or closes, errRawClosed; when the request cannot be
+// sent the request, is sent call.cancelled's line after it; when the
+// connection breaks or closes, errConnClosed; when the request cannot be
 // written, the write's error. done is called exactly once, and never on
-// the caller's goroutine but for a context already done: with onReader
-// (the caller is the goroutine reading the client) the caller is not held
-// up either by a server that does not read (see sendRaw).
-func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inline, onReader bool, done func(*jsonrpc.Response, error), params ...[]byte) {
+// the caller's goroutine but for a context already done: with
+// call.onReader (the caller is the goroutine reading the client) the
+// caller is not held up either by a server that does not read (see
+// sendRaw).
+func (c *lineConn) startRaw(ctx context.Context, wire jsonrpc.ID, method string, frame [][]byte, call rawCall) {
 	if err := ctx.Err(); err != nil {
-		done(nil, err)
+		call.done(nil, err)
 		return
 	}
-	p := &rawPending{done: done, inline: inline, sent: make(chan struct{})}
+	p := &rawPending{done: call.done, inline: call.inline, sent: make(chan struct{})}
 	p.id, _ = jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
-	p.wire = c.nextWireID()
-	wireNum := strconv.AppendInt(nil, p.wire.Raw().(int64), 10)
+	p.wire = wire
 	p.stop = context.AfterFunc(ctx, func() {
 		if !p.claim() {
 			return
@@ -543,11 +565,7 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		// As the SDK client does: off the caller's path, so that a server
 		// that does not read cannot hold the call; and after the request,
 		// when it was sent, so that the server knows the id it names.
-		note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":`)
-		note = jsontext.AppendQuote(note, []byte(ctx.Err().Error()))
-		note = append(note, `,"requestId":`...)
-		note = append(note, wireNum...)
-		note = append(note, "}}\n"...)
+		note := call.cancelled(wire, ctx.Err().Error())
 		go func() {
 			if <-p.sent; p.wrote.Load() {
 				c.writeLine(note)
@@ -555,7 +573,7 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		}()
 		p.done(nil, ctx.Err())
 	})
-	c.calls.add(p.wire, pendingCall{method: "tools/call", vals: vals, id: p.id})
+	c.calls.add(p.wire, pendingCall{method: method, tag: call.tag, id: p.id})
 	testHookRawStore()
 	c.rawWait.Store(p.id, p)
 	switch {
@@ -572,7 +590,21 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		close(p.sent)
 		return
 	}
+	if call.onReader && len(frame) > 1 {
+		frame = [][]byte{bytes.Join(frame, nil)} // one piece, for tryWrite
+	}
+	c.sendRaw(p, frame, call.onReader)
+}
+
+// callFrame returns the line of a tools/call request whose id on the wire
+// is wire and whose params are params (pieces, one after the other), as
+// the SDK client writes it: in one piece up to rawJoinMax bytes, or for a
+// call made by the goroutine reading the client (onReader, whose
+// arguments are small); otherwise in pieces, the arguments not copied.
+func callFrame(wire jsonrpc.ID, onReader bool, params ...[]byte) [][]byte {
 	const before, after = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":`
+	var num [20]byte
+	wireNum := strconv.AppendInt(num[:0], wire.Raw().(int64), 10)
 	size := len(before) + len(wireNum) + len(after)
 	n := size + len("}\n")
 	for _, b := range params {
@@ -583,16 +615,24 @@ func (c *lineConn) startRaw(ctx context.Context, vals *values.SessionValues, inl
 		size = n
 	}
 	head := append(append(append(make([]byte, 0, size), before...), wireNum...), after...)
-	var frame [][]byte
 	if join {
 		for _, b := range params {
 			head = append(head, b...)
 		}
-		frame = [][]byte{append(head, "}\n"...)}
-	} else {
-		frame = append(append(append(make([][]byte, 0, len(params)+2), head), params...), []byte("}\n"))
+		return [][]byte{append(head, "}\n"...)}
 	}
-	c.sendRaw(p, frame, onReader)
+	return append(append(append(make([][]byte, 0, len(params)+2), head), params...), []byte("}\n"))
+}
+
+// cancelNote returns the line of the notifications/cancelled request that
+// cancels the call whose id on the wire is wire, for the reason why, as
+// the SDK client writes it.
+func cancelNote(wire jsonrpc.ID, why string) []byte {
+	note := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":`)
+	note = jsontext.AppendQuote(note, []byte(why))
+	note = append(note, `,"requestId":`...)
+	note = strconv.AppendInt(note, wire.Raw().(int64), 10)
+	return append(note, "}}\n"...)
 }
 
 // testHookRawStore runs in startRaw just before a call is stored: tests
@@ -670,14 +710,14 @@ func (c *lineConn) forgetRaw(p *rawPending) {
 	c.calls.done(p.wire)
 }
 
-// failRaw ends the raw call p, if it is still waiting, with errRawClosed.
+// failRaw ends the raw call p, if it is still waiting, with errConnClosed.
 func (c *lineConn) failRaw(p *rawPending) {
 	if !p.claim() {
 		return
 	}
 	p.stop()
 	c.forgetRaw(p)
-	go p.done(nil, errRawClosed) // may wait for the server's end: see finishCall
+	go p.done(nil, errConnClosed) // may wait for the server's end: see finishCall
 }
 
 // endRaw ends every raw call still waiting, once the connection can no
@@ -822,15 +862,26 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 
 	callCtx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(p.ctx, cancel)
-	l.conn.startRaw(callCtx, vals, p.stores.memoryOnly, req.onReader, func(resp *jsonrpc.Response, err error) {
-		stop()
-		defer cancel()
-		var res *mcp.CallToolResult
-		if err == nil {
-			res, err = decodeResult(resp)
-		}
-		done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
-	}, head, prepared, []byte("}"))
+	wire := l.conn.nextWireID()
+	frame := callFrame(wire, req.onReader, head, prepared, []byte("}"))
+	l.conn.startRaw(callCtx, wire, "tools/call", frame, rawCall{
+		tag:       vals,
+		inline:    p.stores.memoryOnly,
+		onReader:  req.onReader,
+		cancelled: cancelNote,
+		done: func(resp *jsonrpc.Response, err error) {
+			stop()
+			defer cancel()
+			var res *mcp.CallToolResult
+			switch {
+			case errors.Is(err, errConnClosed):
+				err = errRawClosed
+			case err == nil:
+				res, err = decodeResult(resp)
+			}
+			done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+		},
+	})
 }
 
 // decodeResult returns the CallToolResult of a response, or the error the
@@ -918,13 +969,16 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	return res, ok
 }
 
-// noteDiscover keeps the _meta of the SDK client's server/discover request
-// (params), which the raw path's requests carry too: the protocol version,
+// noteDiscover keeps the _meta of the SDK client's first server/discover
+// request, req when it is one, which the raw path's requests carry too: the protocol version,
 // client info and capabilities the SDK client sends on every request at
 // protocol 2026-07-28. It keeps it decoded and encoded as the raw path
 // encodes a _meta, so that a request carrying it alone is not encoded again.
-func (c *lineConn) noteDiscover(params json.RawMessage) {
-	raw, ok := paramsMeta(params)
+func (c *ownLine) noteDiscover(req *jsonrpc.Request) {
+	if req.Method != "server/discover" || c.sdkMeta.Load() != nil {
+		return
+	}
+	raw, ok := paramsMeta(req.Params)
 	if !ok {
 		return
 	}
@@ -946,7 +1000,7 @@ type sdkMeta struct {
 }
 
 // discoverMeta returns what noteDiscover kept, or nil.
-func (c *lineConn) discoverMeta() *sdkMeta {
+func (c *ownLine) discoverMeta() *sdkMeta {
 	return c.sdkMeta.Load()
 }
 

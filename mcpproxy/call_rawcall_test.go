@@ -726,7 +726,7 @@ func TestRawCancelWhileStarting(t *testing.T) {
 		}
 	}
 	defer func() { testHookRawStore = func() {} }()
-	c.startRaw(ctx, nil, true, false, func(_ *jsonrpc.Response, err error) { ended <- err }, []byte(`{"name":"x"}`))
+	startTestCall(c, ctx, false, func(_ *jsonrpc.Response, err error) { ended <- err })
 	time.Sleep(20 * time.Millisecond) // a note, had one been sent, is written by a goroutine
 	if got := out.String(); got != "" {
 		t.Errorf("wrote %q for a call cancelled before it was sent", got)
@@ -746,6 +746,14 @@ func TestRawCancelWhileStarting(t *testing.T) {
 	}
 }
 
+// startTestCall starts a raw call of tools/call with params {"name":"x"}
+// on c, onReader as given.
+func startTestCall(c *lineConn, ctx context.Context, onReader bool, done func(*jsonrpc.Response, error)) {
+	wire := c.nextWireID()
+	frame := callFrame(wire, onReader, []byte(`{"name":"x"}`))
+	c.startRaw(ctx, wire, "tools/call", frame, rawCall{inline: true, onReader: onReader, cancelled: cancelNote, done: done})
+}
+
 // TestRawCancelNoteAfterRequest: the server is never sent a cancellation
 // before the request it names, even when the request waits for another
 // write; a call cancelled before its request is written is not sent at all.
@@ -759,7 +767,7 @@ func TestRawCancelNoteAfterRequest(t *testing.T) {
 		returned := make(chan struct{})
 		go func() { // on the reader (even i) or a worker, which waits for the lock
 			defer close(returned)
-			c.startRaw(ctx, nil, true, i%2 == 0, func(_ *jsonrpc.Response, err error) { ended <- err }, []byte(`{"name":"x"}`))
+			startTestCall(c, ctx, i%2 == 0, func(_ *jsonrpc.Response, err error) { ended <- err })
 		}()
 		cancel()
 		<-ended
@@ -777,7 +785,7 @@ func TestRawCancelNoteAfterRequest(t *testing.T) {
 	c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan error, 1)
-	c.startRaw(ctx, nil, true, false, func(_ *jsonrpc.Response, err error) { ended <- err }, []byte(`{"name":"x"}`))
+	startTestCall(c, ctx, false, func(_ *jsonrpc.Response, err error) { ended <- err })
 	cancel()
 	<-ended
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "notifications/cancelled") && time.Now().Before(deadline); {

@@ -297,7 +297,7 @@ func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
 	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
 	defer c.Close()
 	started, release := make(chan struct{}), make(chan struct{})
-	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
+	c.hooks.fix = func(method string, _ any, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
 		if len(result) > rawEnvelopeMin {
 			close(started)
 			<-release
@@ -518,7 +518,7 @@ func TestSalvageDeepResult(t *testing.T) {
 	sr, sw := io.Pipe()
 	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
 	defer c.Close()
-	c.fix = func(_ string, _ *values.SessionValues, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
+	c.hooks.fix = func(_ string, _ any, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
 		if bytes.Contains(result, []byte(`"store"`)) {
 			return json.RawMessage(`{"content":[]}`), nil
 		}

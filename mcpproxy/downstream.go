@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
@@ -40,7 +41,14 @@ const rawStructuredBase64Key = "agentvalues/raw-structured-content-base64"
 type rawTransport struct {
 	mcp.Transport
 	p    *Proxy
-	conn *lineConn // set by Connect when the connection is the proxy's own
+	conn *ownLine // set by Connect when the connection is the proxy's own
+}
+
+// An ownLine is the proxy's own line connection to its server (a
+// CommandTransport's), with what the raw call route keeps of it.
+type ownLine struct {
+	*lineConn
+	sdkMeta atomic.Pointer[sdkMeta] // the _meta of the SDK client's server/discover (see noteDiscover)
 }
 
 func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -49,12 +57,13 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	if lc, ok := c.(*lineConn); ok {
+		own := &ownLine{lineConn: lc}
 		// Reading starts with the first Read, after these are set.
-		lc.fix = t.p.fixResult
+		lc.hooks = hooks{fix: t.p.fixResult, calling: own.noteDiscover}
 		if lc.log == nil {
 			lc.log = t.p.log
 		}
-		t.conn = lc
+		t.conn = own
 		return lc, nil
 	}
 	rc := &rawConn{Connection: c, fix: t.p.fixResult}
@@ -93,7 +102,7 @@ type readResult struct {
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if req.IsCall() {
-			c.calls.add(req.ID, pendingCall{method: req.Method, vals: valuesIn(ctx), id: req.ID})
+			c.calls.add(req.ID, pendingCall{method: req.Method, tag: tagOf(ctx), id: req.ID})
 		}
 		c.calls.forgetCancelled(req)
 		if req.Method == "tools/call" {
@@ -125,7 +134,7 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				// Read as the SDK reads it, as lineConn does (see doc.go).
 				result = jsontext.AppendValidUTF8(nil, result)
 			}
-			res, werr := c.fix(call.method, call.vals, result, resultLine{})
+			res, werr := c.fix(call.method, call.tag, result, resultLine{})
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
 			} else {
@@ -190,14 +199,15 @@ func (c *rawConn) Close() error {
 const maxToolDepth = 512
 
 // fixResult prepares the result of a downstream response to a call of
-// method for the SDK: a tools/call result must be an object; one the agent
+// method, whose tag is the store the result goes to (callTool's, or
+// callToolRaw's; nil for another call), for the SDK: a tools/call result must be an object; one the agent
 // will get as a preview is stored from its bytes and replaced by a small
 // stand-in (presentRaw), and any other has its structuredContent wrapped
 // (wrapStructured). A tools/list result loses the tools that nest too
 // deep. A refused result becomes the error returned. result is valid JSON:
 // the connection decoded, or validated, the response; line is what is
 // known of the line it came in (see presentRaw).
-func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error) {
+func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
 		r := bytes.TrimSpace(result)
@@ -211,6 +221,7 @@ func (p *Proxy) fixResult(method string, vals *values.SessionValues, result json
 		if len(result) >= p.rawFrom {
 			// A call without a store under a store per session was not made
 			// by callTool: left to the SDK path.
+			vals, _ := tag.(*values.SessionValues)
 			if vals == nil {
 				vals = p.stores.shared
 			}

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -88,7 +87,8 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	}
 	c := newLineConn(t.Reader, t.Writer, nil, t.MaxMessage, true, t.Log)
 	if t.raw != nil {
-		c.up = newRawUpstream(t.raw)
+		u := newRawUpstream(t.raw, c)
+		c.hooks = hooks{take: u.take, wrote: u.wrote, readEnded: u.readEnded, closing: u.wait}
 	}
 	return c, nil
 }
@@ -106,18 +106,13 @@ type lineConn struct {
 	server bool
 	log    io.Writer // may be nil
 
-	// fix, when set (client side), rewrites the result of a response to a
-	// call of the given method before the SDK decodes it, or refuses it with
-	// an error that replaces the response. See [fixResult].
-	fix fixFunc
+	hooks hooks // what the layers above see and change; set before the first Read
 
 	calls callTracker // client side: this connection's calls awaiting a response
 
-	up      *rawUpstream            // server side: the raw path for tools/call, or nil (call_rawcall.go)
-	rawWait sync.Map                // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
-	rawSeq  atomic.Uint64           // client side: numbers the raw calls' own ids
-	wireSeq atomic.Int64            // client side: numbers the calls on the wire
-	sdkMeta atomic.Pointer[sdkMeta] // client side: the _meta of the SDK client's server/discover, for the raw path
+	rawWait sync.Map      // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
+	rawSeq  atomic.Uint64 // client side: numbers the raw calls' own ids
+	wireSeq atomic.Int64  // client side: numbers the calls on the wire
 
 	start    sync.Once
 	incoming chan jsonrpc.Message
@@ -131,6 +126,32 @@ type lineConn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
+}
+
+// hooks are how the layers above a lineConn see what it reads and writes,
+// and change it, without the connection knowing them. Each may be nil.
+// They are set before the first Read.
+type hooks struct {
+	// fix (client side) rewrites the result of a response before it is
+	// delivered, or refuses it with an error that replaces the response;
+	// it is given the method and tag of the call the response answers
+	// (see [Proxy.fixResult]).
+	fix fixFunc
+	// calling (client side) is shown each call Write sends, before it is
+	// renumbered.
+	calling func(req *jsonrpc.Request)
+	// take (server side) is shown each request read before it is
+	// delivered; when it reports true the request is not delivered: the
+	// layer above answers it (see rawUpstream).
+	take func(req *jsonrpc.Request) bool
+	// wrote (server side) is shown each response before Write writes it.
+	wrote func(resp *jsonrpc.Response)
+	// readEnded (server side) is called once the peer's side of the
+	// stream has ended, after the read loop has stopped.
+	readEnded func()
+	// closing (server side) is called by Close before it closes the
+	// streams, and may wait (for the calls the layer above is answering).
+	closing func()
 }
 
 func newLineConn(r io.Reader, w io.Writer, closer io.Closer, max int, server bool, log io.Writer) *lineConn {
@@ -155,7 +176,7 @@ func (c *lineConn) SessionID() string { return "" }
 
 // Read returns the next message. Lines that yield no message (blank, or
 // malformed and answered or logged) are skipped. The read loop starts with
-// the first Read, so fix and log may be set until then.
+// the first Read, so hooks and log may be set until then.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	c.start.Do(func() { go c.readLoop() })
 	select {
@@ -185,8 +206,8 @@ func (c *lineConn) broken() bool {
 func (c *lineConn) readLoop() {
 	ended := false // the stream ended, rather than the connection closing
 	defer func() {
-		if ended && c.up != nil {
-			c.up.readEnded() // last: a raw call it cancels sees broken()
+		if ended && c.hooks.readEnded != nil {
+			c.hooks.readEnded() // last: a raw call it cancels sees broken()
 		}
 	}()
 	// readDone first: a call failed by the end of incoming sees broken().
@@ -436,7 +457,7 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 // offer shows a request from the client to the raw path, if any, and
 // returns the message to deliver: nil when the raw path took it.
 func (c *lineConn) offer(msg jsonrpc.Message) jsonrpc.Message {
-	if req, ok := msg.(*jsonrpc.Request); ok && c.up != nil && c.up.take(c, req) {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.hooks.take != nil && c.hooks.take(req) {
 		return nil
 	}
 	return msg
@@ -597,10 +618,10 @@ func (c *lineConn) settle(resp *jsonrpc.Response, line resultLine) bool {
 		return false
 	}
 	resp.ID = call.id
-	if c.fix == nil || resp.Error != nil {
+	if c.hooks.fix == nil || resp.Error != nil {
 		return true
 	}
-	res, werr := c.fix(call.method, call.vals, resp.Result, line)
+	res, werr := c.hooks.fix(call.method, call.tag, resp.Result, line)
 	if werr != nil {
 		resp.Result, resp.Error = nil, werr
 		return true
@@ -794,22 +815,22 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.up != nil {
-		c.up.wrote(resp) // first: its id is free once the client can see it
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.hooks.wrote != nil {
+		c.hooks.wrote(resp) // first: its id is free once the client can see it
 	}
 	req, _ := msg.(*jsonrpc.Request)
 	var wire jsonrpc.ID
 	if req != nil && !c.server {
 		switch {
 		case req.IsCall():
+			if c.hooks.calling != nil {
+				c.hooks.calling(req)
+			}
 			wire = c.nextWireID()
-			c.calls.add(wire, pendingCall{method: req.Method, vals: valuesIn(ctx), id: req.ID})
+			c.calls.add(wire, pendingCall{method: req.Method, tag: tagOf(ctx), id: req.ID})
 			r := *req
 			r.ID = wire
 			msg = &r
-			if req.Method == "server/discover" && c.sdkMeta.Load() == nil {
-				c.noteDiscover(req.Params)
-			}
 		case req.Method == "notifications/cancelled":
 			r, ok := c.calls.cancelled(req)
 			if !ok {
@@ -859,8 +880,8 @@ func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		c.endRaw()
-		if c.up != nil {
-			c.up.wait()
+		if c.hooks.closing != nil {
+			c.hooks.closing()
 		}
 		if c.closer != nil {
 			c.closeErr = c.closer.Close()
@@ -894,7 +915,7 @@ func (c *lineConn) logf(format string, args ...any) {
 }
 
 // A callTracker remembers each call awaiting its response, by its id on
-// the wire: its method, the store its result goes to, and its own id. A
+// the wire: its method, its tag, and its own id. A
 // call is forgotten when its response comes, when it is cancelled, or when
 // it could not be sent.
 type callTracker struct {
@@ -903,18 +924,32 @@ type callTracker struct {
 	wire    map[jsonrpc.ID]jsonrpc.ID // the wire id of each pending call, by its own id
 }
 
-// A pendingCall is a call awaiting its response: its method, the store its
-// result goes to (nil: the proxy's shared one), and its own id, which its
-// response gets back (the same as on the wire on a connection that does
-// not renumber calls).
+// A pendingCall is a call awaiting its response: its method, its tag
+// (what the caller gave it for fix: see withTag), and its own id, which
+// its response gets back (the same as on the wire on a connection that
+// does not renumber calls).
 type pendingCall struct {
 	method string
-	vals   *values.SessionValues
+	tag    any
 	id     jsonrpc.ID
 }
 
-// fixFunc is the type of [Proxy.fixResult].
-type fixFunc func(method string, vals *values.SessionValues, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error)
+// fixFunc is the type of [Proxy.fixResult]: it is given a response's
+// result with the method and tag of the call it answers.
+type fixFunc func(method string, tag any, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error)
+
+// tagKey is the context key under which a call carries its tag, from the
+// caller to the connection that writes the call (see withTag).
+type tagKey struct{}
+
+// withTag returns ctx carrying tag, which a connection's Write of a call
+// under it keeps with the call and hands to fix with its result.
+func withTag(ctx context.Context, tag any) context.Context {
+	return context.WithValue(ctx, tagKey{}, tag)
+}
+
+// tagOf returns the tag ctx carries, or nil.
+func tagOf(ctx context.Context) any { return ctx.Value(tagKey{}) }
 
 // add remembers call, sent as wire.
 func (t *callTracker) add(wire jsonrpc.ID, call pendingCall) {

@@ -265,7 +265,7 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 // ended.
 type link struct {
 	down      *mcp.ClientSession
-	conn      *lineConn     // the connection, when it is the proxy's own
+	conn      *ownLine      // the connection, when it is the proxy's own
 	transport mcp.Transport // as connected, to describe a dead server
 	ended     chan struct{} // closed by watchDownstream once it knows why the link ended
 	gone      error         // why it ended, for a server that went away; under Proxy.mu
