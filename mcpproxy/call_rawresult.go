@@ -265,14 +265,9 @@ func resultDescend(depth int, key []byte) bool {
 	return depth == 1 && key != nil && jsontext.KeyEquals(key, "content") || depth == 2
 }
 
-// envelopeDescend outlines what parseRaw reads of the result of a
-// response (see resultDescend), from the response's envelope.
-func envelopeDescend(depth int, key []byte) bool {
-	if depth == 1 {
-		return key != nil && jsontext.KeyEquals(key, "result")
-	}
-	return resultDescend(depth-1, key)
-}
+// outlineMax bounds the parts of an outline parseRaw reads: a result with
+// more (over 80 content blocks or so) is read by parseRawBlocks.
+const outlineMax = 256
 
 // textBlock returns the JSON string of the text of the text content block
 // whose part is blk[0], its members following it, and how many members it

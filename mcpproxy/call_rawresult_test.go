@@ -243,16 +243,15 @@ func TestRawPathTaken(t *testing.T) {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
 		}
 		line := []byte(`{"jsonrpc":"2.0","id":7,"result":` + res + `}`)
-		_, sh, err := jsontext.Scan(line, jsontext.Limits{Head: envelopeMembers + 1, Outline: outlineMax, Descend: envelopeDescend})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		result, parts, ok := newOutline(outlineMax, resultDescend).resultOf(line)
+		if !ok {
+			t.Fatalf("%s: not a plain response", name)
 		}
-		if sh.Outline == nil {
+		if parts == nil {
 			continue // more parts than outlineMax: outlined by parseRaw
 		}
-		result := sh.Head[2].Val.Of(line)
 		scanned := values.New()
-		outScanned, tookScanned := p.presentRaw(scanned, result, resultLine{outline: resultOutline(sh.Outline, offsetIn(line, result))})
+		outScanned, tookScanned := p.presentRaw(scanned, result, resultLine{outline: parts})
 		if tookScanned != took || string(outScanned) != string(out) || scanned.Len() != vals.Len() {
 			t.Errorf("%s: with the line's outline: taken %v, %s, %d values; without: %v, %s, %d values",
 				name, tookScanned, outScanned, scanned.Len(), took, out, vals.Len())
@@ -440,13 +439,8 @@ func FuzzParseRaw(f *testing.F) {
 		}
 		res, ok := parseRaw(r, nil)
 		line := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), r...), '}')
-		_, sh, err := jsontext.Scan(line, jsontext.Limits{Head: envelopeMembers + 1, Outline: outlineMax, Descend: envelopeDescend})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sh.Outline != nil {
-			result := sh.Head[2].Val.Of(line)
-			res2, ok2 := parseRaw(result, resultOutline(sh.Outline, offsetIn(line, result)))
+		if result, parts, plain := newOutline(outlineMax, resultDescend).resultOf(line); plain && parts != nil {
+			res2, ok2 := parseRaw(result, parts)
 			if ok2 != ok || ok && !reflect.DeepEqual(res, res2) {
 				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
 			}

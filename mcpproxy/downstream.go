@@ -59,7 +59,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if lc, ok := c.(*lineConn); ok {
 		own := &ownLine{lineConn: lc}
 		// Reading starts with the first Read, after these are set.
-		lc.hooks = hooks{fix: t.p.fixResult, calling: own.noteDiscover}
+		lc.hooks = hooks{fix: t.p.fixResult, outline: newOutline(outlineMax, resultDescend), calling: own.noteDiscover}
 		if lc.log == nil {
 			lc.log = t.p.log
 		}

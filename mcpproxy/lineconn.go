@@ -137,6 +137,9 @@ type hooks struct {
 	// it is given the method and tag of the call the response answers
 	// (see [Proxy.fixResult]).
 	fix fixFunc
+	// outline (client side) is what fix is given of a large result's
+	// outline (see resultLine).
+	outline outline
 	// calling (client side) is shown each call Write sends, before it is
 	// renumbered.
 	calling func(req *jsonrpc.Request)
@@ -410,14 +413,14 @@ func (c *lineConn) message(ln line) jsonrpc.Message {
 		return nil
 	}
 	mapped := ln.free != nil // a line in a mapping of its own
-	env, ok := plainEnvelope(data)
+	env, ok := plainEnvelope(data, c.hooks.outline)
 	if !ok && !c.server && !utf8.Valid(data) {
 		// A string holding bytes that are not UTF-8, which the scan
 		// refuses and the SDK takes: read as the SDK reads them, each such
 		// byte as U+FFFD, whichever path takes the message (see doc.go).
 		data = jsontext.AppendValidUTF8(make([]byte, 0, len(data)+len(data)/8+8), data)
 		mapped = false
-		env, ok = plainEnvelope(data)
+		env, ok = plainEnvelope(data, c.hooks.outline)
 	}
 	if ok {
 		if mapped {
@@ -476,10 +479,10 @@ type envelope struct {
 }
 
 // A resultLine is what fix is told of the line a result came in: the
-// outline of the result that parseRaw reads (see envelopeDescend), its
-// spans in the result and its depths from the result's members (1), nil
-// when the line's scan made none; and, for a line in a mapping of its own,
-// the function that gives pages of it back (releasePages), nil otherwise.
+// outline of the result the hooks asked for (see outline), its spans in
+// the result and its depths from the result's members (1), nil when the
+// line's scan made none; and, for a line in a mapping of its own, the
+// function that gives pages of it back (releasePages), nil otherwise.
 type resultLine struct {
 	outline []jsontext.Part
 	release func([]byte)
@@ -493,18 +496,26 @@ type resultLine struct {
 // keys in another case, which the SDK matches) reports false and is left
 // to the SDK, as is a message nested deeper than sdkMaxDepth, so that it
 // fails as the SDK fails it.
-func plainEnvelope(data []byte) (envelope, bool) {
+//
+// A line of outlineMin bytes or more has its result outlined as ol says.
+func plainEnvelope(data []byte, ol outline) (envelope, bool) {
+	return scanEnvelope(data, ol, len(data) >= outlineMin)
+}
+
+// scanEnvelope is plainEnvelope, outlining the result as ol says when
+// outlined is set.
+func scanEnvelope(data []byte, ol outline, outlined bool) (envelope, bool) {
 	var env envelope
 	if data[0] != '{' {
 		return env, false
 	}
 	// One pass validates the line, measures its depth and finds its
 	// members, which are never more than envelopeMembers; for a large
-	// line, it also outlines a result's content, so that parseRaw finds
-	// the large values in it without reading past them again.
+	// line, it also outlines a result, so that fix finds the large values
+	// in it without reading past them again.
 	lim := jsontext.Limits{Head: envelopeMembers + 1}
-	if len(data) >= outlineMin {
-		lim.Outline, lim.Descend = outlineMax, envelopeDescend
+	if outlined && ol.envelope != nil {
+		lim.Outline, lim.Descend = ol.max, ol.envelope
 	}
 	_, sh, err := jsontext.Scan(data, lim)
 	if err != nil || sh.Count > envelopeMembers || sh.Depth > sdkMaxDepth {
@@ -544,15 +555,42 @@ func plainEnvelope(data []byte) (envelope, bool) {
 // method, params and result, each once.
 const envelopeMembers = 5
 
-const (
-	// outlineMin is the size from which a line's scan outlines its
-	// result: below it, reading a result again costs less than the
-	// outline.
-	outlineMin = 64 << 10
-	// outlineMax bounds the parts of an outline: a result with more
-	// (over 80 content blocks or so) is outlined again by parseRaw.
-	outlineMax = 256
-)
+// outlineMin is the size from which a line's scan outlines its result:
+// below it, reading a result again costs less than the outline.
+const outlineMin = 64 << 10
+
+// An outline says what a client-side connection outlines of the result of
+// a response line of outlineMin bytes or more as it scans the line, for
+// fix (see resultLine): at most max parts, of the containers that descend
+// names (its depths are from the result's members, 1). The zero value
+// outlines nothing.
+type outline struct {
+	max      int
+	descend  jsontext.Descend
+	envelope jsontext.Descend // descend from the envelope's members
+}
+
+// newOutline returns the outline of at most max parts that descend names.
+func newOutline(max int, descend jsontext.Descend) outline {
+	return outline{max: max, descend: descend, envelope: func(depth int, key []byte) bool {
+		if depth == 1 {
+			return key != nil && jsontext.KeyEquals(key, "result")
+		}
+		return descend(depth-1, key)
+	}}
+}
+
+// resultOf returns the result of the plain response line, and its outline
+// as fix is told it for a line of outlineMin bytes or more whatever the
+// line's size (nil when the result has more parts than ol keeps); ok is
+// false when line is not a plain response.
+func (ol outline) resultOf(line []byte) (result []byte, parts []jsontext.Part, ok bool) {
+	env, ok := scanEnvelope(line, ol, true)
+	if !ok || env.result == nil {
+		return nil, nil, false
+	}
+	return env.result, env.line.outline, true
+}
 
 // resultOutline returns the parts of the outline of an envelope that are
 // in its result, which starts at offset at: their spans made relative to

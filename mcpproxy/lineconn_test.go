@@ -304,7 +304,7 @@ func FuzzPlainEnvelope(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		env, ok := plainEnvelope(data)
+		env, ok := plainEnvelope(data, outline{})
 		if !ok {
 			return
 		}
