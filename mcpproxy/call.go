@@ -12,6 +12,7 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,6 +25,11 @@ const progressGrace = 2 * time.Second
 // for the watcher to learn why (the exit status of a command is known a
 // moment after its output closes).
 const goneWait = 3 * time.Second
+
+// spliceMin is the size of prepared arguments from which callTool has the
+// downstream connection splice them into the request it writes (see
+// wire.Splices), rather than the SDK encode them again.
+const spliceMin = 64 << 10
 
 // callTool handles a call of a mirrored tool: prepare the arguments, forward
 // the call, store the result and return what the agent should see. Every
@@ -50,7 +56,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	}
 	if len(prepared) >= spliceMin {
 		var release func()
-		params.Arguments, release = holdSplice(prepared) // see splice.go
+		params.Arguments, release = p.splices.Hold(prepared) // see wire.Splices
 		defer release()
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil {
@@ -64,7 +70,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		defer own.flush(ctx) // first: the result follows its progress
 		params.SetProgressToken(down)
 	}
-	callCtx, cancel := context.WithCancel(withTag(ctx, vals)) // for fixResult
+	callCtx, cancel := context.WithCancel(wire.WithTag(ctx, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 	l := p.current()
@@ -84,7 +90,7 @@ func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredToo
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
-			if werr.Code == codeProxy {
+			if werr.Code == wire.CodeProxy {
 				return errorResult(fmt.Sprintf("%s ran, but the proxy could not take its result: %s", m.up, werr.Message)), nil
 			}
 			return errorResult(fmt.Sprintf("the downstream server answered the call of %s with an error: %s", m.up, p.errorText(vals, werr.Message))), nil
@@ -92,9 +98,9 @@ func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredToo
 		if callCtx.Err() != nil {
 			return errorResult(fmt.Sprintf("the proxy shut down during the call of %s; it may have partly run", m.up)), nil
 		}
-		if l.conn != nil && !l.conn.broken() {
+		if l.conn != nil && !l.conn.Broken() {
 			// The connection is up: the SDK could not decode the result.
-			return errorResult(fmt.Sprintf("%s ran, but its result is not a valid MCP tool result: %s", m.up, clipText(err.Error()))), nil
+			return errorResult(fmt.Sprintf("%s ran, but its result is not a valid MCP tool result: %s", m.up, wire.ClipText(err.Error()))), nil
 		}
 		// The call was sent: the connection broke under it, most likely
 		// because the server died. Wait for the watcher to say why.

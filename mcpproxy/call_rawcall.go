@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,7 +141,7 @@ const protocolRaw = "2026-07-28"
 // what it knows of the session, and the calls it is answering.
 type rawUpstream struct {
 	caller rawCaller
-	conn   *lineConn
+	conn   *wire.Conn
 	ctx    context.Context // ended by wait, when the connection closes
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
@@ -168,7 +167,7 @@ type rawNewProtocol struct {
 	serverInfo json.RawMessage
 }
 
-func newRawUpstream(rc rawCaller, c *lineConn) *rawUpstream {
+func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 	u := &rawUpstream{
 		caller:   rc,
 		conn:     c,
@@ -195,7 +194,7 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 		_, sdk := u.sdkCalls[req.ID]
 		u.mu.Unlock()
 		if raw || sdk {
-			u.conn.logf("ignored a %s request from the client: its id %v is that of a request still in flight", clipText(req.Method), req.ID.Raw())
+			u.conn.Logf("ignored a %s request from the client: its id %v is that of a request still in flight", wire.ClipText(req.Method), req.ID.Raw())
 			return true
 		}
 		if req.Method == "tools/call" && u.call(req) {
@@ -233,7 +232,7 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 		u.mu.Unlock()
 	case "notifications/cancelled":
 		// Passed on to the SDK as well, which finds no call of that id.
-		if id, ok := cancelledID(req.Params); ok {
+		if id, ok := wire.CancelledID(req.Params); ok {
 			u.mu.Lock()
 			cancel := u.inFlight[id]
 			u.mu.Unlock()
@@ -341,11 +340,11 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
 		cancel()
-		if u.conn.broken() {
+		if u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
 		}
 		resp.ID = req.ID
-		u.conn.writeLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
+		u.conn.WriteLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
 	}
 	if r.light() {
 		r.onReader = true
@@ -462,139 +461,14 @@ func callParams(params json.RawMessage) (name string, args, meta []byte, ok bool
 	return string(jsontext.AppendUnquoted(nil, rawName)), args, meta, true
 }
 
-// cancelledID returns the request id a notifications/cancelled names.
-func cancelledID(params json.RawMessage) (jsonrpc.ID, bool) {
-	p := bytes.TrimSpace(params)
-	if len(p) == 0 || p[0] != '{' || jsontext.Valid(p) != nil {
-		return jsonrpc.ID{}, false
-	}
-	v, ok := jsontext.Member(p, "requestId")
-	if !ok {
-		return jsonrpc.ID{}, false
-	}
-	return idOf(v)
-}
-
-// rawIDPrefix begins the own id of every call of the raw path (on the wire
-// it has a number, as every call has: see lineConn.Write), by which its
-// response comes back to it rather than to the SDK client, which numbers
-// its calls.
-const rawIDPrefix = "agentvalues-raw-"
-
-// isRawID reports whether id is a raw call's.
-func isRawID(id jsonrpc.ID) bool {
-	s, ok := id.Raw().(string)
-	return ok && strings.HasPrefix(s, rawIDPrefix)
-}
-
 // rawJoinMax is the size up to which a raw call's request is joined into
 // one buffer; a larger one is written in its parts, its arguments never
 // copied.
 const rawJoinMax = 16 << 10
 
 // errRawClosed is why a raw call fails when the downstream connection
-// ends under it (errConnClosed), worded as the SDK words its own.
+// ends under it (wire.ErrClosed), worded as the SDK words its own.
 var errRawClosed = fmt.Errorf("%w: calling %q: the downstream connection is closed", mcp.ErrConnectionClosed, "tools/call")
-
-// errConnClosed is why a lineConn ends a raw call when it can no longer
-// deliver its response: reading has stopped, or the connection is closed.
-var errConnClosed = errors.New("mcpproxy: the connection is closed")
-
-// A rawCall is a call a lineConn makes by bytes for the layer above (see
-// startRaw).
-type rawCall struct {
-	tag any // handed to fix with the call's result
-	// inline: done may run on the goroutine reading the connection; set
-	// only when fix and done do no I/O.
-	inline bool
-	// onReader: the caller is the goroutine reading the client, which the
-	// call must not hold up (see sendRaw); the request is then one piece.
-	onReader bool
-	// cancelled returns the line of the notifications/cancelled request
-	// that names the call by its id on the wire, for the reason why.
-	cancelled func(id jsonrpc.ID, why string) []byte
-	done      func(*jsonrpc.Response, error)
-}
-
-// A rawPending is a raw call awaiting its response.
-type rawPending struct {
-	id, wire jsonrpc.ID  // the call's own id, and its number on the wire
-	claimed  atomic.Bool // by the first of the response, the context, the connection's end, a failed write
-	done     func(*jsonrpc.Response, error)
-	inline   bool        // done may run on the goroutine reading the connection
-	stop     func() bool // stops the watch on the call's context
-	// sent is closed once the request has been written, or will never be
-	// (the call ended first); wrote says whether any of it was.
-	sent  chan struct{}
-	wrote atomic.Bool
-}
-
-// claim reports whether the caller is the one to end the call.
-func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true) }
-
-// startRaw writes frame, the request of a call whose id on the wire is
-// wire (from nextWireID) and whose method is method, and returns; the
-// call's response, fixed as a response to an SDK call is (see settle; fix
-// is given call.tag), is handed to call.done once it arrives. With
-// call.inline, done runs on the goroutine that reads the connection,
-// which reads nothing else meanwhile (a response line of rawEnvelopeMin
-// bytes or more is taken apart on a goroutine of its own, where done runs
-// too): it must not wait. Otherwise done runs on a goroutine of its own.
-//
-// When ctx is done first, done gets ctx's error, and the server, if it was
-// sent the request, is sent call.cancelled's line after it; when the
-// connection breaks or closes, errConnClosed; when the request cannot be
-// written, the write's error. done is called exactly once, and never on
-// the caller's goroutine but for a context already done: with
-// call.onReader (the caller is the goroutine reading the client) the
-// caller is not held up either by a server that does not read (see
-// sendRaw).
-func (c *lineConn) startRaw(ctx context.Context, wire jsonrpc.ID, method string, frame [][]byte, call rawCall) {
-	if err := ctx.Err(); err != nil {
-		call.done(nil, err)
-		return
-	}
-	p := &rawPending{done: call.done, inline: call.inline, sent: make(chan struct{})}
-	p.id, _ = jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
-	p.wire = wire
-	p.stop = context.AfterFunc(ctx, func() {
-		if !p.claim() {
-			return
-		}
-		c.forgetRaw(p)
-		// As the SDK client does: off the caller's path, so that a server
-		// that does not read cannot hold the call; and after the request,
-		// when it was sent, so that the server knows the id it names.
-		note := call.cancelled(wire, ctx.Err().Error())
-		go func() {
-			if <-p.sent; p.wrote.Load() {
-				c.writeLine(note)
-			}
-		}()
-		p.done(nil, ctx.Err())
-	})
-	c.calls.add(p.wire, pendingCall{method: method, tag: call.tag, id: p.id})
-	testHookRawStore()
-	c.rawWait.Store(p.id, p)
-	switch {
-	case p.claimed.Load():
-		// Cancelled while it was being stored: the cancellation found
-		// nothing to forget.
-		c.forgetRaw(p)
-		close(p.sent)
-		return
-	case c.broken() || c.isClosed():
-		// Reading stopped before the call was stored, or is stopping: the
-		// end of reading (endRaw) may have missed it.
-		c.failRaw(p)
-		close(p.sent)
-		return
-	}
-	if call.onReader && len(frame) > 1 {
-		frame = [][]byte{bytes.Join(frame, nil)} // one piece, for tryWrite
-	}
-	c.sendRaw(p, frame, call.onReader)
-}
 
 // callFrame returns the line of a tools/call request whose id on the wire
 // is wire and whose params are params (pieces, one after the other), as
@@ -633,130 +507,6 @@ func cancelNote(wire jsonrpc.ID, why string) []byte {
 	note = append(note, `,"requestId":`...)
 	note = strconv.AppendInt(note, wire.Raw().(int64), 10)
 	return append(note, "}}\n"...)
-}
-
-// testHookRawStore runs in startRaw just before a call is stored: tests
-// cancel the call there.
-var testHookRawStore = func() {}
-
-// sendRaw writes the request frame of the raw call p, unless the call has
-// ended first, and ends the call when the write fails. With onReader it
-// does not wait, so that a server that stops reading its input does not
-// stop the goroutine reading the client: when another write holds the
-// connection, or the frame (one line) does not fit in the server's pipe
-// at once, what is left of it is written by a goroutine of its own.
-func (c *lineConn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
-	// write writes what is left of the frame, holding wmu, and releases it.
-	write := func(left [][]byte) {
-		err := c.writeLocked(left...)
-		c.wmu.Unlock()
-		close(p.sent)
-		c.failedRaw(p, err)
-	}
-	// start begins the write, holding wmu; false when the call has ended.
-	start := func() bool {
-		if p.claimed.Load() {
-			c.wmu.Unlock()
-			close(p.sent)
-			return false
-		}
-		p.wrote.Store(true)
-		return true
-	}
-	tw, try := c.w.(interface{ tryWrite([]byte) (int, error) })
-	if !onReader || !try || !c.wmu.TryLock() {
-		send := func() {
-			c.wmu.Lock()
-			if start() {
-				write(frame)
-			}
-		}
-		if onReader {
-			go send()
-		} else {
-			send()
-		}
-		return
-	}
-	if !start() {
-		return
-	}
-	n, err := tw.tryWrite(frame[0])
-	if err == nil && n < len(frame[0]) {
-		go write([][]byte{frame[0][n:]}) // still holding wmu: the rest of the line comes next
-		return
-	}
-	c.wmu.Unlock()
-	close(p.sent)
-	if err != nil {
-		go c.failedRaw(p, err) // finishCall may wait for the server's end
-	}
-}
-
-// failedRaw ends the raw call p with the error of writing its request, if
-// err is not nil and the call has not ended.
-func (c *lineConn) failedRaw(p *rawPending, err error) {
-	if err != nil && p.claim() {
-		p.stop()
-		c.forgetRaw(p)
-		p.done(nil, fmt.Errorf("calling %q: %w", "tools/call", err))
-	}
-}
-
-// forgetRaw forgets the raw call p: its response, should it come, is
-// dropped.
-func (c *lineConn) forgetRaw(p *rawPending) {
-	c.rawWait.Delete(p.id)
-	c.calls.done(p.wire)
-}
-
-// failRaw ends the raw call p, if it is still waiting, with errConnClosed.
-func (c *lineConn) failRaw(p *rawPending) {
-	if !p.claim() {
-		return
-	}
-	p.stop()
-	c.forgetRaw(p)
-	go p.done(nil, errConnClosed) // may wait for the server's end: see finishCall
-}
-
-// endRaw ends every raw call still waiting, once the connection can no
-// longer deliver their responses: reading has stopped, or the connection
-// is closed. A response delivered before then has ended its call.
-func (c *lineConn) endRaw() {
-	c.rawWait.Range(func(_, p any) bool {
-		c.failRaw(p.(*rawPending))
-		return true
-	})
-}
-
-// deliverRaw hands the response of a raw call to it, or drops it when the
-// call is over (cancelled).
-func (c *lineConn) deliverRaw(resp *jsonrpc.Response) {
-	v, ok := c.rawWait.LoadAndDelete(resp.ID)
-	if !ok {
-		return
-	}
-	p := v.(*rawPending)
-	if !p.claim() {
-		return
-	}
-	p.stop()
-	if p.inline {
-		p.done(resp, nil)
-		return
-	}
-	go p.done(resp, nil)
-}
-
-// isClosed reports whether Close has been called.
-func (c *lineConn) isClosed() bool {
-	select {
-	case <-c.closed:
-		return true
-	default:
-		return false
-	}
 }
 
 // rawCall implements rawCaller for the proxy's mirrored tools.
@@ -862,19 +612,19 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 
 	callCtx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(p.ctx, cancel)
-	wire := l.conn.nextWireID()
-	frame := callFrame(wire, req.onReader, head, prepared, []byte("}"))
-	l.conn.startRaw(callCtx, wire, "tools/call", frame, rawCall{
-		tag:       vals,
-		inline:    p.stores.memoryOnly,
-		onReader:  req.onReader,
-		cancelled: cancelNote,
-		done: func(resp *jsonrpc.Response, err error) {
+	id := l.conn.NextID()
+	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
+	l.conn.Start(callCtx, id, "tools/call", frame, wire.Call{
+		Tag:       vals,
+		Inline:    p.stores.memoryOnly,
+		OnReader:  req.onReader,
+		Cancelled: cancelNote,
+		Done: func(resp *jsonrpc.Response, err error) {
 			stop()
 			defer cancel()
 			var res *mcp.CallToolResult
 			switch {
-			case errors.Is(err, errConnClosed):
+			case errors.Is(err, wire.ErrClosed):
 				err = errRawClosed
 			case err == nil:
 				res, err = decodeResult(resp)

@@ -11,6 +11,7 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -59,7 +60,7 @@ type rawResult struct {
 	isError    []byte   // nil when absent
 	meta       []byte   // nil when absent
 	// release, when not nil, gives back memory of the line the result is
-	// in once it has been read for the last time (see resultLine).
+	// in once it has been read for the last time (see wire.ResultLine).
 	release func([]byte)
 }
 
@@ -447,17 +448,17 @@ func (v *valueBuf) bytes() []byte {
 // when the raw path can take it and the agent will get a preview, and
 // returns the stand-in result for the SDK to decode. It reports false when
 // the SDK path must take r: shown whole, or not a result of text blocks.
-func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line resultLine) (json.RawMessage, bool) {
+func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line wire.ResultLine) (json.RawMessage, bool) {
 	if p.threshold >= 0 && len(r) <= p.threshold {
 		// Shown whole: its text and structured content, which textOver
 		// measures, are parts of r, and none decodes longer than it is.
 		return nil, false
 	}
-	res, ok := parseRaw(r, line.outline)
+	res, ok := parseRaw(r, line.Outline)
 	if !ok || p.threshold >= 0 && !res.textOver(p.threshold-len(res.structured)) {
 		return nil, false
 	}
-	res.release = line.release
+	res.release = line.Release
 	h, ch := storeRaw(vals, &res)
 	out := make([]byte, 0, 160+len(res.meta))
 	out = append(out, `{"content":[]`...)

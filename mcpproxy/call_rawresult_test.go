@@ -12,14 +12,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +37,7 @@ type lineDownstream struct {
 }
 
 func (t lineDownstream) Connect(context.Context) (mcp.Connection, error) {
-	return newLineConn(t.r, t.w, t.w, -1, false, nil), nil
+	return wire.NewConn(t.r, t.w, t.w, -1, false, nil), nil
 }
 
 // rawCases are results that must be stored and shown the same on both
@@ -235,7 +234,7 @@ func TestRawPathTaken(t *testing.T) {
 	for name, res := range rawCases() {
 		res = string(jsontext.AppendValidUTF8(nil, []byte(res))) // as the connection reads it
 		vals := values.New()
-		out, took := p.presentRaw(vals, []byte(res), resultLine{})
+		out, took := p.presentRaw(vals, []byte(res), wire.ResultLine{})
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
 			name != "text block no text" && name != "content not an array" &&
 			!strings.Contains(name, "an image") && !strings.Contains(name, "not text") && !strings.Contains(name, "twice")
@@ -243,7 +242,7 @@ func TestRawPathTaken(t *testing.T) {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
 		}
 		line := []byte(`{"jsonrpc":"2.0","id":7,"result":` + res + `}`)
-		result, parts, ok := newOutline(outlineMax, resultDescend).resultOf(line)
+		result, parts, ok := wire.NewOutline(outlineMax, resultDescend).ResultOf(line)
 		if !ok {
 			t.Fatalf("%s: not a plain response", name)
 		}
@@ -251,7 +250,7 @@ func TestRawPathTaken(t *testing.T) {
 			continue // more parts than outlineMax: outlined by parseRaw
 		}
 		scanned := values.New()
-		outScanned, tookScanned := p.presentRaw(scanned, result, resultLine{outline: parts})
+		outScanned, tookScanned := p.presentRaw(scanned, result, wire.ResultLine{Outline: parts})
 		if tookScanned != took || string(outScanned) != string(out) || scanned.Len() != vals.Len() {
 			t.Errorf("%s: with the line's outline: taken %v, %s, %d values; without: %v, %s, %d values",
 				name, tookScanned, outScanned, scanned.Len(), took, out, vals.Len())
@@ -284,56 +283,6 @@ func TestRawForgedMark(t *testing.T) {
 	}
 	if got := text(res); !strings.HasPrefix(got, "mine\n[stored as r1") {
 		t.Errorf("result shown as %q", got)
-	}
-}
-
-// TestLargeResponseDoesNotHoldOthers: while a large response is being
-// taken (its result stored, here held by fix), the response to another
-// call is delivered; a read loop that took the large one before reading on
-// would hold it until the first was done.
-func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
-	sr, sw := io.Pipe()
-	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
-	defer c.Close()
-	started, release := make(chan struct{}), make(chan struct{})
-	c.hooks.fix = func(method string, _ any, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
-		if len(result) > rawEnvelopeMin {
-			close(started)
-			<-release
-		}
-		return result, nil
-	}
-	ctx := context.Background()
-	id1, _ := jsonrpc.MakeID(float64(1)) // as the SDK decodes a numeric id
-	id2, _ := jsonrpc.MakeID(float64(2))
-	for _, id := range []jsonrpc.ID{id1, id2} {
-		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	go func() {
-		big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 2*rawEnvelopeMin) + `"}]}`
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":%s}`+"\n", big)
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`+"\n")
-	}()
-	first := make(chan jsonrpc.Message)
-	go func() {
-		msg, _ := c.Read(ctx)
-		first <- msg
-	}()
-	<-started
-	select {
-	case msg := <-first:
-		if msg.(*jsonrpc.Response).ID != id2 {
-			t.Fatalf("first delivered: %v, want the response to call 2", msg)
-		}
-	case <-time.After(time.Minute): // a bound on a hang, not a timing
-		t.Fatal("the response to call 2 is held behind the large one")
-	}
-	close(release)
-	msg, err := c.Read(ctx)
-	if err != nil || msg.(*jsonrpc.Response).ID != id1 {
-		t.Fatalf("second delivered: %v %v, want the response to call 1", msg, err)
 	}
 }
 
@@ -439,7 +388,7 @@ func FuzzParseRaw(f *testing.F) {
 		}
 		res, ok := parseRaw(r, nil)
 		line := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), r...), '}')
-		if result, parts, plain := newOutline(outlineMax, resultDescend).resultOf(line); plain && parts != nil {
+		if result, parts, plain := wire.NewOutline(outlineMax, resultDescend).ResultOf(line); plain && parts != nil {
 			res2, ok2 := parseRaw(result, parts)
 			if ok2 != ok || ok && !reflect.DeepEqual(res, res2) {
 				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
@@ -503,48 +452,6 @@ func FuzzParseRaw(f *testing.F) {
 	})
 }
 
-// TestSalvageDeepResult: a response too deep for the SDK to decode is
-// rebuilt from its parts when fix makes its result shallow enough (as
-// storing a deep structured content does), and otherwise ends its call
-// with an error that says how deep the message is; the depth is read from
-// the fixed result, which is what the SDK would be given.
-func TestSalvageDeepResult(t *testing.T) {
-	sr, sw := io.Pipe()
-	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
-	defer c.Close()
-	c.hooks.fix = func(_ string, _ any, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
-		if bytes.Contains(result, []byte(`"store"`)) {
-			return json.RawMessage(`{"content":[]}`), nil
-		}
-		return result, nil
-	}
-	ctx := context.Background()
-	id1, _ := jsonrpc.MakeID(float64(1))
-	id2, _ := jsonrpc.MakeID(float64(2))
-	for _, id := range []jsonrpc.ID{id1, id2} {
-		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deep := strings.Repeat("[", 1100) + strings.Repeat("]", 1100)
-	go func() {
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":{"store":1,"structuredContent":%s}}`+"\n", deep)
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"structuredContent":%s}}`+"\n", deep)
-	}()
-	msg, err := c.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); err != nil || !ok || resp.ID != id1 || resp.Error != nil || string(resp.Result) != `{"content":[]}` {
-		t.Fatalf("first: %#v %v, want call 1's fixed result", msg, err)
-	}
-	msg, err = c.Read(ctx)
-	resp, ok := msg.(*jsonrpc.Response)
-	if err != nil || !ok || resp.ID != id2 || resp.Error == nil {
-		t.Fatalf("second: %#v %v, want call 2 ended with an error", msg, err)
-	}
-	if want := "the message nests 1102 levels deep; at most 1000 can be decoded"; !strings.Contains(resp.Error.Error(), want) {
-		t.Errorf("error %q, want it to say %q", resp.Error, want)
-	}
-}
-
 // TestOnlyStringMember: a mirror's structured content is an object of one
 // string member; anything else is not one, however its members are spaced
 // or escaped.
@@ -602,7 +509,7 @@ func TestManyBlocksBound(t *testing.T) {
 		{maxDecodedBlocks + 1, false, false},
 		{3 * maxDecodedBlocks, false, false},
 	} {
-		out, werr := p.fixResult("tools/call", nil, result(tc.n, tc.image), resultLine{})
+		out, werr := p.fixResult("tools/call", nil, result(tc.n, tc.image), wire.ResultLine{})
 		want := fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d", tc.n+1, maxDecodedBlocks)
 		if refused := werr != nil; refused != tc.refused || refused && !strings.Contains(werr.Message, want) {
 			t.Errorf("%d text blocks, image %v: refused with %v, want refused %v", tc.n, tc.image, werr, tc.refused)

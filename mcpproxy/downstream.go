@@ -12,6 +12,7 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,7 +48,7 @@ type rawTransport struct {
 // An ownLine is the proxy's own line connection to its server (a
 // CommandTransport's), with what the raw call route keeps of it.
 type ownLine struct {
-	*lineConn
+	*wire.Conn
 	sdkMeta atomic.Pointer[sdkMeta] // the _meta of the SDK client's server/discover (see noteDiscover)
 }
 
@@ -56,17 +57,20 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lc, ok := c.(*lineConn); ok {
-		own := &ownLine{lineConn: lc}
+	if lc, ok := c.(*wire.Conn); ok {
+		own := &ownLine{Conn: lc}
 		// Reading starts with the first Read, after these are set.
-		lc.hooks = hooks{fix: t.p.fixResult, outline: newOutline(outlineMax, resultDescend), calling: own.noteDiscover}
-		if lc.log == nil {
-			lc.log = t.p.log
-		}
+		lc.SetHooks(wire.Hooks{
+			Fix:     t.p.fixResult,
+			Outline: wire.NewOutline(outlineMax, resultDescend),
+			Calling: own.noteDiscover,
+			Splices: t.p.splices,
+			Log:     t.p.log,
+		})
 		t.conn = own
 		return lc, nil
 	}
-	rc := &rawConn{Connection: c, fix: t.p.fixResult}
+	rc := &rawConn{Connection: c, fix: t.p.fixResult, splices: t.p.splices}
 	if st, ok := t.Transport.(*mcp.StreamableClientTransport); ok && !st.DisableStandaloneSSE {
 		rc.sse = newStandalone(st, t.p.log) // see downstream_sse.go
 		rc.in, rc.done = make(chan readResult), make(chan struct{})
@@ -79,8 +83,9 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // after the connection has decoded them.
 type rawConn struct {
 	mcp.Connection
-	fix   fixFunc
-	calls callTracker
+	fix     func(method string, tag any, result json.RawMessage, line wire.ResultLine) (json.RawMessage, *jsonrpc.Error)
+	calls   wire.Tracker
+	splices *wire.Splices
 
 	// Over Streamable HTTP: the standalone stream, whose messages Read
 	// takes along with the connection's, which a goroutine reads into in.
@@ -102,18 +107,18 @@ type readResult struct {
 func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if req.IsCall() {
-			c.calls.add(req.ID, pendingCall{method: req.Method, tag: tagOf(ctx), id: req.ID})
+			c.calls.Add(req.ID, wire.Pending{Method: req.Method, Tag: wire.TagOf(ctx), ID: req.ID})
 		}
-		c.calls.forgetCancelled(req)
+		c.calls.ForgetCancelled(req)
 		if req.Method == "tools/call" {
 			r := *req
-			r.Params = expandParams(req.Params)
+			r.Params = c.splices.Expand(req.Params)
 			msg = &r
 		}
 	}
 	err := c.Connection.Write(ctx, msg)
 	if req, ok := msg.(*jsonrpc.Request); ok && err != nil && req.IsCall() {
-		c.calls.done(req.ID) // never sent: no response will come
+		c.calls.Done(req.ID) // never sent: no response will come
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.sse != nil && req.Method == "notifications/initialized" {
 		c.sse.start(c.Connection.SessionID(), c.version)
@@ -124,17 +129,17 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.read(ctx)
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		call, ok := c.calls.done(resp.ID)
-		if ok && call.method == "initialize" && resp.Error == nil {
+		call, ok := c.calls.Done(resp.ID)
+		if ok && call.Method == "initialize" && resp.Error == nil {
 			c.version = initializeVersion(resp.Result) // Read and Write of initialize do not overlap
 		}
 		if ok && resp.Error == nil {
 			result := resp.Result
 			if !utf8.Valid(result) {
-				// Read as the SDK reads it, as lineConn does (see doc.go).
+				// Read as the SDK reads it, as wire.Conn does (see doc.go).
 				result = jsontext.AppendValidUTF8(nil, result)
 			}
-			res, werr := c.fix(call.method, call.tag, result, resultLine{})
+			res, werr := c.fix(call.Method, call.Tag, result, wire.ResultLine{})
 			if werr != nil {
 				resp.Result, resp.Error = nil, werr
 			} else {
@@ -207,16 +212,16 @@ const maxToolDepth = 512
 // deep. A refused result becomes the error returned. result is valid JSON:
 // the connection decoded, or validated, the response; line is what is
 // known of the line it came in (see presentRaw).
-func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line resultLine) (json.RawMessage, *jsonrpc.Error) {
+func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line wire.ResultLine) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
 		r := bytes.TrimSpace(result)
 		if len(r) == 0 || r[0] != '{' {
 			what := "empty"
 			if len(r) > 0 {
-				what = kindName(r[0]) + " " + clipText(string(r))
+				what = wire.KindName(r[0]) + " " + wire.ClipText(string(r))
 			}
-			return nil, &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
+			return nil, &jsonrpc.Error{Code: wire.CodeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
 		}
 		if len(result) >= p.rawFrom {
 			// A call without a store under a store per session was not made
@@ -233,7 +238,7 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line r
 			}
 		}
 		if n, over := manyBlocks(r); over {
-			return nil, &jsonrpc.Error{Code: codeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
+			return nil, &jsonrpc.Error{Code: wire.CodeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
 		}
 		return wrapStructured(result), nil
 	case "tools/list":
@@ -262,7 +267,7 @@ func (p *Proxy) dropDeepTools(result json.RawMessage) json.RawMessage {
 			if v, ok := jsontext.Member(t, "name"); ok && v[0] == '"' {
 				name = string(jsontext.AppendUnquoted(nil, v))
 			}
-			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %s: its definition nests %d levels deep, more than %d\n", clipText(name), d, maxToolDepth)
+			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %s: its definition nests %d levels deep, more than %d\n", wire.ClipText(name), d, maxToolDepth)
 			return true
 		}
 		if n > 0 {

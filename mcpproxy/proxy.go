@@ -12,6 +12,7 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -88,6 +89,7 @@ type Proxy struct {
 	threshold int
 	rawFrom   int // the size from which a result may take the raw path; tests set it
 	stores    *stores
+	splices   *wire.Splices // the large arguments of the calls in flight (see callTool)
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
@@ -191,6 +193,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 	p := &Proxy{
 		threshold: opts.Threshold,
 		stores:    st,
+		splices:   wire.NewSplices(),
 		log:       opts.Log,
 		prefix:    prefix,
 

@@ -1,4 +1,4 @@
-package mcpproxy
+package wire
 
 import (
 	"encoding/json"
@@ -14,10 +14,11 @@ import (
 // it, and the line is unmapped as soon as it has been taken apart, so that
 // a 100 MB result costs the proxy its line once and the value it stores,
 // rather than blocks of the line, the line joined from them, and the value.
-// Elsewhere, and on the server side, whose requests the raw path keeps
-// slices of while it calls (call_rawcall.go), it is read into blocks of
-// lineBlock bytes, joined once at the end: growing one buffer would copy
-// it at every doubling and leave it up to twice as large as the line.
+// Elsewhere, and on the server side, whose requests the layer above may
+// keep slices of while it answers them (the Take hook), it is read into
+// blocks of lineBlock bytes, joined once at the end: growing one buffer
+// would copy it at every doubling and leave it up to twice as large as
+// the line.
 type longLine struct {
 	mapped []byte // the mapping, when the line is in one; its length is the mapping's
 	n      int    // bytes of the mapping in use
