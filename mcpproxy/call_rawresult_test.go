@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,9 +15,9 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -242,7 +241,7 @@ func TestRawPathTaken(t *testing.T) {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
 		}
 		line := []byte(`{"jsonrpc":"2.0","id":7,"result":` + res + `}`)
-		result, parts, ok := wire.NewOutline(outlineMax, resultDescend).ResultOf(line)
+		result, parts, ok := wire.NewOutline(mcpresult.OutlineMax, mcpresult.Descend).ResultOf(line)
 		if !ok {
 			t.Fatalf("%s: not a plain response", name)
 		}
@@ -283,201 +282,6 @@ func TestRawForgedMark(t *testing.T) {
 	}
 	if got := text(res); !strings.HasPrefix(got, "mine\n[stored as r1") {
 		t.Errorf("result shown as %q", got)
-	}
-}
-
-// TestTextOver checks the bound textOver takes from the JSON lengths
-// against the decoded length, at and around it, for texts with and without
-// escapes.
-func TestTextOver(t *testing.T) {
-	for _, texts := range [][]string{
-		{""},
-		{"plain"},
-		{"a\"b\\c\n", "\x01\x02"},
-		{strings.Repeat("\x00", 50)},
-		{strings.Repeat("é", 30), "x", ""},
-		{strings.Repeat(`{"a":"b"},`, 40)},
-	} {
-		var res rawResult
-		for _, s := range texts {
-			q, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.texts = append(res.texts, q)
-			res.n++
-		}
-		l := len(strings.Join(texts, "\n"))
-		for n := -1; n <= 3*l+2; n++ {
-			if got := res.textOver(n); got != (l > n) {
-				t.Errorf("textOver(%d) of %q (length %d) = %v", n, texts, l, got)
-			}
-		}
-	}
-}
-
-func TestCloneLarge(t *testing.T) {
-	const block = 1 << 20
-	for _, n := range []int{0, 1, block - 1, block, block + 1, 3*block + 5} {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(i * 7)
-		}
-		c := cloneLarge(b, nil)
-		if !bytes.Equal(c, b) {
-			t.Fatalf("%d bytes: the copy differs", n)
-		}
-		if n > 0 {
-			c[0]++
-			if c[0] == b[0] {
-				t.Fatalf("%d bytes: the copy shares the original's memory", n)
-			}
-		}
-	}
-}
-
-// FuzzParseRaw holds parseRaw to the SDK's decoding: a result it takes is
-// one the SDK decodes into text blocks with the same texts, the same
-// structured content and isError; and it reads a result the same from the
-// outline of its response line as from one it makes.
-func FuzzParseRaw(f *testing.F) {
-	for _, c := range rawCases() {
-		if len(c) < 4<<10 {
-			f.Add([]byte(c))
-		}
-	}
-	f.Add([]byte(`{"content":[{"type":"text","text":"a","text":"b"}]}`))
-	f.Add([]byte(`{"content":[{"type":"text","type":"text","text":"a\ud83d\ude00"},{"text":"b","type":"text","annotations":{"x":[1]}}],"isError":false}`))
-	f.Add([]byte(`{"content":[[{"type":"text","text":"a"}]],"structuredContent":{"content":"a"}}`))
-	f.Add([]byte(` {"cont\u0065nt":[{"type":"text","text":"x"}],"_meta":null}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u0062"}],"structuredContent":{"k":"a\nb"}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"structuredContent":{"k":"a","l":"a"}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"a` + "\xff\xe2\x82" + `b\ud800"}],"structuredContent":{"content":"a` + "\xff\xe2\x82" + `b\ud800"}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"` + "\xed\xa0\x80\xc0\xaf" + `"},{"type":"text","text":"\udc00\ud800\u0041"}],"_meta":{"` + "\xf4\x90\x80\x80" + `":1}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"{\"a\":\"` + "\x80" + `\"}"}],"structuredContent":{"a":"` + "\x80" + `"}}`))
-	f.Fuzz(func(t *testing.T, r []byte) {
-		if !json.Valid(r) {
-			return
-		}
-		if !utf8.Valid(r) {
-			// As the connection reads it: each byte that begins no valid
-			// sequence as U+FFFD. The SDK decodes it to what it decodes
-			// the original to, and the scanner takes it.
-			fixed := jsontext.AppendValidUTF8(nil, r)
-			if err := jsontext.Valid(fixed); err != nil {
-				t.Fatalf("%q, repaired to %q, is refused: %v", r, fixed, err)
-			}
-			var was, is mcp.CallToolResult
-			errWas, errIs := json.Unmarshal(r, &was), json.Unmarshal(fixed, &is)
-			if (errWas == nil) != (errIs == nil) {
-				t.Fatalf("the SDK decodes %q: %v, repaired to %q: %v", r, errWas, fixed, errIs)
-			}
-			if diff := cmp.Diff(&was, &is, cmpopts.IgnoreUnexported(mcp.CallToolResult{})); errWas == nil && diff != "" {
-				t.Fatalf("the SDK decodes %q and its repair differently (-original +repaired):\n%s", r, diff)
-			}
-			var anyWas, anyIs any
-			json.Unmarshal(r, &anyWas)
-			json.Unmarshal(fixed, &anyIs)
-			if !reflect.DeepEqual(anyWas, anyIs) {
-				t.Fatalf("encoding/json decodes %q and its repair differently: %#v, %#v", r, anyWas, anyIs)
-			}
-			r = fixed
-		}
-		if jsontext.Valid(r) != nil {
-			return
-		}
-		res, ok := parseRaw(r, nil)
-		line := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), r...), '}')
-		if result, parts, plain := wire.NewOutline(outlineMax, resultDescend).ResultOf(line); plain && parts != nil {
-			res2, ok2 := parseRaw(result, parts)
-			if ok2 != ok || ok && !reflect.DeepEqual(res, res2) {
-				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
-			}
-		}
-		if tr := bytes.TrimSpace(r); tr[0] == '{' {
-			if _, okBlocks := parseRawBlocks(tr); okBlocks != ok {
-				t.Fatalf("parseRawBlocks(%s): %v, parseRaw %v", r, okBlocks, ok)
-			}
-		}
-		if !ok {
-			return
-		}
-		var want mcp.CallToolResult
-		if err := json.Unmarshal(r, &want); err != nil {
-			t.Fatalf("parseRaw took %s, which the SDK refuses: %v", r, err)
-		}
-		var texts [][]byte
-		res.eachText(func(t []byte) { texts = append(texts, t) })
-		if len(want.Content) != len(texts) || res.n != len(texts) {
-			t.Fatalf("parseRaw(%s): %d texts (n=%d), the SDK %d blocks", r, len(texts), res.n, len(want.Content))
-		}
-		for i, c := range want.Content {
-			tc, isText := c.(*mcp.TextContent)
-			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, texts[i])) {
-				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, texts[i], c)
-			}
-		}
-		// Read as a result of many blocks is (see parseRawBlocks), it is
-		// read the same.
-		{
-			blocks, _ := parseRawBlocks(bytes.TrimSpace(r))
-			var got [][]byte
-			blocks.eachText(func(t []byte) { got = append(got, t) })
-			if !reflect.DeepEqual(got, texts) || blocks.n != res.n || string(blocks.structured) != string(res.structured) ||
-				string(blocks.isError) != string(res.isError) || string(blocks.meta) != string(res.meta) ||
-				blocks.textOver(len(r)/3) != res.textOver(len(r)/3) || string(blocks.text()) != string(res.text()) {
-				t.Fatalf("parseRawBlocks(%s) reads %+v, parseRaw %+v", r, blocks, res)
-			}
-		}
-		if (res.isError != nil && string(res.isError) == "true") != want.IsError {
-			t.Fatalf("parseRaw(%s): isError %s, the SDK's %v", r, res.isError, want.IsError)
-		}
-		if (res.structured != nil) != (want.StructuredContent != nil) {
-			t.Fatalf("parseRaw(%s): structured %s, the SDK's %v", r, res.structured, want.StructuredContent)
-		}
-		if text, _ := joinText(want.Content); res.structured != nil {
-			// Read every member whole: one member, a string, the text.
-			n, same := 0, false
-			if res.structured[0] == '{' {
-				jsontext.EachChild(res.structured, func(_, v []byte) bool {
-					n++
-					same = v[0] == '"' && string(jsontext.AppendUnquoted(nil, v)) == text
-					return true
-				})
-			}
-			if mirrors := n == 1 && same; mirrorsRawText(&res) != mirrors || mirrorsText(res.structured, text) != mirrors {
-				t.Fatalf("parseRaw(%s): mirrorsRawText %v, mirrorsText %v; want %v", r, mirrorsRawText(&res), mirrorsText(res.structured, text), mirrors)
-			}
-		}
-	})
-}
-
-// TestOnlyStringMember: a mirror's structured content is an object of one
-// string member; anything else is not one, however its members are spaced
-// or escaped.
-func TestOnlyStringMember(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"content":"a log"}`:               `"a log"`,
-		`{ "k" : "x\"}" }`:                  `"x\"}"`,
-		`{"\u006b":"\u0078"}`:               `"\u0078"`,
-		`{}`:                                "",
-		`{ }`:                               "",
-		`{"a":"x","a":"x"}`:                 "",
-		`{"a":"x","b":"x"}`:                 "",
-		`{"a":"x","b":1}`:                   "",
-		`{"a":[1],"b":"x"}`:                 "",
-		`{"a":{"b":"x"}}`:                   "",
-		`{"a":null}`:                        "",
-		`["x"]`:                             "",
-		`"x"`:                               "",
-		`{"rows":[` + `"x"` + `]}`:          "",
-		`{"a":"` + `\ud800` + `"}`:          `"\ud800"`,
-		`{"a":"x"` + "\n\t" + ` , "b":"y"}`: "",
-	} {
-		got, ok := onlyStringMember([]byte(in))
-		if string(got) != want || ok != (want != "") {
-			t.Errorf("onlyStringMember(%s) = %s, %v; want %s", in, got, ok, want)
-		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,7 +63,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		// Reading starts with the first Read, after these are set.
 		lc.SetHooks(wire.Hooks{
 			Fix:     t.p.fixResult,
-			Outline: wire.NewOutline(outlineMax, resultDescend),
+			Outline: wire.NewOutline(mcpresult.OutlineMax, mcpresult.Descend),
 			Calling: own.noteDiscover,
 			Splices: t.p.splices,
 			Log:     t.p.log,

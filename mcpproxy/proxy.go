@@ -12,6 +12,7 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,10 +23,16 @@ import (
 // invite; past it, the bounded preview (at most 2 KiB by default) saves.
 const DefaultThreshold = 8 << 10
 
-// MetaHandle is the key, in a tool result's _meta, of the handle under which
-// the proxy stored the result ("r3"). Results of read_value and results
-// refused before the call carry no handle.
-const MetaHandle = "agentvalues/handle"
+// MetaHandle is the key ("agentvalues/handle"), in a tool result's _meta,
+// of the handle under which the proxy stored the result ("r3"). Results of
+// read_value and results refused before the call carry no handle.
+const MetaHandle = mcpresult.MetaHandle
+
+// MetaContentHandle is the key ("agentvalues/content-handle"), in a tool
+// result's _meta, of the handle under which the proxy stored the result's
+// content blocks when it also had structured content that they do not
+// merely repeat.
+const MetaContentHandle = mcpresult.MetaContentHandle
 
 // Options configures a [Proxy]. The zero value, and a nil *Options, give the
 // documented defaults.
