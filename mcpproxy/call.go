@@ -75,7 +75,7 @@ func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredToo
 func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mcp.CallToolResult {
 	h, ch, raw := storedRaw(res) // stored from its bytes (call_rawresult.go), to be previewed
 	var structured json.RawMessage
-	c := &sdkContent{blocks: res.Content}
+	c := &sdkContent{blocks: res.Content, json: keptContent(res)}
 	if !raw {
 		var err error
 		if structured, err = unwrapStructured(res.StructuredContent); err != nil {
@@ -117,9 +117,11 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 }
 
 // sdkContent is a result's content blocks as the SDK decoded them, for the
-// rule (mcpresult.Content).
+// rule (mcpresult.Content): json is the content array as the server sent
+// it, when the connection kept it (keepContent), else nil.
 type sdkContent struct {
 	blocks []mcp.Content
+	json   []byte
 	text   []byte // Text's, once made
 	made   bool
 }
@@ -143,8 +145,15 @@ func (c *sdkContent) Text() []byte {
 	return c.text
 }
 
-// JSON returns the blocks as the SDK encodes them.
-func (c *sdkContent) JSON() ([]byte, error) { return json.Marshal(c.blocks) }
+// JSON returns the blocks as the server sent them when the connection
+// kept them, else as the SDK encodes them (a result of an in-process
+// server, which the SDK encodes so: see Middleware).
+func (c *sdkContent) JSON() ([]byte, error) {
+	if c.json != nil {
+		return c.json, nil
+	}
+	return json.Marshal(c.blocks)
+}
 
 // Size is the number of bytes the blocks add to a transcript shown whole
 // (mcpresult.Sizer): the text of text blocks, and other blocks but images

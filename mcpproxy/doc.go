@@ -47,8 +47,8 @@
 // it can be referenced; content blocks beside structured content that are
 // not its JSON again are stored too, under a second handle named in the
 // result and in _meta under [MetaContentHandle]; and content with non-text
-// blocks (images, audio, resources) stores the JSON array of the blocks, so
-// nothing is lost.
+// blocks (images, audio, resources) stores the JSON array of the blocks as
+// the server sent them, so nothing is lost.
 //
 // Invalid UTF-8: JSON text is UTF-8, and a string can carry anything else
 // only as stray bytes (which encoding/json and the SDK take) or as a lone

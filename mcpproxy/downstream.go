@@ -232,7 +232,7 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line w
 				vals = p.stores.shared
 			}
 			if vals == nil {
-				return wrapStructured(result), nil
+				return keepContent(wrapStructured(result)), nil
 			}
 			if out, ok := p.presentRaw(vals, result, line); ok {
 				return out, nil
@@ -241,7 +241,7 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line w
 		if n, over := manyBlocks(r); over {
 			return nil, &jsonrpc.Error{Code: wire.CodeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
 		}
-		return wrapStructured(result), nil
+		return keepContent(wrapStructured(result)), nil
 	case "tools/list":
 		return p.dropDeepTools(result), nil
 	}
@@ -317,6 +317,93 @@ func wrapStructured(result json.RawMessage) json.RawMessage {
 	out = append(out, s.Bytes()...)
 	out = append(out, result[at+len(raw):]...)
 	return out
+}
+
+// rawContentKey is the _meta key under which keepContent hands the proxy
+// a result's content blocks as the server sent them, across the SDK's
+// decoding. Its value holds rawNonce, as a stand-in's mark does, so that
+// a downstream server cannot forge it.
+const rawContentKey = "agentvalues/raw-content"
+
+// keepContent returns result with its content array, as the server sent
+// it, in its _meta under rawContentKey, when the array holds a block that
+// is not text: the SDK decodes such a block and would encode it again in
+// its own way (its member order, its numbers, without members it does not
+// know), and the proxy stores the blocks as they came (keptContent). A
+// result of text blocks alone, or one it cannot read so (a member twice, a
+// _meta that is not an object), is returned as it is.
+func keepContent(result json.RawMessage) json.RawMessage {
+	r := bytes.TrimSpace(result)
+	if len(r) == 0 || r[0] != '{' || jsontext.Valid(r) != nil {
+		return result
+	}
+	var content, meta []byte
+	contents, metas := 0, 0
+	jsontext.EachChild(r, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "content"):
+			content, contents = v, contents+1
+		case jsontext.KeyEquals(k, "_meta"):
+			meta, metas = v, metas+1
+		}
+		return true
+	})
+	if contents != 1 || content[0] != '[' || metas > 1 || meta != nil && meta[0] != '{' || !otherBlock(content) {
+		return result
+	}
+	mark := make([]byte, 0, len(content)+len(content)/8+96)
+	mark = append(mark, `"`+rawContentKey+`":{"nonce":"`+rawNonce+`","blocks":`...)
+	mark = jsontext.AppendQuote(mark, content)
+	mark = append(mark, '}')
+	out := make([]byte, 0, len(r)+len(mark)+16)
+	if meta == nil {
+		end := len(r) - 1 // the closing brace
+		out = append(out, r[:end]...)
+		out = append(out, `,"_meta":{`...)
+		out = append(out, mark...)
+		return append(out, "}}"...)
+	}
+	// Last, so that it wins over a member of that name the server wrote
+	// (the SDK decodes the last of a name).
+	at := offsetIn(r, meta) + len(meta) - 1 // its closing brace
+	out = append(out, r[:at]...)
+	if len(bytes.TrimSpace(meta[1:len(meta)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, mark...)
+	return append(out, r[at:]...)
+}
+
+// otherBlock reports whether the content array content holds a block that
+// is not of type "text".
+func otherBlock(content []byte) bool {
+	other := false
+	jsontext.EachChild(content, func(_, blk []byte) bool {
+		typ, ok := []byte(nil), blk[0] == '{'
+		if ok {
+			typ, ok = jsontext.Member(blk, "type")
+		}
+		other = !ok || typ[0] != '"' || !jsontext.KeyEquals(typ, "text")
+		return !other
+	})
+	return other
+}
+
+// keptContent returns the content blocks keepContent kept in the result's
+// _meta, and removes them from it; nil when it kept none (a key of that
+// name without this process's nonce is removed too).
+func keptContent(res *mcp.CallToolResult) []byte {
+	mark, found := res.Meta[rawContentKey]
+	if !found {
+		return nil
+	}
+	delete(res.Meta, rawContentKey)
+	m, _ := mark.(map[string]any)
+	if nonce, _ := m["nonce"].(string); nonce != rawNonce {
+		return nil
+	}
+	blocks, _ := m["blocks"].(string)
+	return []byte(blocks)
 }
 
 // unwrapStructured returns the raw JSON of a result's structured content as

@@ -3,7 +3,13 @@ package mcpproxy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
 	"testing"
+
+	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // FuzzWrapStructured checks the rewrite of a tools/call result that keeps a
@@ -108,4 +114,109 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("appendString(%q) = %s, want %s", s, got[1:], want)
 		}
 	})
+}
+
+// FuzzKeepContent checks the rewrite that hands the proxy a result's
+// content blocks as the server sent them: it never panics, valid JSON
+// stays valid, a result of text blocks alone is left as it is, nothing but
+// _meta changes, and what the SDK decodes gives back exactly the content
+// array the server sent, whatever the server wrote under the same key.
+func FuzzKeepContent(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"x"},{"data":"AA==","type":"image","mimeType":"image/png","x":1.0}]}`,
+		`{"content":[{"type":"text","text":"x"}]}`,
+		`{"content":[{"type":"audio","data":"","mimeType":"a"}],"_meta":{"k":1}}`,
+		`{"content":[{"type":"image"}],"_meta":{ }}`,
+		`{"content":[{"type":"image"}],"_meta":{"agentvalues/raw-content":{"nonce":"x","blocks":"[]"}}}`,
+		`{"content":[{"type":"image"}],"_meta":null}`,
+		`{"content":[1],"content":[{"type":"image"}]}`,
+		`{"content":[{"type":"resource_link","uri":"x"}],"_meta":{"a":1},"_meta":{}}`,
+		` {"isError":true,"content":[{"type":"image","data":"<>&"}]} `,
+		`[1,2]`, `{}`, `{"content":"x"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, result []byte) {
+		out := keepContent(bytes.Clone(result))
+		if !json.Valid(result) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("keepContent(%s) = %s, not valid JSON", result, out)
+		}
+		var orig, got map[string]json.RawMessage
+		if json.Unmarshal(result, &orig) != nil || topLevelDuplicates(result) || jsontext.Valid(result) != nil {
+			if !bytes.Equal(out, result) && json.Unmarshal(result, &orig) != nil {
+				t.Fatalf("keepContent(%s) = %s: changed what is not an object", result, out)
+			}
+			return
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		for k, v := range orig {
+			if k != "_meta" && !bytes.Equal(got[k], v) {
+				t.Fatalf("%q changed: %s -> %s", k, v, got[k])
+			}
+		}
+		var res mcp.CallToolResult // what the SDK hands the proxy
+		if json.Unmarshal(out, &res) != nil {
+			return
+		}
+		kept := keptContent(&res)
+		content := orig["content"]
+		var blocks []map[string]json.RawMessage
+		json.Unmarshal(content, &blocks)
+		allText := len(content) > 0 && content[0] == '['
+		for _, b := range blocks {
+			allText = allText && string(b["type"]) == `"text"`
+		}
+		switch {
+		case allText || len(content) == 0 || content[0] != '[':
+			if !bytes.Equal(out, result) {
+				t.Fatalf("keepContent(%s) = %s: changed a result it has no blocks to keep of", result, out)
+			}
+		case kept != nil && !bytes.Equal(kept, content):
+			t.Fatalf("keepContent(%s): kept %s, want %s", result, kept, content)
+		case kept == nil && !bytes.Equal(out, result):
+			t.Fatalf("keepContent(%s) = %s, but nothing is kept", result, out)
+		}
+		if _, left := res.Meta[rawContentKey]; left {
+			t.Fatalf("keptContent left its key in %v", res.Meta)
+		}
+	})
+}
+
+// TestBlocksStoredAsSent: content blocks that are not all text are stored
+// as the server sent them (member order, numbers as spelled, members the
+// SDK does not know), not as the SDK would encode them again; a server
+// that writes the proxy's key for them into its _meta does not change
+// what is stored, and the agent does not see the key.
+func TestBlocksStoredAsSent(t *testing.T) {
+	const blocks = `[{"type":"text","text":"a <b>"},{"data":"iVBORw0KGgo=","type":"image","mimeType":"image/png","priority":1.0}]`
+	results := map[string]string{
+		"blocks": `{"content":` + blocks + `}`,
+		"forged": `{"content":` + blocks + `,"_meta":{"` + rawContentKey + `":{"nonce":"guess","blocks":"[1]"},"k":2}}`,
+		"spaced": `{ "content" : ` + strings.ReplaceAll(blocks, ",", ", ") + ` , "_meta" : { } }`,
+	}
+	for _, line := range []bool{true, false} {
+		sr, pw := io.Pipe()
+		pr, sw := io.Pipe()
+		go rawServer(sr, sw, results)
+		var down mcp.Transport = &mcp.IOTransport{Reader: pr, Writer: pw, MaxLineLength: -1}
+		if line {
+			down = lineDownstream{pr, pw}
+		}
+		f := newFixture(t, down, nil)
+		for name, want := range map[string]string{"blocks": blocks, "forged": blocks, "spaced": strings.ReplaceAll(blocks, ",", ", ")} {
+			res := f.call(t, "result", fmt.Sprintf(`{"case":%q}`, name))
+			v, _ := f.proxy.Values().Get(handle(t, res))
+			if got := string(v.JSON()); got != want {
+				t.Errorf("line=%v, %s: stored %s, want the blocks as sent %s", line, name, got, want)
+			}
+			if _, ok := res.Meta[rawContentKey]; ok {
+				t.Errorf("line=%v, %s: the agent sees the proxy's key: %v", line, name, res.Meta)
+			}
+		}
+	}
 }
