@@ -99,23 +99,6 @@ func topLevelDuplicates(b []byte) bool {
 	return false
 }
 
-// FuzzAppendString holds appendString to encoding/json's encoding of a
-// string, byte for byte, as the SDK server encodes a result's text.
-func FuzzAppendString(f *testing.F) {
-	for _, seed := range []string{"", `{"ok":true}`, "a<b>&c", "a&b", "tab\there\nnew\\\"q\x00\x1f\x7f", "é\u2028\u2029\xff", "plain text"} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got[1:], want)
-		}
-	})
-}
-
 // FuzzKeepContent checks the rewrite that hands the proxy a result's
 // content blocks as the server sent them: it never panics, valid JSON
 // stays valid, a result of text blocks alone is left as it is, nothing but

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -88,7 +87,7 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 		call.Done(nil, err)
 		return
 	}
-	p := &rawPending{method: method, done: call.Done, inline: call.Inline, sent: make(chan struct{})}
+	p := &rawPending{done: call.Done, inline: call.Inline, sent: make(chan struct{})}
 	p.id, _ = jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
 	p.wire = wire
 	p.stop = context.AfterFunc(ctx, func() {
@@ -194,7 +193,7 @@ func (c *Conn) failedRaw(p *rawPending, err error) {
 	if err != nil && p.claim() {
 		p.stop()
 		c.forgetRaw(p)
-		p.done(nil, fmt.Errorf("calling %q: %w", p.method, err)) // as the SDK words it
+		p.done(nil, err)
 	}
 }
 
