@@ -14,66 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The raw path for tools/call. Through the SDK a call costs, in the proxy,
-// the SDK server's decoding of the request and its dispatch, the SDK
-// client's encoding of the downstream request, its dispatch and its
-// decoding of the response (a 32 KiB buffer per message), and the
-// goroutines and channels of both sides; for a small call that is most of
-// what the proxy adds. [Proxy.Run] and [Gateway.Run] over a
-// [LineTransport] answer the nominal call of a mirrored tool themselves:
-// the upstream line connection hands the request to the raw path before
-// the SDK sees it, the arguments are prepared by the library, the
-// downstream request is written on the proxy's own line connection with
-// an id of the raw path's own (a string: the SDK client's are numbers),
-// its response, taken apart and fixed as the SDK path's is, comes back to
-// the call rather than to the SDK client, and the result is stored and
-// built by the functions the SDK path uses ([Proxy.present]) and encoded
-// as the SDK server encodes it. Tests hold the two paths to byte-identical
-// responses and stored values.
-//
-// Nominal means: the request's params are a name, at most an arguments
-// object, and a _meta only as below, with no progress token (the SDK path
-// gives the downstream call a token of the proxy's own); the upstream
-// session is initialized, either (before protocol 2026-07-28) by an
-// initialize the SDK answered and notifications/initialized, with the
-// request carrying no _meta, or (2026-07-28) by a server/discover the SDK
-// answered, with the request's _meta byte for byte that of the discover
-// request (the per-request protocol version, client info and
-// capabilities a client repeats on every request): the SDK's validation of
-// it is then known to pass, and the raw path adds to the result what the
-// SDK adds at that version (resultType, and the serverInfo the discover
-// response carried); the tool is a mirrored one; the proxy has one store
-// (not Options.PerSession); the downstream server is up, reached over the
-// proxy's own line connection ([CommandTransport]), and (at 2026-07-28)
-// was sent a server/discover by the SDK client, whose _meta the raw path's
-// requests carry too. Anything else takes the SDK path, untouched. Once
-// taken, every outcome is the SDK path's: errors (bad
-// arguments, a downstream error, a result that is not a CallToolResult, the
-// server dying), and a result of any shape, which is decoded with the SDK's
-// own types unless it is only text blocks, the common case, which is read
-// from its bytes. An upstream notifications/cancelled for a raw call
-// cancels it, and the downstream server is sent notifications/cancelled
-// with the raw call's id, as the SDK client sends one with its own.
-//
-// The upstream connection keeps the ids of the requests in flight on
-// either path, and drops a request whose id is one of them, as the SDK
-// does when it alone reads the connection: the tool is not called a second
-// time. When the client's side of the connection ends (standard input
-// closed), the raw calls in flight are cancelled, downstream too, and
-// their responses are not written, as the SDK cancels its handlers and
-// writes nothing once reading has stopped.
-//
-// No goroutine waits for a raw call's response, and no call is handed from
-// one goroutine to another when it need not be: waking another thread costs
-// more than the rest of a small call. A call whose arguments are small and
-// hold no reference is checked and sent downstream by the goroutine that
-// read it from the client (see rawLight), others by a worker; the response
-// is stored, built and written to the client by the goroutine that read
-// it from the server, when the store is the proxy's own (in memory),
-// otherwise by a goroutine of its own (see startRaw).
-//
-// Middleware added to the SDK server ([Proxy.Server]) does not see the
-// calls the raw path answers.
+// The raw call route: see the package documentation (How a call travels)
+// for what it takes, its steps and the files that hold them.
 
 // A rawCaller is what answers tools/call requests on the raw path: a
 // [Proxy], or a [Gateway] for its servers.
