@@ -187,10 +187,23 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 		}
 		return out
 	}
+	// The four runs (two paths over two connections), each of every case
+	// in turn through one proxy, run at once: the cases of several MiB
+	// take most of the time.
 	for _, line := range []bool{true, false} {
 		t.Run(fmt.Sprintf("line=%v", line), func(t *testing.T) {
-			raw := run(t, 0, line)
-			sdk := run(t, math.MaxInt, line)
+			t.Parallel()
+			var raw, sdk map[string]outcome
+			t.Run("paths", func(t *testing.T) {
+				t.Run("raw", func(t *testing.T) { t.Parallel(); raw = run(t, 0, line) })
+				t.Run("sdk", func(t *testing.T) { t.Parallel(); sdk = run(t, math.MaxInt, line) })
+			})
+			if t.Failed() {
+				return
+			}
+			if len(raw) != len(cases) || len(sdk) != len(cases) {
+				t.Fatalf("%d and %d outcomes of %d cases", len(raw), len(sdk), len(cases))
+			}
 			if diff := cmp.Diff(sdk, raw); diff != "" {
 				t.Errorf("raw path differs from SDK path (-sdk +raw):\n%s", diff)
 			}
