@@ -17,16 +17,16 @@ import (
 // The raw call route: see the package documentation (How a call travels)
 // for what it takes, its steps and the files that hold them.
 
-// A rawCaller is what answers tools/call requests on the raw path: a
+// A rawCaller is what answers tools/call requests on the raw call route: a
 // [Proxy], or a [Gateway] for its servers.
 type rawCaller interface {
 	// rawCall returns the function that makes the call req and hands its
 	// response, without its id, to done, once; or nil when the call is to
-	// take the SDK path. The function's context is cancelled when the
+	// take the SDK route. The function's context is cancelled when the
 	// client cancels the call. The function returns once the request is
 	// sent (or the call has failed): done may be called before it returns,
 	// or later on another goroutine, among them the one reading the
-	// downstream connection (see startRaw).
+	// downstream connection (see wire.Conn.Start).
 	rawCall(req *rawRequest) func(ctx context.Context, done func(*jsonrpc.Response))
 }
 
@@ -58,7 +58,7 @@ type rawRequest struct {
 	onReader bool
 }
 
-// withRawCalls returns upstream with the raw path answering for rc when it
+// withRawCalls returns upstream with the raw call route answering for rc when it
 // is a *LineTransport (a copy of it), else upstream.
 func withRawCalls(upstream mcp.Transport, rc rawCaller) mcp.Transport {
 	lt, ok := upstream.(*LineTransport)
@@ -70,11 +70,11 @@ func withRawCalls(upstream mcp.Transport, rc rawCaller) mcp.Transport {
 	return &t
 }
 
-// protocolRaw is the first protocol version the raw path leaves to the SDK:
+// protocolRaw is the first protocol version the raw call route leaves to the SDK:
 // from it on, results carry a resultType and requests a per-request _meta.
 const protocolRaw = "2026-07-28"
 
-// A rawUpstream is the raw path's side of one upstream line connection:
+// A rawUpstream is the raw call route's side of one upstream line connection:
 // what it knows of the session, and the calls it is answering.
 type rawUpstream struct {
 	caller rawCaller
@@ -87,16 +87,16 @@ type rawUpstream struct {
 	mu       sync.Mutex
 	initID   *jsonrpc.ID                       // the initialize request's, until it is answered
 	version  string                            // the protocol version the initialize response gave
-	ready    bool                              // initialized at a version the raw path takes
+	ready    bool                              // initialized at a version the raw call route takes
 	discover map[jsonrpc.ID][]byte             // server/discover requests awaiting their response: their _meta
 	newMeta  []byte                            // the _meta of the last server/discover the SDK answered
-	newSeen  *rawNewProtocol                   // what the raw path needs of that discover, once answered
+	newSeen  *rawNewProtocol                   // what the raw call route needs of that discover, once answered
 	closing  bool                              // the connection is closing: no more raw calls
 	inFlight map[jsonrpc.ID]context.CancelFunc // the raw calls being answered
 	sdkCalls map[jsonrpc.ID]struct{}           // the requests handed to the SDK, until their response is written
 }
 
-// rawNewProtocol is what the raw path keeps of a session initialized at
+// rawNewProtocol is what the raw call route keeps of a session initialized at
 // protocol 2026-07-28: the _meta a call must carry, decoded, and the
 // serverInfo results carry.
 type rawNewProtocol struct {
@@ -120,7 +120,7 @@ func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 // take looks at a request from the client before the SDK does: it follows
 // the session's initialization, cancels a raw call the client cancels, and
 // takes a nominal tools/call, reporting true; the connection then delivers
-// nothing to the SDK and the call's response is written by the raw path.
+// nothing to the SDK and the call's response is written by the raw call route.
 // A call whose id is in flight, on either path, is dropped (reporting
 // true), as the SDK drops one: answering it would give the client two
 // responses of one id.
@@ -198,7 +198,7 @@ func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 				n.serverInfo, _ = jsontext.Member(rmeta, mcp.MetaKeyServerInfo)
 			}
 			// A progress token in it would be on every call: those take the
-			// SDK path, which gives the downstream call a token of its own.
+			// SDK route, which gives the downstream call a token of its own.
 			if json.Unmarshal(meta, &n.meta) == nil && n.serverInfo != nil && !hasKey(n.meta, progressTokenKey) {
 				n.serverInfo = bytes.Clone(n.serverInfo)
 				u.newMeta, u.newSeen = meta, n
@@ -218,7 +218,7 @@ func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 // maxDiscoverPending bounds the server/discover requests remembered while
 // they await their response, so that a client sending many cannot grow
 // the map without bound; at it, one remembered is forgotten (should it be
-// answered after all, its session takes the SDK path until another is).
+// answered after all, its session takes the SDK route until another is).
 const maxDiscoverPending = 16
 
 // paramsMeta returns the raw _meta of request params, if they are an
@@ -380,7 +380,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 	}
 }
 
-// callToolRaw is callTool on the raw path: the same steps, results and
+// callToolRaw is callTool on the raw call route: the same steps, results and
 // errors, over the link l's line connection, with the outcome handed to
 // done (see rawCaller). downMeta, when not nil, is the SDK client's
 // _meta, which the request carries as the SDK client would add it.

@@ -76,9 +76,9 @@ func manyBlocks(r []byte) (int, bool) {
 }
 
 // presentRaw stores the tools/call result r, valid JSON, from its bytes
-// when the raw path can take it and the agent will get a preview, and
+// when the raw result route can take it and the agent will get a preview, and
 // returns the stand-in result for the SDK to decode. It reports false when
-// the SDK path must take r: shown whole, or not a result of text blocks.
+// the SDK route must take r: shown whole, or not a result of text blocks.
 func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line wire.ResultLine) (json.RawMessage, bool) {
 	if p.threshold >= 0 && len(r) <= p.threshold {
 		// Shown whole: its text and structured content, which TextOver

@@ -204,15 +204,17 @@ func (c *rawConn) Close() error {
 // decoding limit, and no honest schema comes near it.
 const maxToolDepth = 512
 
-// fixResult prepares the result of a downstream response to a call of
-// method, whose tag is the store the result goes to (callTool's, or
-// callToolRaw's; nil for another call), for the SDK: a tools/call result must be an object; one the agent
-// will get as a preview is stored from its bytes and replaced by a small
-// stand-in (presentRaw), and any other has its structuredContent wrapped
-// (wrapStructured). A tools/list result loses the tools that nest too
-// deep. A refused result becomes the error returned. result is valid JSON:
-// the connection decoded, or validated, the response; line is what is
-// known of the line it came in (see presentRaw).
+// fixResult, the downstream connection's Fix hook, prepares the result of
+// a response to a call of method for the SDK; tag is the store the result
+// goes to (callTool's, or callToolRaw's; nil for another call). A
+// tools/call result must be an object; one the agent will get as a preview
+// is stored from its bytes and replaced by a small stand-in (presentRaw,
+// the raw result route), and any other has its structured content, and
+// its blocks when they are not all text, kept as the server sent them
+// (wrapStructured, keepContent). A tools/list result loses the tools that
+// nest too deep. A refused result becomes the error returned. result is
+// valid JSON: the connection decoded, or validated, the response; line is
+// what is known of the line it came in (see presentRaw).
 func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line wire.ResultLine) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
 	case "tools/call":
@@ -226,7 +228,7 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line w
 		}
 		if len(result) >= p.rawFrom {
 			// A call without a store under a store per session was not made
-			// by callTool: left to the SDK path.
+			// by callTool: left to the SDK route.
 			vals, _ := tag.(*values.SessionValues)
 			if vals == nil {
 				vals = p.stores.shared

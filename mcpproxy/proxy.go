@@ -94,7 +94,7 @@ type seams struct {
 // notifications while calls are in flight.
 type Proxy struct {
 	threshold int
-	rawFrom   int // the size from which a result may take the raw path; tests set it
+	rawFrom   int // the size from which a result may take the raw result route; tests set it
 	stores    *stores
 	splices   *wire.Splices // the large arguments of the calls in flight (see callTool)
 	log       io.Writer
@@ -109,8 +109,8 @@ type Proxy struct {
 
 	tools   map[string]*mirroredTool                 // by name, downstream tools seen; owned by syncTools
 	offered atomic.Pointer[map[string]*mirroredTool] // by upstream name, the tools offered; published by syncTools
-	rawOff  bool                                     // tests set it to keep every call on the SDK path
-	rawN    atomic.Int64                             // calls taken by the raw path, for tests
+	rawOff  bool                                     // tests set it to keep every call on the SDK route
+	rawN    atomic.Int64                             // calls taken by the raw call route, for tests
 
 	// Owned by syncCatalog: the downstream prompts by name, resources by URI
 	// and resource templates by URI template offered, as their definitions'
@@ -334,8 +334,8 @@ func (p *Proxy) Values() *values.SessionValues { return p.stores.shared }
 // [LineTransport] over standard input and output: a malformed line from
 // the client is answered, not fatal, arguments past the SDK's 16 MiB line
 // cap arrive, and the nominal call of a mirrored tool is answered without
-// the SDK's decoding and dispatch on either side (the raw path: see
-// call_rawcall.go), with the same result.
+// the SDK's decoding and dispatch on either side (the raw call route: see
+// the package documentation, How a call travels), with the same result.
 func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
 	// The server session waits for its handlers before it closes; cancelling
 	// p.ctx is what ends the handlers' downstream calls.

@@ -302,10 +302,11 @@ type sdkMeta struct {
 }
 
 // noteDiscover keeps the _meta of the SDK client's first server/discover
-// request, req when it is one, which the raw path's requests carry too: the protocol version,
-// client info and capabilities the SDK client sends on every request at
-// protocol 2026-07-28. It keeps it decoded and encoded as the raw path
-// encodes a _meta, so that a request carrying it alone is not encoded again.
+// request, req when it is one, which the raw call route's requests carry
+// too: the protocol version, client info and capabilities the SDK client
+// sends on every request at protocol 2026-07-28. It keeps it decoded and
+// encoded as callHead encodes a _meta, so that a request carrying it alone
+// is not encoded again.
 func (c *ownLine) noteDiscover(req *jsonrpc.Request) {
 	if req.Method != "server/discover" || c.sdkMeta.Load() != nil {
 		return

@@ -153,9 +153,6 @@ func (v *valueBuf) bytes() []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// presentRaw stores the tools/call result r, valid JSON, from its bytes
-// when the raw path can take it and the agent will get a preview, and
-// returns the stand-in result for the SDK to decode. It reports false when
 // cloneLarge returns a copy of b, which it reads for the last time: the
 // copy is made in memory the runtime does not clear first (valueBuf), and
 // the memory of b given back behind it when release is not nil (see

@@ -10,8 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// TestRawCancelWhileStarting: a call cancelled while Start is storing it ends once, with the context's error, and leaves nothing
-// behind: no request written, no call waiting for a response.
+// TestRawCancelWhileStarting: a call cancelled while Start is storing it
+// ends once, with the context's error, and leaves nothing behind: no
+// request written, no call waiting for a response.
 func TestRawCancelWhileStarting(t *testing.T) {
 	var out syncBuffer
 	c := NewConn(strings.NewReader(""), &out, nil, -1, false, nil)
