@@ -75,7 +75,8 @@ func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredToo
 func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mcp.CallToolResult {
 	h, ch, raw := storedRaw(res) // stored from its bytes (call_rawresult.go), to be previewed
 	var structured json.RawMessage
-	c := &sdkContent{blocks: res.Content, json: keptContent(res)}
+	pr := &presented{content: sdkContent{blocks: res.Content, json: keptContent(res)}}
+	c := &pr.content
 	if !raw {
 		var err error
 		if structured, err = unwrapStructured(res.StructuredContent); err != nil {
@@ -103,9 +104,11 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 				content = append(content, b)
 			}
 		}
-		return &mcp.CallToolResult{Meta: meta, Content: content, IsError: res.IsError}
+		pr.out = mcp.CallToolResult{Meta: meta, Content: content, IsError: res.IsError}
+		return &pr.out
 	}
-	out := &mcp.CallToolResult{
+	out := &pr.out
+	*out = mcp.CallToolResult{
 		Meta:    meta,
 		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: mcpresult.HandleLine(h, ch)}),
 		IsError: res.IsError,
@@ -114,6 +117,13 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 		out.StructuredContent = json.RawMessage(mcpresult.WithHandle(structured, h))
 	}
 	return out
+}
+
+// presented is what present allocates, once: the result the agent gets,
+// and the blocks of the downstream result as the rule reads them.
+type presented struct {
+	out     mcp.CallToolResult
+	content sdkContent
 }
 
 // sdkContent is a result's content blocks as the SDK decoded them, for the
