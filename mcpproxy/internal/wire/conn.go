@@ -13,10 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// sdkMaxDepth is the deepest nesting the SDK decodes in a message
+// MaxDepth is the deepest nesting the SDK decodes in a message
 // (internal/json.defaultMaxDepth); a deeper message fails to decode as a
-// whole.
-const sdkMaxDepth = 1000
+// whole, so the connection leaves it to the SDK to refuse.
+const MaxDepth = 1000
 
 // CodeProxy is the JSON-RPC error code of the errors the proxy writes in
 // place of a downstream response it could not take (too large, not

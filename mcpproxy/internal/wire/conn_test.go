@@ -138,7 +138,7 @@ func TestFindID(t *testing.T) {
 		{"none", `{"result":"xx`, `xx"}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, ok := findID([]byte(tc.head), []byte(tc.tail))
+			id, ok := FindID([]byte(tc.head), []byte(tc.tail))
 			if tc.want == nil {
 				if ok {
 					t.Errorf("found %v, want none", id.Raw())
@@ -175,7 +175,7 @@ func TestLineConnTooLarge(t *testing.T) {
 // so that long lines end in the middle of a read, with the next line's
 // bytes and the end of the stream in the same read.
 func TestReadLineLong(t *testing.T) {
-	sizes := []int{0, 1, idWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345, 5, 2*lineBlock + 7, 0, idWindow}
+	sizes := []int{0, 1, IDWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345, 5, 2*lineBlock + 7, 0, IDWindow}
 	var in bytes.Buffer
 	var lines [][]byte
 	for i, n := range sizes {
@@ -242,7 +242,7 @@ func readLines(t *testing.T, reader string, c *Conn, lines [][]byte, server bool
 			}
 			continue
 		}
-		if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
+		if !ln.over || !bytes.Equal(ln.head, want[:IDWindow]) || !bytes.Equal(ln.tail, want[len(want)-IDWindow:]) {
 			t.Errorf("%s, bound %d: line of %d past it: over %v, head and tail not the line's", reader, bound, len(want), ln.over)
 		}
 	}

@@ -162,20 +162,20 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 // decoded as one.
 const maxExactID = 1 << 53
 
-// findID finds the top-level id of a message known only by its first and
+// FindID finds the top-level id of a message known only by its first and
 // last bytes: in the head when the id comes before the large part (as the Go
 // SDK writes it), else as the last member of the object (as the TypeScript
 // SDK writes it).
-func findID(head, tail []byte) (jsonrpc.ID, bool) {
-	if id, ok := headID(head); ok {
+func FindID(head, tail []byte) (jsonrpc.ID, bool) {
+	if id, ok := HeadID(head); ok {
 		return id, true
 	}
 	return tailID(tail)
 }
 
-// headID looks for "id" among the top-level members of the object whose
+// HeadID looks for "id" among the top-level members of the object whose
 // first bytes are head, those that end before head does.
-func headID(head []byte) (jsonrpc.ID, bool) {
+func HeadID(head []byte) (jsonrpc.ID, bool) {
 	found, ok := jsonrpc.ID{}, false
 	var w jsontext.Walker
 	w.Walk(head, func(start, end int) error { // head is cut: the walk ends in an error

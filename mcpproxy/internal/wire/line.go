@@ -15,9 +15,9 @@ type line struct {
 	free       func() // when not nil, frees data, which nothing may hold then (see longLine)
 }
 
-// idWindow is how much of the start and of the end of an oversized line is
-// kept to find its id.
-const idWindow = 4 << 10
+// IDWindow is how much of the start and of the end of an oversized
+// message is kept to find its id (see FindID).
+const IDWindow = 4 << 10
 
 // readLine reads up to the next newline, or the end of the stream. Past the
 // bound it keeps only the line's head and tail. A line longer than
@@ -35,17 +35,17 @@ func (c *Conn) readLine() (line, error) {
 		}
 		switch {
 		case ln.over:
-			ln.tail = appendTail(ln.tail, chunk)
+			ln.tail = AppendTail(ln.tail, chunk)
 		case c.max >= 0 && ln.size > c.max:
 			ln.over = true
 			if inLong {
-				ln.head, ln.tail = long.edges(idWindow)
+				ln.head, ln.tail = long.edges(IDWindow)
 				long.drop()
-				ln.tail = appendTail(ln.tail, chunk)
+				ln.tail = AppendTail(ln.tail, chunk)
 			} else {
 				whole := append(ln.data, chunk...)
-				ln.head = bytes.Clone(whole[:min(idWindow, len(whole))])
-				ln.tail = appendTail(nil, whole)
+				ln.head = bytes.Clone(whole[:min(IDWindow, len(whole))])
+				ln.tail = AppendTail(nil, whole)
 			}
 			ln.data, inLong = nil, false
 		case inLong:
@@ -70,8 +70,10 @@ func (c *Conn) readLine() (line, error) {
 // blocks one is read into when it is not mapped.
 const lineBlock = 1 << 20
 
-// appendBlocks appends b to the blocks of a long line.
-func appendBlocks(blocks [][]byte, b []byte) [][]byte {
+// AppendBlocks appends b to blocks of a long message: blocks of a fixed
+// size, so that reading one never copies what was read before (see
+// JoinBlocks).
+func AppendBlocks(blocks [][]byte, b []byte) [][]byte {
 	for len(b) > 0 {
 		if len(blocks) == 0 || len(blocks[len(blocks)-1]) == lineBlock {
 			blocks = append(blocks, make([]byte, 0, lineBlock))
@@ -84,9 +86,9 @@ func appendBlocks(blocks [][]byte, b []byte) [][]byte {
 	return blocks
 }
 
-// joinBlocks returns head and the blocks after it as one slice of their
+// JoinBlocks returns head and the blocks after it as one slice of their
 // length.
-func joinBlocks(head []byte, blocks [][]byte) []byte {
+func JoinBlocks(head []byte, blocks [][]byte) []byte {
 	n := len(head)
 	for _, b := range blocks {
 		n += len(b)
@@ -99,14 +101,15 @@ func joinBlocks(head []byte, blocks [][]byte) []byte {
 	return out
 }
 
-// appendTail appends b to tail, keeping only the last idWindow bytes.
-func appendTail(tail, b []byte) []byte {
-	if len(b) >= idWindow {
-		return append(tail[:0], b[len(b)-idWindow:]...)
+// AppendTail appends b to tail, the last bytes of a message read so far,
+// keeping only the last IDWindow bytes.
+func AppendTail(tail, b []byte) []byte {
+	if len(b) >= IDWindow {
+		return append(tail[:0], b[len(b)-IDWindow:]...)
 	}
 	tail = append(tail, b...)
-	if len(tail) > idWindow {
-		tail = append(tail[:0], tail[len(tail)-idWindow:]...)
+	if len(tail) > IDWindow {
+		tail = append(tail[:0], tail[len(tail)-IDWindow:]...)
 	}
 	return tail
 }

@@ -43,7 +43,7 @@ func (l *longLine) write(b []byte) {
 			// lines are not mapped (if the heap cannot hold them either,
 			// the process fails with "out of memory", as for any
 			// allocation).
-			l.blocks = appendBlocks(nil, l.mapped[:l.n])
+			l.blocks = AppendBlocks(nil, l.mapped[:l.n])
 			unmapLine(l.mapped)
 			g, l.n = nil, 0
 		}
@@ -53,20 +53,20 @@ func (l *longLine) write(b []byte) {
 		l.n += copy(l.mapped[l.n:], b)
 		return
 	}
-	l.blocks = appendBlocks(l.blocks, b)
+	l.blocks = AppendBlocks(l.blocks, b)
 }
 
 // edges returns copies of the first and last n bytes of the line.
 func (l *longLine) edges(n int) (head, tail []byte) {
 	if l.mapped != nil {
 		data := l.mapped[:l.n]
-		return append([]byte(nil), data[:min(n, len(data))]...), appendTail(nil, data)
+		return append([]byte(nil), data[:min(n, len(data))]...), AppendTail(nil, data)
 	}
 	if len(l.blocks) > 0 {
 		head = append(head, l.blocks[0][:min(n, len(l.blocks[0]))]...)
 	}
 	for _, b := range l.blocks {
-		tail = appendTail(tail, b)
+		tail = AppendTail(tail, b)
 	}
 	return head, tail
 }
@@ -75,7 +75,7 @@ func (l *longLine) edges(n int) (head, tail []byte) {
 // the collector frees) once nothing holds a slice of it.
 func (l *longLine) finish() (data []byte, free func()) {
 	if l.mapped == nil {
-		return joinBlocks(nil, l.blocks), nil
+		return JoinBlocks(nil, l.blocks), nil
 	}
 	m := l.mapped
 	return m[:l.n:l.n], func() { unmapLine(m) }

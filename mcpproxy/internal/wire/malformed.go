@@ -113,11 +113,11 @@ func (c *Conn) salvage(data []byte, decodeErr error) jsonrpc.Message {
 		}
 		// The depth is the fixed result's, what the SDK would be given.
 		d := jsontext.Depth(resp.Result) + 1 // in the message
-		if d <= sdkMaxDepth {
+		if d <= MaxDepth {
 			return resp
 		}
 		resp.Result = nil
-		resp.Error = &jsonrpc.Error{Code: CodeProxy, Message: fmt.Sprintf("the downstream server's response could not be decoded: the message nests %d levels deep; at most %d can be decoded", d, sdkMaxDepth)}
+		resp.Error = &jsonrpc.Error{Code: CodeProxy, Message: fmt.Sprintf("the downstream server's response could not be decoded: the message nests %d levels deep; at most %d can be decoded", d, MaxDepth)}
 		return resp
 	} else {
 		call, _ := c.calls.Done(id)
@@ -164,7 +164,7 @@ func responseID(data []byte) (raw []byte, id jsonrpc.ID, exact bool) {
 // be found in the line's head or tail.
 func (c *Conn) tooLarge(ln line) jsonrpc.Message {
 	why := fmt.Sprintf("the message is %d bytes, over the limit of %d", ln.size, c.max)
-	id, ok := findID(ln.head, ln.tail)
+	id, ok := FindID(ln.head, ln.tail)
 	if c.server {
 		if ok {
 			c.reply(&id, jsonrpc.CodeInvalidRequest, "Invalid Request: "+why)
@@ -194,8 +194,8 @@ func jsonProblem(data []byte) string {
 
 // decodeProblem says why the SDK could not decode the valid JSON data.
 func decodeProblem(data []byte, err error) string {
-	if d := jsontext.Depth(data); d > sdkMaxDepth {
-		return fmt.Sprintf("the message nests %d levels deep; at most %d can be decoded", d, sdkMaxDepth)
+	if d := jsontext.Depth(data); d > MaxDepth {
+		return fmt.Sprintf("the message nests %d levels deep; at most %d can be decoded", d, MaxDepth)
 	}
 	return ClipText(err.Error())
 }

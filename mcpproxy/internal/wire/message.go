@@ -122,7 +122,7 @@ type ResultLine struct {
 // SDK's decoding costs a full scan and copy of the message and a 32 KiB
 // buffer per call; anything but a plain message (errors, extra members,
 // keys in another case, which the SDK matches) reports false and is left
-// to the SDK, as is a message nested deeper than sdkMaxDepth, so that it
+// to the SDK, as is a message nested deeper than MaxDepth, so that it
 // fails as the SDK fails it.
 //
 // A line of outlineMin bytes or more has its result outlined as ol says.
@@ -146,7 +146,7 @@ func scanEnvelope(data []byte, ol Outline, outlined bool) (envelope, bool) {
 		lim.Outline, lim.Descend = ol.max, ol.envelope
 	}
 	_, sh, err := jsontext.Scan(data, lim)
-	if err != nil || sh.Count > envelopeMembers || sh.Depth > sdkMaxDepth {
+	if err != nil || sh.Count > envelopeMembers || sh.Depth > MaxDepth {
 		return env, false
 	}
 	var version []byte
