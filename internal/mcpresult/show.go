@@ -72,20 +72,6 @@ func blockType(blk []byte) string {
 	return string(jsontext.AppendUnquoted(nil, v))
 }
 
-// EachMedia calls fn with each image or audio block of a Result, in order,
-// for a preview to pass on.
-func (res *Result) EachMedia(fn func(blk []byte)) {
-	if res.content == nil {
-		return
-	}
-	jsontext.EachChild(res.content, func(_, blk []byte) bool {
-		if IsMedia(blockType(blk)) {
-			fn(blk)
-		}
-		return true
-	})
-}
-
 // Preview returns the text a result shown as a preview has in place of
 // its content: the preview and hint of the value under h, and, when ch is
 // not "", of the content blocks stored apart under it.
