@@ -86,7 +86,7 @@ func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line wire.Resul
 		return nil, false
 	}
 	res, ok := mcpresult.Parse(r, line.Outline)
-	if !ok || !res.AllText() || p.threshold >= 0 && !res.TextOver(p.threshold-len(res.Structured())) {
+	if !ok || !res.AllText() || p.threshold >= 0 && !res.TextOver(p.threshold-len(res.Structured())) || !sdkDecodes(r, res) {
 		return nil, false
 	}
 	res.SetRelease(line.Release)

@@ -336,3 +336,53 @@ func TestManyBlocksBound(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPresentRaw holds the raw result route to the SDK route: a result it
+// takes is one the SDK decodes, and it stores the same values as the SDK
+// route stores from the SDK's decoding.
+func FuzzPresentRaw(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"a"}]}`,
+		`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1.0}}`,
+		`{"content":[{"type":"text","text":"plain"}],"structuredContent":{"text":"plain"}}`,
+		`{"content":[{"type":"text","text":"a","annotations":{"priority":1}}],"extra":[1]}`,
+		`{"content":[{"type":"text","text":"","data":"0"}]}`,
+		`{"content":[{"type":"text","text":"a","annotations":{"priority":"x"}}]}`,
+		`{"content":[{"type":"text","text":"a","size":"x"}]}`,
+		`{"content":[{"type":"text","text":"a"}],"resultType":5}`,
+		`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"structuredContent":{"t":"a\nb"},"isError":true,"_meta":{"k":1}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, r []byte) {
+		if !json.Valid(r) {
+			return
+		}
+		r = jsontext.AppendValidUTF8(nil, r) // as the connection reads it
+		if jsontext.Valid(r) != nil {
+			return
+		}
+		p := &Proxy{threshold: -1} // every result previewed: the raw result route takes what it can
+		raw := values.New()
+		if _, took := p.presentRaw(raw, r, wire.ResultLine{}); !took {
+			return
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(keepContent(wrapStructured(r)), &res); err != nil {
+			t.Fatalf("the raw result route took %s, which the SDK refuses: %v", r, err)
+		}
+		sdk := values.New()
+		p.present(sdk, &res)
+		if raw.Len() != sdk.Len() {
+			t.Fatalf("%s: the raw result route stored %d values, the SDK route %d", r, raw.Len(), sdk.Len())
+		}
+		for i := 1; i <= raw.Len(); i++ {
+			h := fmt.Sprintf("r%d", i)
+			a, _ := raw.Get(h)
+			b, _ := sdk.Get(h)
+			if a.Kind() != b.Kind() || !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatalf("%s: %s is %s %q on the raw result route, %s %q on the SDK route", r, h, a.Kind(), a.Bytes(), b.Kind(), b.Bytes())
+			}
+		}
+	})
+}

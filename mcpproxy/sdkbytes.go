@@ -6,10 +6,10 @@ package mcpproxy
 // line and encodes its result (encodeResponse, rawResponse, encodeResult);
 // the SDK client writes the downstream request and its cancellation
 // (callHead, callFrame, cancelNote, noteDiscover), decodes the response
-// (decodeResult, textResult) and words the errors of a call that ends
-// without one (callError); the SDK server decodes a request's params
-// (callParams). TestRawCallMatchesSDKPath, TestRawCallDownstreamRequest,
-// FuzzRawCall and FuzzAppendString hold each to the SDK: a new SDK
+// (decodeResult, textResult; sdkDecodes for the raw result route) and
+// words the errors of a call that ends without one (callError); the SDK
+// server decodes a request's params (callParams). TestRawCallMatchesSDKPath, TestRawCallDownstreamRequest,
+// FuzzRawCall, FuzzPresentRaw and FuzzAppendString hold each to the SDK: a new SDK
 // version is checked here first. (The wire layer reads the JSON-RPC
 // envelope of a message as the SDK decodes it, held to the SDK by
 // FuzzPlainEnvelope.)
@@ -25,6 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -405,4 +406,58 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 		return ok
 	})
 	return res, ok
+}
+
+// sdkDecodes reports whether the SDK client decodes the tools/call result
+// r, which mcpresult.Parse read as res: it does when res is plain; else
+// the members Parse does not read (a text block's others, the result's
+// others) are decoded as the SDK decodes them into its own types, a block
+// at a time and without its text, which Parse read as one string.
+func sdkDecodes(r []byte, res *mcpresult.Result) bool {
+	if res.Plain() {
+		return true
+	}
+	r = r[jsontext.SkipSpace(r, 0):]
+	ok := true
+	others := []byte{'{'}
+	jsontext.EachChild(r, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "content") && v[0] == '[':
+			jsontext.EachChild(v, func(_, blk []byte) bool {
+				if blk[0] == '{' && jsontext.CountChildren(blk) > 2 {
+					b := appendMembersBut([]byte(`{"content":[`), blk, "text")
+					ok = json.Unmarshal(append(b, "]}"...), new(mcp.CallToolResult)) == nil
+				}
+				return ok
+			})
+		case jsontext.KeyEquals(k, "content"), jsontext.KeyEquals(k, "structuredContent"),
+			jsontext.KeyEquals(k, "isError"), jsontext.KeyEquals(k, "_meta"):
+			// Read by Parse (structured content is decoded as any).
+		default:
+			if len(others) > 1 {
+				others = append(others, ',')
+			}
+			others = append(append(append(others, k...), ':'), v...)
+		}
+		return ok
+	})
+	return ok && json.Unmarshal(append(others, '}'), new(mcp.CallToolResult)) == nil
+}
+
+// appendMembersBut appends the object obj without its members named key.
+func appendMembersBut(b, obj []byte, key string) []byte {
+	b = append(b, '{')
+	n := 0
+	jsontext.EachChild(obj, func(k, v []byte) bool {
+		if jsontext.KeyEquals(k, key) {
+			return true
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(append(append(b, k...), ':'), v...)
+		return true
+	})
+	return append(b, '}')
 }

@@ -21,6 +21,7 @@ type Result struct {
 	content    []byte   // the content array; nil when absent or null
 	n          int      // the number of content blocks
 	allText    bool     // every block is a text block
+	plain      bool     // nothing but what Parse reads: see Plain
 	structured []byte   // nil when absent or null
 	isError    []byte   // nil when absent
 	meta       []byte   // nil when absent
@@ -55,7 +56,7 @@ func Descend(depth int, key []byte) bool {
 // made; without one (nil), it makes one, skipping the large values once
 // each; a result of more parts is read from its content array.
 func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
-	res := &Result{allText: true}
+	res := &Result{allText: true, plain: true}
 	if at := jsontext.SkipSpace(r, 0); at > 0 {
 		r, ol = r[at:], nil // the outline's spans were of the value itself
 	}
@@ -91,6 +92,7 @@ func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
 						return res, false
 					case kindText:
 						res.texts = append(res.texts, text)
+						res.plain = res.plain && n == 2
 					default:
 						res.allText = false
 					}
@@ -115,6 +117,8 @@ func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
 				return res, false
 			}
 			res.meta = v
+		default:
+			res.plain = false
 		}
 		if seen&bit != 0 { // a duplicate: which one wins is the SDK's to say
 			return res, false
@@ -131,7 +135,7 @@ func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
 // OutlineMax parts: it reads the members of r and the blocks of its
 // content in one walk, keeping no part of them but the content array.
 func parseBlocks(r []byte) (*Result, bool) {
-	res := &Result{allText: true}
+	res := &Result{allText: true, plain: true}
 	seen, ok := 0, true
 	jsontext.EachChildAt(r, 0, func(k []byte, at int) int {
 		end := jsontext.SkipValue(r, at)
@@ -148,6 +152,7 @@ func parseBlocks(r []byte) (*Result, bool) {
 					_, kind := blockText(blk)
 					ok = kind != kindBad
 					res.allText = res.allText && kind == kindText
+					res.plain = res.plain && (kind != kindText || jsontext.CountChildren(blk) == 2)
 					res.n++
 					return ok
 				})
@@ -170,6 +175,8 @@ func parseBlocks(r []byte) (*Result, bool) {
 			bit = 8
 			ok = v[0] == '{' || v[0] == 'n'
 			res.meta = v
+		default:
+			res.plain = false
 		}
 		if ok && seen&bit != 0 {
 			ok = false // a duplicate (see Parse)
@@ -286,6 +293,14 @@ func (res *Result) AllText() bool { return res.allText }
 // Structured returns the structured content's JSON as it came, nil when
 // there is none (absent or null).
 func (res *Result) Structured() []byte { return res.structured }
+
+// Plain reports whether the result holds nothing but what Parse reads: no
+// member beside content, structuredContent, isError and _meta, and text
+// blocks of a type and a text alone. Another member may be one that
+// another decoder (the SDK's) reads into a type its value does not fit
+// (a text block's "data" that is not base64, a "size" that is not a
+// number), and refuses the whole result for.
+func (res *Result) Plain() bool { return res.plain }
 
 // IsError returns the isError member's JSON, nil when absent.
 func (res *Result) IsError() []byte { return res.isError }
