@@ -1,18 +1,18 @@
 package mcpproxy
 
 // This file is the only place in the package that must match the SDK byte
-// for byte: what the raw call route writes where the SDK would write it,
-// and reads as the SDK would decode it. The SDK server writes the response
-// line and encodes its result (encodeResponse, rawResponse, encodeResult);
-// the SDK client writes the downstream request and its cancellation
-// (callHead, callFrame, cancelNote, noteDiscover), decodes the response
+// for byte: what the raw routes write where the SDK would write it, and
+// read as the SDK would decode it. The SDK server writes the response line
+// and encodes its result (encodeResponse, rawResponse, encodeResult); the
+// SDK client writes the downstream request and its cancellation (callHead,
+// callFrame, cancelNote, noteDiscover), decodes the response
 // (decodeResult, textResult; sdkDecodes for the raw result route) and
 // words the errors of a call that ends without one (callError); the SDK
-// server decodes a request's params (callParams). TestRawCallMatchesSDKPath, TestRawCallDownstreamRequest,
-// FuzzRawCall, FuzzPresentRaw and FuzzAppendString hold each to the SDK: a new SDK
-// version is checked here first. (The wire layer reads the JSON-RPC
-// envelope of a message as the SDK decodes it, held to the SDK by
-// FuzzPlainEnvelope.)
+// server decodes a request's params (callParams). TestRawCallMatchesSDKPath,
+// TestRawCallDownstreamRequest, FuzzRawCall, FuzzPresentRaw and
+// FuzzAppendString hold each to the SDK: a new SDK version is checked here
+// first. (The wire layer reads the JSON-RPC envelope of a message as the
+// SDK decodes it, held to the SDK by FuzzPlainEnvelope.)
 
 import (
 	"bytes"
