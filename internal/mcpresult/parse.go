@@ -149,10 +149,10 @@ func parseBlocks(r []byte) (*Result, bool) {
 			case '[':
 				res.content = v
 				jsontext.EachChild(v, func(_, blk []byte) bool {
-					_, kind := blockText(blk)
+					_, kind, plain := readBlock(blk)
 					ok = kind != kindBad
 					res.allText = res.allText && kind == kindText
-					res.plain = res.plain && (kind != kindText || jsontext.CountChildren(blk) == 2)
+					res.plain = res.plain && (kind != kindText || plain)
 					res.n++
 					return ok
 				})
@@ -202,10 +202,12 @@ type blockReader struct {
 	typed, text bool   // a type member was read; every one was "text"
 	texts       int    // text members
 	str         []byte // the text member, when it is a string
+	members     int
 }
 
 // member reads the member k: v.
 func (b *blockReader) member(k, v []byte) {
+	b.members++
 	switch {
 	case jsontext.KeyEquals(k, "type"):
 		b.text = (!b.typed || b.text) && v[0] == '"' && jsontext.KeyEquals(v, "text")
@@ -234,15 +236,23 @@ func (b *blockReader) kind() (text []byte, kind int) {
 // blockText is textBlock for a block read whole: the JSON string of the
 // text of the block blk, and its kind.
 func blockText(blk []byte) (text []byte, kind int) {
+	text, kind, _ = readBlock(blk)
+	return text, kind
+}
+
+// readBlock is blockText, and reports too whether blk has no member but
+// its type and text.
+func readBlock(blk []byte) (text []byte, kind int, plain bool) {
 	if blk[0] != '{' {
-		return nil, kindOther
+		return nil, kindOther, false
 	}
 	var b blockReader
 	jsontext.EachChild(blk, func(k, v []byte) bool {
 		b.member(k, v)
 		return true
 	})
-	return b.kind()
+	text, kind = b.kind()
+	return text, kind, b.members == 2
 }
 
 // textBlock returns the JSON string of the text of the content block
