@@ -333,10 +333,12 @@ const rawContentKey = "agentvalues/raw-content"
 // its own way (its member order, its numbers, without members it does not
 // know), and the proxy stores the blocks as they came (keptContent). A
 // result of text blocks alone, or one it cannot read so (a member twice, a
-// _meta that is not an object), is returned as it is.
+// _meta that is not an object), is returned as it is. result is valid JSON,
+// as the Fix hook's is (it is not checked again: keepContent runs for
+// every result the SDK decodes).
 func keepContent(result json.RawMessage) json.RawMessage {
 	r := bytes.TrimSpace(result)
-	if len(r) == 0 || r[0] != '{' || jsontext.Valid(r) != nil {
+	if len(r) == 0 || r[0] != '{' {
 		return result
 	}
 	var content, meta []byte

@@ -100,8 +100,8 @@ func topLevelDuplicates(b []byte) bool {
 }
 
 // FuzzKeepContent checks the rewrite that hands the proxy a result's
-// content blocks as the server sent them: it never panics, valid JSON
-// stays valid, a result of text blocks alone is left as it is, nothing but
+// content blocks as the server sent them: it never panics on valid JSON,
+// which stays valid, a result of text blocks alone is left as it is, nothing but
 // _meta changes, and what the SDK decodes gives back exactly the content
 // array the server sent, whatever the server wrote under the same key.
 func FuzzKeepContent(f *testing.F) {
@@ -120,10 +120,10 @@ func FuzzKeepContent(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, result []byte) {
-		out := keepContent(bytes.Clone(result))
 		if !json.Valid(result) {
-			return
+			return // keepContent is given valid JSON
 		}
+		out := keepContent(bytes.Clone(result))
 		if !json.Valid(out) {
 			t.Fatalf("keepContent(%s) = %s, not valid JSON", result, out)
 		}
