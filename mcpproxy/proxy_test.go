@@ -17,10 +17,9 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/agentvalues/values/internal/testkit"
 )
 
 // pipeTransports returns two connected transports with no cap on message
@@ -839,24 +838,5 @@ func TestToolListRetried(t *testing.T) {
 	}
 	if strings.Contains(f.log.String(), "gave up") {
 		t.Errorf("log: %s", f.log.String())
-	}
-}
-
-func TestWithHandle(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"a":1}`, `{"agentvalues/handle":"r7","a":1}`},
-		{` { } `, `{"agentvalues/handle":"r7" } `},
-		{`{"agentvalues/handle":"r1", "a":2}`, `{"agentvalues/handle":"r7", "a":2}`},
-		{`[1,2]`, `[1,2]`},
-		{`"s"`, `"s"`},
-		{`{"a":`, `{"a":`},
-	} {
-		got := string(withHandle(json.RawMessage(tc.in), "r7"))
-		if got != tc.want {
-			t.Errorf("withHandle(%s) = %s, want %s", tc.in, got, tc.want)
-		}
-		if json.Valid([]byte(tc.in)) && !json.Valid([]byte(got)) {
-			t.Errorf("withHandle(%s) = %s, not valid JSON", tc.in, got)
-		}
 	}
 }

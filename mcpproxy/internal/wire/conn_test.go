@@ -1,4 +1,4 @@
-package mcpproxy
+package wire
 
 import (
 	"bytes"
@@ -10,15 +10,17 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // readAllMessages reads c until it ends and returns the messages and the
 // error that ended it.
-func readAllMessages(c *lineConn) ([]jsonrpc.Message, error) {
+func readAllMessages(c *Conn) ([]jsonrpc.Message, error) {
 	var msgs []jsonrpc.Message
 	for {
 		msg, err := c.Read(context.Background())
@@ -70,7 +72,7 @@ func FuzzLineConn(f *testing.F) {
 		in := append(bytes.Clone(garbage), '\n')
 		in = append(in, ping+"\n"...)
 		var out bytes.Buffer
-		c := newLineConn(bytes.NewReader(in), &out, nil, 256, true, io.Discard)
+		c := NewConn(bytes.NewReader(in), &out, nil, 256, true, io.Discard)
 		msgs, err := readAllMessages(c)
 		if !errors.Is(err, io.EOF) {
 			t.Fatalf("reading stopped with %v, want io.EOF at the end", err)
@@ -102,9 +104,9 @@ func FuzzLineConnClient(f *testing.F) {
 	f.Fuzz(func(t *testing.T, garbage []byte) {
 		in := append(bytes.Clone(garbage), '\n')
 		in = append(in, `{"jsonrpc":"2.0","id":"c","result":{"ok":true}}`+"\n"...)
-		c := newLineConn(bytes.NewReader(in), io.Discard, nil, 256, false, io.Discard)
+		c := NewConn(bytes.NewReader(in), io.Discard, nil, 256, false, io.Discard)
 		id, _ := jsonrpc.MakeID("c")
-		c.calls.add(id, pendingCall{method: "tools/call", id: id})
+		c.calls.Add(id, Pending{Method: "tools/call", ID: id})
 		msgs, err := readAllMessages(c)
 		if !errors.Is(err, io.EOF) {
 			t.Fatalf("reading stopped with %v, want io.EOF at the end", err)
@@ -136,7 +138,7 @@ func TestFindID(t *testing.T) {
 		{"none", `{"result":"xx`, `xx"}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, ok := findID([]byte(tc.head), []byte(tc.tail))
+			id, ok := FindID([]byte(tc.head), []byte(tc.tail))
 			if tc.want == nil {
 				if ok {
 					t.Errorf("found %v, want none", id.Raw())
@@ -155,7 +157,7 @@ func TestFindID(t *testing.T) {
 func TestLineConnTooLarge(t *testing.T) {
 	big := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"s":"` + strings.Repeat("x", 1<<20) + `"}}`
 	var out bytes.Buffer
-	c := newLineConn(strings.NewReader(big+"\n"+ping+"\n"), &out, nil, 64<<10, true, io.Discard)
+	c := NewConn(strings.NewReader(big+"\n"+ping+"\n"), &out, nil, 64<<10, true, io.Discard)
 	msgs, err := readAllMessages(c)
 	if !errors.Is(err, io.EOF) || len(msgs) != 1 {
 		t.Fatalf("got %d messages, %v; want the ping and EOF", len(msgs), err)
@@ -173,7 +175,7 @@ func TestLineConnTooLarge(t *testing.T) {
 // so that long lines end in the middle of a read, with the next line's
 // bytes and the end of the stream in the same read.
 func TestReadLineLong(t *testing.T) {
-	sizes := []int{0, 1, idWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345, 5, 2*lineBlock + 7, 0, idWindow}
+	sizes := []int{0, 1, IDWindow, lineBlock - 1, lineBlock, lineBlock + 1, 3*lineBlock + 12345, 5, 2*lineBlock + 7, 0, IDWindow}
 	var in bytes.Buffer
 	var lines [][]byte
 	for i, n := range sizes {
@@ -195,7 +197,7 @@ func TestReadLineLong(t *testing.T) {
 	for name, reader := range readers {
 		for _, server := range []bool{true, false} { // the client side maps long lines on Linux
 			for _, bound := range []int{-1, lineBlock + 1, 2 * lineBlock} {
-				readLines(t, name, newLineConn(reader(), io.Discard, nil, bound, server, nil), lines, server, bound)
+				readLines(t, name, NewConn(reader(), io.Discard, nil, bound, server, nil), lines, server, bound)
 			}
 		}
 	}
@@ -218,7 +220,7 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 
 // readLines reads lines from c, each whole or, past bound, as its head
 // and tail, and then the end of the stream.
-func readLines(t *testing.T, reader string, c *lineConn, lines [][]byte, server bool, bound int) {
+func readLines(t *testing.T, reader string, c *Conn, lines [][]byte, server bool, bound int) {
 	t.Helper()
 	for _, want := range lines {
 		ln, err := c.readLine()
@@ -240,7 +242,7 @@ func readLines(t *testing.T, reader string, c *lineConn, lines [][]byte, server 
 			}
 			continue
 		}
-		if !ln.over || !bytes.Equal(ln.head, want[:idWindow]) || !bytes.Equal(ln.tail, want[len(want)-idWindow:]) {
+		if !ln.over || !bytes.Equal(ln.head, want[:IDWindow]) || !bytes.Equal(ln.tail, want[len(want)-IDWindow:]) {
 			t.Errorf("%s, bound %d: line of %d past it: over %v, head and tail not the line's", reader, bound, len(want), ln.over)
 		}
 	}
@@ -304,14 +306,14 @@ func FuzzPlainEnvelope(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		env, ok := plainEnvelope(data)
+		env, ok := plainEnvelope(data, Outline{})
 		if !ok {
 			return
 		}
-		c := newLineConn(bytes.NewReader(nil), io.Discard, nil, -1, false, io.Discard)
+		c := NewConn(bytes.NewReader(nil), io.Discard, nil, -1, false, io.Discard)
 		if env.id != nil {
 			if id, ok := idOf(env.id); ok {
-				c.calls.add(id, pendingCall{method: "ping", id: id}) // no fix: the result stays as sent
+				c.calls.Add(id, Pending{Method: "ping", ID: id}) // no fix: the result stays as sent
 			}
 		}
 		msg := c.fromEnvelope(env)
@@ -337,6 +339,24 @@ func FuzzPlainEnvelope(f *testing.F) {
 	})
 }
 
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
 // sameRaw reports whether two raw JSON values are the same JSON text, as
 // compacted (absent counts as empty).
 func sameRaw(a, b json.RawMessage) bool {
@@ -357,7 +377,7 @@ func TestStrayResponseID(t *testing.T) {
 		t.Run(stray, func(t *testing.T) {
 			sr, sw := io.Pipe()
 			var log syncBuffer
-			c := newLineConn(sr, io.Discard, nil, -1, false, &log)
+			c := NewConn(sr, io.Discard, nil, -1, false, &log)
 			defer c.Close()
 			ctx := context.Background()
 			for i := 1; i <= 2; i++ {
@@ -392,5 +412,97 @@ func TestStrayResponseID(t *testing.T) {
 				t.Errorf("the late response to the cancelled call was logged:\n%s", log.String())
 			}
 		})
+	}
+}
+
+// TestLargeResponseDoesNotHoldOthers: while a large response is being
+// taken (its result stored, here held by fix), the response to another
+// call is delivered; a read loop that took the large one before reading on
+// would hold it until the first was done.
+func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
+	sr, sw := io.Pipe()
+	c := NewConn(sr, io.Discard, nil, -1, false, nil)
+	defer c.Close()
+	started, release := make(chan struct{}), make(chan struct{})
+	c.hooks.Fix = func(method string, _ any, result json.RawMessage, _ ResultLine) (json.RawMessage, *jsonrpc.Error) {
+		if len(result) > rawEnvelopeMin {
+			close(started)
+			<-release
+		}
+		return result, nil
+	}
+	ctx := context.Background()
+	id1, _ := jsonrpc.MakeID(float64(1)) // as the SDK decodes a numeric id
+	id2, _ := jsonrpc.MakeID(float64(2))
+	for _, id := range []jsonrpc.ID{id1, id2} {
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 2*rawEnvelopeMin) + `"}]}`
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":%s}`+"\n", big)
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`+"\n")
+	}()
+	first := make(chan jsonrpc.Message)
+	go func() {
+		msg, _ := c.Read(ctx)
+		first <- msg
+	}()
+	<-started
+	select {
+	case msg := <-first:
+		if msg.(*jsonrpc.Response).ID != id2 {
+			t.Fatalf("first delivered: %v, want the response to call 2", msg)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a timing
+		t.Fatal("the response to call 2 is held behind the large one")
+	}
+	close(release)
+	msg, err := c.Read(ctx)
+	if err != nil || msg.(*jsonrpc.Response).ID != id1 {
+		t.Fatalf("second delivered: %v %v, want the response to call 1", msg, err)
+	}
+}
+
+// TestSalvageDeepResult: a response too deep for the SDK to decode is
+// rebuilt from its parts when fix makes its result shallow enough (as
+// storing a deep structured content does), and otherwise ends its call
+// with an error that says how deep the message is; the depth is read from
+// the fixed result, which is what the SDK would be given.
+func TestSalvageDeepResult(t *testing.T) {
+	sr, sw := io.Pipe()
+	c := NewConn(sr, io.Discard, nil, -1, false, nil)
+	defer c.Close()
+	c.hooks.Fix = func(_ string, _ any, result json.RawMessage, _ ResultLine) (json.RawMessage, *jsonrpc.Error) {
+		if bytes.Contains(result, []byte(`"store"`)) {
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		return result, nil
+	}
+	ctx := context.Background()
+	id1, _ := jsonrpc.MakeID(float64(1))
+	id2, _ := jsonrpc.MakeID(float64(2))
+	for _, id := range []jsonrpc.ID{id1, id2} {
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deep := strings.Repeat("[", 1100) + strings.Repeat("]", 1100)
+	go func() {
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":{"store":1,"structuredContent":%s}}`+"\n", deep)
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"structuredContent":%s}}`+"\n", deep)
+	}()
+	msg, err := c.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); err != nil || !ok || resp.ID != id1 || resp.Error != nil || string(resp.Result) != `{"content":[]}` {
+		t.Fatalf("first: %#v %v, want call 1's fixed result", msg, err)
+	}
+	msg, err = c.Read(ctx)
+	resp, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok || resp.ID != id2 || resp.Error == nil {
+		t.Fatalf("second: %#v %v, want call 2 ended with an error", msg, err)
+	}
+	if want := "the message nests 1102 levels deep; at most 1000 can be decoded"; !strings.Contains(resp.Error.Error(), want) {
+		t.Errorf("error %q, want it to say %q", resp.Error, want)
 	}
 }

@@ -8,18 +8,16 @@ import (
 	"io"
 	"maps"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/internal/mcpresult"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +36,7 @@ type lineDownstream struct {
 }
 
 func (t lineDownstream) Connect(context.Context) (mcp.Connection, error) {
-	return newLineConn(t.r, t.w, t.w, -1, false, nil), nil
+	return wire.NewConn(t.r, t.w, t.w, -1, false, nil), nil
 }
 
 // rawCases are results that must be stored and shown the same on both
@@ -189,10 +187,23 @@ func TestRawPathMatchesSDKPath(t *testing.T) {
 		}
 		return out
 	}
+	// The four runs (two paths over two connections), each of every case
+	// in turn through one proxy, run at once: the cases of several MiB
+	// take most of the time.
 	for _, line := range []bool{true, false} {
 		t.Run(fmt.Sprintf("line=%v", line), func(t *testing.T) {
-			raw := run(t, 0, line)
-			sdk := run(t, math.MaxInt, line)
+			t.Parallel()
+			var raw, sdk map[string]outcome
+			t.Run("paths", func(t *testing.T) {
+				t.Run("raw", func(t *testing.T) { t.Parallel(); raw = run(t, 0, line) })
+				t.Run("sdk", func(t *testing.T) { t.Parallel(); sdk = run(t, math.MaxInt, line) })
+			})
+			if t.Failed() {
+				return
+			}
+			if len(raw) != len(cases) || len(sdk) != len(cases) {
+				t.Fatalf("%d and %d outcomes of %d cases", len(raw), len(sdk), len(cases))
+			}
 			if diff := cmp.Diff(sdk, raw); diff != "" {
 				t.Errorf("raw path differs from SDK path (-sdk +raw):\n%s", diff)
 			}
@@ -235,7 +246,7 @@ func TestRawPathTaken(t *testing.T) {
 	for name, res := range rawCases() {
 		res = string(jsontext.AppendValidUTF8(nil, []byte(res))) // as the connection reads it
 		vals := values.New()
-		out, took := p.presentRaw(vals, []byte(res), resultLine{})
+		out, took := p.presentRaw(vals, []byte(res), wire.ResultLine{})
 		want := !strings.HasPrefix(name, "small") && name != "image" && name != "duplicate content" &&
 			name != "text block no text" && name != "content not an array" &&
 			!strings.Contains(name, "an image") && !strings.Contains(name, "not text") && !strings.Contains(name, "twice")
@@ -243,16 +254,15 @@ func TestRawPathTaken(t *testing.T) {
 			t.Errorf("%s: raw path taken %v, want %v", name, took, want)
 		}
 		line := []byte(`{"jsonrpc":"2.0","id":7,"result":` + res + `}`)
-		_, sh, err := jsontext.Scan(line, jsontext.Limits{Head: envelopeMembers + 1, Outline: outlineMax, Descend: envelopeDescend})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		result, parts, ok := wire.NewOutline(mcpresult.OutlineMax, mcpresult.Descend).ResultOf(line)
+		if !ok {
+			t.Fatalf("%s: not a plain response", name)
 		}
-		if sh.Outline == nil {
+		if parts == nil {
 			continue // more parts than outlineMax: outlined by parseRaw
 		}
-		result := sh.Head[2].Val.Of(line)
 		scanned := values.New()
-		outScanned, tookScanned := p.presentRaw(scanned, result, resultLine{outline: resultOutline(sh.Outline, offsetIn(line, result))})
+		outScanned, tookScanned := p.presentRaw(scanned, result, wire.ResultLine{Outline: parts})
 		if tookScanned != took || string(outScanned) != string(out) || scanned.Len() != vals.Len() {
 			t.Errorf("%s: with the line's outline: taken %v, %s, %d values; without: %v, %s, %d values",
 				name, tookScanned, outScanned, scanned.Len(), took, out, vals.Len())
@@ -288,298 +298,6 @@ func TestRawForgedMark(t *testing.T) {
 	}
 }
 
-// TestLargeResponseDoesNotHoldOthers: while a large response is being
-// taken (its result stored, here held by fix), the response to another
-// call is delivered; a read loop that took the large one before reading on
-// would hold it until the first was done.
-func TestLargeResponseDoesNotHoldOthers(t *testing.T) {
-	sr, sw := io.Pipe()
-	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
-	defer c.Close()
-	started, release := make(chan struct{}), make(chan struct{})
-	c.fix = func(method string, _ *values.SessionValues, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
-		if len(result) > rawEnvelopeMin {
-			close(started)
-			<-release
-		}
-		return result, nil
-	}
-	ctx := context.Background()
-	id1, _ := jsonrpc.MakeID(float64(1)) // as the SDK decodes a numeric id
-	id2, _ := jsonrpc.MakeID(float64(2))
-	for _, id := range []jsonrpc.ID{id1, id2} {
-		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	go func() {
-		big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 2*rawEnvelopeMin) + `"}]}`
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":%s}`+"\n", big)
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`+"\n")
-	}()
-	first := make(chan jsonrpc.Message)
-	go func() {
-		msg, _ := c.Read(ctx)
-		first <- msg
-	}()
-	<-started
-	select {
-	case msg := <-first:
-		if msg.(*jsonrpc.Response).ID != id2 {
-			t.Fatalf("first delivered: %v, want the response to call 2", msg)
-		}
-	case <-time.After(time.Minute): // a bound on a hang, not a timing
-		t.Fatal("the response to call 2 is held behind the large one")
-	}
-	close(release)
-	msg, err := c.Read(ctx)
-	if err != nil || msg.(*jsonrpc.Response).ID != id1 {
-		t.Fatalf("second delivered: %v %v, want the response to call 1", msg, err)
-	}
-}
-
-// TestTextOver checks the bound textOver takes from the JSON lengths
-// against the decoded length, at and around it, for texts with and without
-// escapes.
-func TestTextOver(t *testing.T) {
-	for _, texts := range [][]string{
-		{""},
-		{"plain"},
-		{"a\"b\\c\n", "\x01\x02"},
-		{strings.Repeat("\x00", 50)},
-		{strings.Repeat("é", 30), "x", ""},
-		{strings.Repeat(`{"a":"b"},`, 40)},
-	} {
-		var res rawResult
-		for _, s := range texts {
-			q, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.texts = append(res.texts, q)
-			res.n++
-		}
-		l := len(strings.Join(texts, "\n"))
-		for n := -1; n <= 3*l+2; n++ {
-			if got := res.textOver(n); got != (l > n) {
-				t.Errorf("textOver(%d) of %q (length %d) = %v", n, texts, l, got)
-			}
-		}
-	}
-}
-
-func TestCloneLarge(t *testing.T) {
-	const block = 1 << 20
-	for _, n := range []int{0, 1, block - 1, block, block + 1, 3*block + 5} {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(i * 7)
-		}
-		c := cloneLarge(b, nil)
-		if !bytes.Equal(c, b) {
-			t.Fatalf("%d bytes: the copy differs", n)
-		}
-		if n > 0 {
-			c[0]++
-			if c[0] == b[0] {
-				t.Fatalf("%d bytes: the copy shares the original's memory", n)
-			}
-		}
-	}
-}
-
-// FuzzParseRaw holds parseRaw to the SDK's decoding: a result it takes is
-// one the SDK decodes into text blocks with the same texts, the same
-// structured content and isError; and it reads a result the same from the
-// outline of its response line as from one it makes.
-func FuzzParseRaw(f *testing.F) {
-	for _, c := range rawCases() {
-		if len(c) < 4<<10 {
-			f.Add([]byte(c))
-		}
-	}
-	f.Add([]byte(`{"content":[{"type":"text","text":"a","text":"b"}]}`))
-	f.Add([]byte(`{"content":[{"type":"text","type":"text","text":"a\ud83d\ude00"},{"text":"b","type":"text","annotations":{"x":[1]}}],"isError":false}`))
-	f.Add([]byte(`{"content":[[{"type":"text","text":"a"}]],"structuredContent":{"content":"a"}}`))
-	f.Add([]byte(` {"cont\u0065nt":[{"type":"text","text":"x"}],"_meta":null}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"\u0062"}],"structuredContent":{"k":"a\nb"}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"structuredContent":{"k":"a","l":"a"}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"a` + "\xff\xe2\x82" + `b\ud800"}],"structuredContent":{"content":"a` + "\xff\xe2\x82" + `b\ud800"}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"` + "\xed\xa0\x80\xc0\xaf" + `"},{"type":"text","text":"\udc00\ud800\u0041"}],"_meta":{"` + "\xf4\x90\x80\x80" + `":1}}`))
-	f.Add([]byte(`{"content":[{"type":"text","text":"{\"a\":\"` + "\x80" + `\"}"}],"structuredContent":{"a":"` + "\x80" + `"}}`))
-	f.Fuzz(func(t *testing.T, r []byte) {
-		if !json.Valid(r) {
-			return
-		}
-		if !utf8.Valid(r) {
-			// As the connection reads it: each byte that begins no valid
-			// sequence as U+FFFD. The SDK decodes it to what it decodes
-			// the original to, and the scanner takes it.
-			fixed := jsontext.AppendValidUTF8(nil, r)
-			if err := jsontext.Valid(fixed); err != nil {
-				t.Fatalf("%q, repaired to %q, is refused: %v", r, fixed, err)
-			}
-			var was, is mcp.CallToolResult
-			errWas, errIs := json.Unmarshal(r, &was), json.Unmarshal(fixed, &is)
-			if (errWas == nil) != (errIs == nil) {
-				t.Fatalf("the SDK decodes %q: %v, repaired to %q: %v", r, errWas, fixed, errIs)
-			}
-			if diff := cmp.Diff(&was, &is, cmpopts.IgnoreUnexported(mcp.CallToolResult{})); errWas == nil && diff != "" {
-				t.Fatalf("the SDK decodes %q and its repair differently (-original +repaired):\n%s", r, diff)
-			}
-			var anyWas, anyIs any
-			json.Unmarshal(r, &anyWas)
-			json.Unmarshal(fixed, &anyIs)
-			if !reflect.DeepEqual(anyWas, anyIs) {
-				t.Fatalf("encoding/json decodes %q and its repair differently: %#v, %#v", r, anyWas, anyIs)
-			}
-			r = fixed
-		}
-		if jsontext.Valid(r) != nil {
-			return
-		}
-		res, ok := parseRaw(r, nil)
-		line := append(append([]byte(`{"jsonrpc":"2.0","id":1,"result":`), r...), '}')
-		_, sh, err := jsontext.Scan(line, jsontext.Limits{Head: envelopeMembers + 1, Outline: outlineMax, Descend: envelopeDescend})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sh.Outline != nil {
-			result := sh.Head[2].Val.Of(line)
-			res2, ok2 := parseRaw(result, resultOutline(sh.Outline, offsetIn(line, result)))
-			if ok2 != ok || ok && !reflect.DeepEqual(res, res2) {
-				t.Fatalf("parseRaw(%s): %v %+v, from the line's outline %v %+v", r, ok, res, ok2, res2)
-			}
-		}
-		if tr := bytes.TrimSpace(r); tr[0] == '{' {
-			if _, okBlocks := parseRawBlocks(tr); okBlocks != ok {
-				t.Fatalf("parseRawBlocks(%s): %v, parseRaw %v", r, okBlocks, ok)
-			}
-		}
-		if !ok {
-			return
-		}
-		var want mcp.CallToolResult
-		if err := json.Unmarshal(r, &want); err != nil {
-			t.Fatalf("parseRaw took %s, which the SDK refuses: %v", r, err)
-		}
-		var texts [][]byte
-		res.eachText(func(t []byte) { texts = append(texts, t) })
-		if len(want.Content) != len(texts) || res.n != len(texts) {
-			t.Fatalf("parseRaw(%s): %d texts (n=%d), the SDK %d blocks", r, len(texts), res.n, len(want.Content))
-		}
-		for i, c := range want.Content {
-			tc, isText := c.(*mcp.TextContent)
-			if !isText || tc.Text != string(jsontext.AppendUnquoted(nil, texts[i])) {
-				t.Fatalf("parseRaw(%s): block %d is %q, the SDK's %#v", r, i, texts[i], c)
-			}
-		}
-		// Read as a result of many blocks is (see parseRawBlocks), it is
-		// read the same.
-		{
-			blocks, _ := parseRawBlocks(bytes.TrimSpace(r))
-			var got [][]byte
-			blocks.eachText(func(t []byte) { got = append(got, t) })
-			if !reflect.DeepEqual(got, texts) || blocks.n != res.n || string(blocks.structured) != string(res.structured) ||
-				string(blocks.isError) != string(res.isError) || string(blocks.meta) != string(res.meta) ||
-				blocks.textOver(len(r)/3) != res.textOver(len(r)/3) || string(blocks.text()) != string(res.text()) {
-				t.Fatalf("parseRawBlocks(%s) reads %+v, parseRaw %+v", r, blocks, res)
-			}
-		}
-		if (res.isError != nil && string(res.isError) == "true") != want.IsError {
-			t.Fatalf("parseRaw(%s): isError %s, the SDK's %v", r, res.isError, want.IsError)
-		}
-		if (res.structured != nil) != (want.StructuredContent != nil) {
-			t.Fatalf("parseRaw(%s): structured %s, the SDK's %v", r, res.structured, want.StructuredContent)
-		}
-		if text, _ := joinText(want.Content); res.structured != nil {
-			// Read every member whole: one member, a string, the text.
-			n, same := 0, false
-			if res.structured[0] == '{' {
-				jsontext.EachChild(res.structured, func(_, v []byte) bool {
-					n++
-					same = v[0] == '"' && string(jsontext.AppendUnquoted(nil, v)) == text
-					return true
-				})
-			}
-			if mirrors := n == 1 && same; mirrorsRawText(&res) != mirrors || mirrorsText(res.structured, text) != mirrors {
-				t.Fatalf("parseRaw(%s): mirrorsRawText %v, mirrorsText %v; want %v", r, mirrorsRawText(&res), mirrorsText(res.structured, text), mirrors)
-			}
-		}
-	})
-}
-
-// TestSalvageDeepResult: a response too deep for the SDK to decode is
-// rebuilt from its parts when fix makes its result shallow enough (as
-// storing a deep structured content does), and otherwise ends its call
-// with an error that says how deep the message is; the depth is read from
-// the fixed result, which is what the SDK would be given.
-func TestSalvageDeepResult(t *testing.T) {
-	sr, sw := io.Pipe()
-	c := newLineConn(sr, io.Discard, nil, -1, false, nil)
-	defer c.Close()
-	c.fix = func(_ string, _ *values.SessionValues, result json.RawMessage, _ resultLine) (json.RawMessage, *jsonrpc.Error) {
-		if bytes.Contains(result, []byte(`"store"`)) {
-			return json.RawMessage(`{"content":[]}`), nil
-		}
-		return result, nil
-	}
-	ctx := context.Background()
-	id1, _ := jsonrpc.MakeID(float64(1))
-	id2, _ := jsonrpc.MakeID(float64(2))
-	for _, id := range []jsonrpc.ID{id1, id2} {
-		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deep := strings.Repeat("[", 1100) + strings.Repeat("]", 1100)
-	go func() {
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":{"store":1,"structuredContent":%s}}`+"\n", deep)
-		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"result":{"structuredContent":%s}}`+"\n", deep)
-	}()
-	msg, err := c.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); err != nil || !ok || resp.ID != id1 || resp.Error != nil || string(resp.Result) != `{"content":[]}` {
-		t.Fatalf("first: %#v %v, want call 1's fixed result", msg, err)
-	}
-	msg, err = c.Read(ctx)
-	resp, ok := msg.(*jsonrpc.Response)
-	if err != nil || !ok || resp.ID != id2 || resp.Error == nil {
-		t.Fatalf("second: %#v %v, want call 2 ended with an error", msg, err)
-	}
-	if want := "the message nests 1102 levels deep; at most 1000 can be decoded"; !strings.Contains(resp.Error.Error(), want) {
-		t.Errorf("error %q, want it to say %q", resp.Error, want)
-	}
-}
-
-// TestOnlyStringMember: a mirror's structured content is an object of one
-// string member; anything else is not one, however its members are spaced
-// or escaped.
-func TestOnlyStringMember(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"content":"a log"}`:               `"a log"`,
-		`{ "k" : "x\"}" }`:                  `"x\"}"`,
-		`{"\u006b":"\u0078"}`:               `"\u0078"`,
-		`{}`:                                "",
-		`{ }`:                               "",
-		`{"a":"x","a":"x"}`:                 "",
-		`{"a":"x","b":"x"}`:                 "",
-		`{"a":"x","b":1}`:                   "",
-		`{"a":[1],"b":"x"}`:                 "",
-		`{"a":{"b":"x"}}`:                   "",
-		`{"a":null}`:                        "",
-		`["x"]`:                             "",
-		`"x"`:                               "",
-		`{"rows":[` + `"x"` + `]}`:          "",
-		`{"a":"` + `\ud800` + `"}`:          `"\ud800"`,
-		`{"a":"x"` + "\n\t" + ` , "b":"y"}`: "",
-	} {
-		got, ok := onlyStringMember([]byte(in))
-		if string(got) != want || ok != (want != "") {
-			t.Errorf("onlyStringMember(%s) = %s, %v; want %s", in, got, ok, want)
-		}
-	}
-}
-
 // TestManyBlocksBound: a result the SDK would decode with more than
 // maxDecodedBlocks content blocks is refused, one with that many is not;
 // text blocks alone, previewed, are taken in any number.
@@ -608,7 +326,7 @@ func TestManyBlocksBound(t *testing.T) {
 		{maxDecodedBlocks + 1, false, false},
 		{3 * maxDecodedBlocks, false, false},
 	} {
-		out, werr := p.fixResult("tools/call", nil, result(tc.n, tc.image), resultLine{})
+		out, werr := p.fixResult("tools/call", nil, result(tc.n, tc.image), wire.ResultLine{})
 		want := fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d", tc.n+1, maxDecodedBlocks)
 		if refused := werr != nil; refused != tc.refused || refused && !strings.Contains(werr.Message, want) {
 			t.Errorf("%d text blocks, image %v: refused with %v, want refused %v", tc.n, tc.image, werr, tc.refused)
@@ -617,4 +335,54 @@ func TestManyBlocksBound(t *testing.T) {
 			t.Errorf("%d text blocks: not taken by the raw path: %.200s", tc.n, out)
 		}
 	}
+}
+
+// FuzzPresentRaw holds the raw result route to the SDK route: a result it
+// takes is one the SDK decodes, and it stores the same values as the SDK
+// route stores from the SDK's decoding.
+func FuzzPresentRaw(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"a"}]}`,
+		`{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1.0}}`,
+		`{"content":[{"type":"text","text":"plain"}],"structuredContent":{"text":"plain"}}`,
+		`{"content":[{"type":"text","text":"a","annotations":{"priority":1}}],"extra":[1]}`,
+		`{"content":[{"type":"text","text":"","data":"0"}]}`,
+		`{"content":[{"type":"text","text":"a","annotations":{"priority":"x"}}]}`,
+		`{"content":[{"type":"text","text":"a","size":"x"}]}`,
+		`{"content":[{"type":"text","text":"a"}],"resultType":5}`,
+		`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"structuredContent":{"t":"a\nb"},"isError":true,"_meta":{"k":1}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, r []byte) {
+		if !json.Valid(r) {
+			return
+		}
+		r = jsontext.AppendValidUTF8(nil, r) // as the connection reads it
+		if jsontext.Valid(r) != nil {
+			return
+		}
+		p := &Proxy{threshold: -1} // every result previewed: the raw result route takes what it can
+		raw := values.New()
+		if _, took := p.presentRaw(raw, r, wire.ResultLine{}); !took {
+			return
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(keepContent(wrapStructured(r)), &res); err != nil {
+			t.Fatalf("the raw result route took %s, which the SDK refuses: %v", r, err)
+		}
+		sdk := values.New()
+		p.present(sdk, &res)
+		if raw.Len() != sdk.Len() {
+			t.Fatalf("%s: the raw result route stored %d values, the SDK route %d", r, raw.Len(), sdk.Len())
+		}
+		for i := 1; i <= raw.Len(); i++ {
+			h := fmt.Sprintf("r%d", i)
+			a, _ := raw.Get(h)
+			b, _ := sdk.Get(h)
+			if a.Kind() != b.Kind() || !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatalf("%s: %s is %s %q on the raw result route, %s %q on the SDK route", r, h, a.Kind(), a.Bytes(), b.Kind(), b.Bytes())
+			}
+		}
+	})
 }

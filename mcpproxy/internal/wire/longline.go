@@ -1,4 +1,4 @@
-package mcpproxy
+package wire
 
 import (
 	"encoding/json"
@@ -14,10 +14,11 @@ import (
 // it, and the line is unmapped as soon as it has been taken apart, so that
 // a 100 MB result costs the proxy its line once and the value it stores,
 // rather than blocks of the line, the line joined from them, and the value.
-// Elsewhere, and on the server side, whose requests the raw path keeps
-// slices of while it calls (rawcall.go), it is read into blocks of
-// lineBlock bytes, joined once at the end: growing one buffer would copy
-// it at every doubling and leave it up to twice as large as the line.
+// Elsewhere, and on the server side, whose requests the layer above may
+// keep slices of while it answers them (the Take hook), it is read into
+// blocks of lineBlock bytes, joined once at the end: growing one buffer
+// would copy it at every doubling and leave it up to twice as large as
+// the line.
 type longLine struct {
 	mapped []byte // the mapping, when the line is in one; its length is the mapping's
 	n      int    // bytes of the mapping in use
@@ -42,7 +43,7 @@ func (l *longLine) write(b []byte) {
 			// lines are not mapped (if the heap cannot hold them either,
 			// the process fails with "out of memory", as for any
 			// allocation).
-			l.blocks = appendBlocks(nil, l.mapped[:l.n])
+			l.blocks = AppendBlocks(nil, l.mapped[:l.n])
 			unmapLine(l.mapped)
 			g, l.n = nil, 0
 		}
@@ -52,20 +53,20 @@ func (l *longLine) write(b []byte) {
 		l.n += copy(l.mapped[l.n:], b)
 		return
 	}
-	l.blocks = appendBlocks(l.blocks, b)
+	l.blocks = AppendBlocks(l.blocks, b)
 }
 
 // edges returns copies of the first and last n bytes of the line.
 func (l *longLine) edges(n int) (head, tail []byte) {
 	if l.mapped != nil {
 		data := l.mapped[:l.n]
-		return append([]byte(nil), data[:min(n, len(data))]...), appendTail(nil, data)
+		return append([]byte(nil), data[:min(n, len(data))]...), AppendTail(nil, data)
 	}
 	if len(l.blocks) > 0 {
 		head = append(head, l.blocks[0][:min(n, len(l.blocks[0]))]...)
 	}
 	for _, b := range l.blocks {
-		tail = appendTail(tail, b)
+		tail = AppendTail(tail, b)
 	}
 	return head, tail
 }
@@ -74,7 +75,7 @@ func (l *longLine) edges(n int) (head, tail []byte) {
 // the collector frees) once nothing holds a slice of it.
 func (l *longLine) finish() (data []byte, free func()) {
 	if l.mapped == nil {
-		return joinBlocks(nil, l.blocks), nil
+		return JoinBlocks(nil, l.blocks), nil
 	}
 	m := l.mapped
 	return m[:l.n:l.n], func() { unmapLine(m) }

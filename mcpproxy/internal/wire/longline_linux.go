@@ -1,4 +1,4 @@
-package mcpproxy
+package wire
 
 import (
 	"unsafe"

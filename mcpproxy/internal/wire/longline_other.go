@@ -1,6 +1,6 @@
 //go:build !linux
 
-package mcpproxy
+package wire
 
 // Lines are mapped only on Linux, which can grow a mapping in place.
 

@@ -2,12 +2,9 @@ package mcpproxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"io"
 	"strings"
 	"sync"
@@ -15,11 +12,8 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
-	"github.com/agentvalues/values/internal/jsontext"
 	valuestore "github.com/agentvalues/values/store"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // scriptServer is a downstream MCP server written by hand, over r and w:
@@ -650,142 +644,6 @@ func TestRawCallsConcurrent(t *testing.T) {
 	}
 	if v := p.Values().Len(); v < n {
 		t.Errorf("%d values stored for %d calls", v, n)
-	}
-}
-
-// FuzzRawCall holds the raw path's readers and writer to the SDK's: a
-// result textResult reads decodes, through the SDK's types, to the same
-// result, and encodeResult writes it as the SDK's encoding does; params
-// callParams reads decode to the same name and arguments.
-func FuzzRawCall(f *testing.F) {
-	for _, c := range scriptCases() {
-		line := strings.ReplaceAll(c, "%ID%", "1")
-		if !json.Valid([]byte(line)) {
-			continue
-		}
-		if r, ok := jsontext.Member([]byte(line), "result"); ok {
-			f.Add(r, []byte(`{"name":"t","arguments":{"a":1}}`))
-		}
-	}
-	f.Add([]byte(`{"content":[{"type":"text","text":"<a> & \u2028"}],"isError":true}`), []byte(`{"name":"\u0074","arguments":null,"_meta":{}}`))
-	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"content":[{"type":"text","text":"x"}],"resultType":"complete"}`), []byte(`{}`))
-	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol\/x":1,"k":2},"content":[],"resultType":"input_required"}`), []byte(`{}`))
-	f.Fuzz(func(t *testing.T, result, params []byte) {
-		if res, ok := textResult(result); ok {
-			want := new(mcp.CallToolResult)
-			if err := json.Unmarshal(result, want); err != nil {
-				t.Fatalf("textResult read %q, which the SDK does not decode: %v", result, err)
-			}
-			if want.NeedsInput() {
-				t.Fatalf("textResult read %q, which asks for input", result)
-			}
-			want.Meta = forwardMeta(want.Meta) // the protocol's keys, which textResult leaves out
-			if diff := cmp.Diff(want, res, cmpopts.IgnoreUnexported(mcp.CallToolResult{})); diff != "" {
-				t.Fatalf("textResult(%q) (-sdk +raw):\n%s", result, diff)
-			}
-			res.Meta = mcp.Meta{MetaHandle: "r1", mcp.MetaKeyServerInfo: json.RawMessage(`{"name":"a<b>"}`)}
-			got, err := encodeResult(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			enc.Encode(res)
-			if want := strings.TrimSuffix(b.String(), "\n"); string(got) != want {
-				t.Fatalf("encodeResult:\n got %s\nwant %s", got, want)
-			}
-		}
-		if name, args, _, ok := callParams(params); ok {
-			var want mcp.CallToolParamsRaw
-			if err := json.Unmarshal(params, &want); err != nil {
-				t.Fatalf("callParams read %q, which does not decode: %v", params, err)
-			}
-			if name != want.Name {
-				t.Fatalf("callParams(%q): name %q, want %q", params, name, want.Name)
-			}
-			if w := bytes.TrimSpace(want.Arguments); string(w) != "null" && !bytes.Equal(args, w) {
-				t.Fatalf("callParams(%q): arguments %q, want %q", params, args, w)
-			}
-		}
-	})
-}
-
-// TestRawCancelWhileStarting: a raw call cancelled while startRaw is
-// storing it ends once, with the context's error, and leaves nothing
-// behind: no request written, no call waiting for a response.
-func TestRawCancelWhileStarting(t *testing.T) {
-	var out syncBuffer
-	c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	ended := make(chan error, 2)
-	testHookRawStore = func() {
-		cancel()
-		if err := <-ended; !errors.Is(err, context.Canceled) {
-			t.Errorf("the call ended with %v, want the context's error", err)
-		}
-	}
-	defer func() { testHookRawStore = func() {} }()
-	c.startRaw(ctx, nil, true, false, func(_ *jsonrpc.Response, err error) { ended <- err }, []byte(`{"name":"x"}`))
-	time.Sleep(20 * time.Millisecond) // a note, had one been sent, is written by a goroutine
-	if got := out.String(); got != "" {
-		t.Errorf("wrote %q for a call cancelled before it was sent", got)
-	}
-	n := 0
-	c.rawWait.Range(func(_, _ any) bool { n++; return true })
-	c.calls.mu.Lock()
-	pending := len(c.calls.pending)
-	c.calls.mu.Unlock()
-	if n != 0 || pending != 0 {
-		t.Errorf("after the call ended: %d raw calls waiting, %d calls pending", n, pending)
-	}
-	select {
-	case err := <-ended:
-		t.Errorf("the call ended twice, again with %v", err)
-	default:
-	}
-}
-
-// TestRawCancelNoteAfterRequest: the server is never sent a cancellation
-// before the request it names, even when the request waits for another
-// write; a call cancelled before its request is written is not sent at all.
-func TestRawCancelNoteAfterRequest(t *testing.T) {
-	for i := range 200 {
-		var out syncBuffer
-		c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		ended := make(chan error, 1)
-		c.wmu.Lock() // another write under way
-		returned := make(chan struct{})
-		go func() { // on the reader (even i) or a worker, which waits for the lock
-			defer close(returned)
-			c.startRaw(ctx, nil, true, i%2 == 0, func(_ *jsonrpc.Response, err error) { ended <- err }, []byte(`{"name":"x"}`))
-		}()
-		cancel()
-		<-ended
-		c.wmu.Unlock()
-		<-returned
-		time.Sleep(time.Millisecond)
-		got := out.String()
-		req, note := strings.Index(got, `"tools/call"`), strings.Index(got, "notifications/cancelled")
-		if req >= 0 || note >= 0 {
-			t.Fatalf("a call cancelled before it was sent: wrote %q", got)
-		}
-	}
-	// Sent, then cancelled: the note follows the request.
-	var out syncBuffer
-	c := newLineConn(strings.NewReader(""), &out, nil, -1, false, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	ended := make(chan error, 1)
-	c.startRaw(ctx, nil, true, false, func(_ *jsonrpc.Response, err error) { ended <- err }, []byte(`{"name":"x"}`))
-	cancel()
-	<-ended
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "notifications/cancelled") && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	got := out.String()
-	if req, note := strings.Index(got, `"tools/call"`), strings.Index(got, "notifications/cancelled"); req < 0 || note < req {
-		t.Errorf("sent and then cancelled: wrote %q, want the request, then the note", got)
 	}
 }
 
