@@ -139,9 +139,11 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	}
 	if c.items != nil {
 		for i := range c.items.Keys { // spans in raw, as the children's below
-			k := &c.items.Keys[i].Key
-			k.Start, k.End = k.Start-base, k.End-base
+			k := &c.items.Keys[i]
+			k.Key.Start, k.Key.End = k.Key.Start-base, k.Key.End-base
+			k.Values.Rebase(base)
 		}
+		c.items.Scalars.Rebase(base)
 	}
 	c.dom = dominantOf(c, sh, base, depth)
 	c.marks, c.blocks = offsets(sh, base, c.dom.index() != nil)

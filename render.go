@@ -12,7 +12,7 @@ import (
 // as in these examples (the format is meant for models and people; it may
 // gain detail between versions, so do not parse it):
 //
-//	r1 = array(len=100, bytes=3.8 KiB, items={id: number, email: text, tags?: array}, [:3]=[{id: 0, email: "user0@example.com"}, …], [-2:]=[…])
+//	r1 = array(len=100, bytes=3.8 KiB, items={id: number 0..99, email: text, state: "open"|"closed", tags?: array}, [:3]=[{id: 0, email: "user0@example.com"}, …], [-2:]=[…])
 //	r1 = array(len=3, bytes=7 B, [1, 2, 3])
 //	r2 = json(keys=2, bytes=36 B, name: "car", version: "0.46.1")
 //	r2 = json(keys=3, bytes=49 KiB, content: text(len=49 KiB, lines=3, head="…", tail="…"), path: "./big.txt")
@@ -20,14 +20,16 @@ import (
 //	r3 = text(len=4.9 KiB, lines=3, head="FIRST LINE\nxxx…", tail="…xxx\nLAST LINE")
 //	r3 = text(len=11 B, lines=1) "hello world"
 //	r3 = json-text(len=8.7 KiB, lines=1, array(len=42, …))
-//	r3 = json-stream(len=604, bytes=76 KiB, items={Action: text, …}, [:3]=[…], [-2:]=[…])
+//	r3 = json-stream(len=604, bytes=76 KiB, items={Action: "start"|"run"|"output"|"pass", …}, [:3]=[…], [-2:]=[…])
 //	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
 //	r4 = 42
 //	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
 //
 // An array states its length and size, what its items hold over every item
-// (the keys of its object items with the kinds of their values, a key
-// some items lack marked "?"), and its items: all of up to five, else
+// (the keys of its object items, a key some items lack marked "?", each
+// with the values it takes: the strings that occur when they are at most
+// 8 short ones, else text; the range of its numbers; the booleans that
+// occur; null, array, object), and its items: all of up to five, else
 // three head and two tail items, each object item by its fields within a
 // budget per field. An object of up to 24 keys is shown field by field
 // (long strings, arrays and objects by kind, size and first keys); a wider

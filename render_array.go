@@ -79,30 +79,49 @@ func appendElements(dst, raw []byte, nodes []node, per int) []byte {
 }
 
 // appendItems appends what the items of an array hold, in at most budget
-// bytes: "{id: number, name: text, tags?: array, …3 more keys}" for
-// object items (a key missing from some items marked "?", its values'
-// kinds joined by "|"), the kinds of the other items ("number|null"), both
-// joined by "|" when the items are mixed.
+// bytes: "{id: number 1..90, name: text, state: "open"|"closed", tags?:
+// array, … 3 more keys}" for object items (a key missing from some items
+// marked "?", what its values take as appendSummary writes it), what the
+// other items take ("number 1..5|null"), both joined by "|" when the items
+// are mixed. The values are shown in as much detail as lets every key be
+// named, and in the least detail when none does.
 func appendItems(dst, raw []byte, it *jsontext.Items, budget int) []byte {
 	start := len(dst)
+	for detail := summaryFull; ; detail++ {
+		var all bool
+		dst, all = appendItemsAt(dst[:start], raw, it, budget, detail)
+		if all || detail == summaryKinds {
+			return dst
+		}
+	}
+}
+
+// appendItemsAt is appendItems at one detail; it reports whether every key
+// was named.
+func appendItemsAt(dst, raw []byte, it *jsontext.Items, budget int, detail summaryDetail) ([]byte, bool) {
+	start := len(dst)
 	other := it.Kinds &^ jsontext.KindObject
-	var tailBuf [64]byte
+	var tailBuf [256]byte
 	tail := tailBuf[:0]
 	if other != 0 {
 		if it.Objects > 0 {
 			tail = append(tail, '|')
 		}
-		tail = appendKinds(tail, other)
+		tail = appendSummary(tail, raw, other, &it.Scalars, false, detail)
 	}
 	if it.Objects == 0 {
-		return jsontext.AppendClipped(dst, tail, budget)
+		if len(tail) > budget {
+			return jsontext.AppendClipped(dst, tail, budget), false
+		}
+		return append(dst, tail...), true
 	}
 	if len(it.Keys) == 0 && it.Untracked == 0 { // only empty objects
 		dst = append(dst, "object"...)
-		return jsontext.AppendClipped(dst, tail, budget-len("object"))
+		return jsontext.AppendClipped(dst, tail, budget-len("object")), len("object")+len(tail) <= budget
 	}
 	dst = append(dst, '{')
 	room := budget - len("{}") - len(tail)
+	all := true
 	for i, k := range it.Keys {
 		// The key is written in place, and taken back if it does not fit.
 		mark := len(dst)
@@ -114,10 +133,11 @@ func appendItems(dst, raw []byte, it *jsontext.Items, budget int) []byte {
 			dst = append(dst, '?')
 		}
 		dst = append(dst, ": "...)
-		dst = appendKinds(dst, k.Kinds)
+		dst = appendSummary(dst, raw, k.Kinds, &k.Values, false, detail)
 		more := len(it.Keys) - i
 		if len(dst)-start > room-len(", … 9999 more keys") && (more > 1 || it.Untracked > 0) || len(dst)-start > room {
 			dst = appendMoreKeys(dst[:mark], more, it.Untracked > 0, i > 0)
+			all = false
 			break
 		}
 		if i == len(it.Keys)-1 && it.Untracked > 0 {
@@ -125,7 +145,7 @@ func appendItems(dst, raw []byte, it *jsontext.Items, budget int) []byte {
 		}
 	}
 	dst = append(dst, '}')
-	return append(dst, tail...)
+	return append(dst, tail...), all
 }
 
 // appendMoreKeys appends "… N more keys", or "… more keys" when their

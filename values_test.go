@@ -107,13 +107,13 @@ func TestPreviewGrammar(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"long array", ints, `r1 = array(len=100, bytes=291 B, items=number, [:3]=[0, 1, 2], [-2:]=[98, 99])`},
+		{"long array", ints, `r1 = array(len=100, bytes=291 B, items=number 0..99, [:3]=[0, 1, 2], [-2:]=[98, 99])`},
 		{"short array", []int{1, 2, 3}, `r1 = array(len=3, bytes=7 B, [1, 2, 3])`},
 		{"five items whole", []int{1, 2, 3, 4, 5}, `r1 = array(len=5, bytes=11 B, [1, 2, 3, 4, 5])`},
-		{"six items elided", []int{1, 2, 3, 4, 5, 6}, `r1 = array(len=6, bytes=13 B, items=number, [:3]=[1, 2, 3], [-2:]=[5, 6])`},
+		{"six items elided", []int{1, 2, 3, 4, 5, 6}, `r1 = array(len=6, bytes=13 B, items=number 1..6, [:3]=[1, 2, 3], [-2:]=[5, 6])`},
 		{"empty array", raw(`[]`), `r1 = array(len=0, bytes=2 B)`},
 		{"object elements", raw(`[{"id":1,"name":"a","x":0},{"id":2},[1,2],"s",{"o":{"a":1},"l":[1,2,3]}]`),
-			`r1 = array(len=5, bytes=72 B, items={id?: number, name?: text, x?: number, o?: object, l?: array}|text|array, [{id: 1, name: "a", x: 0}, {id: 2}, array(len=2), "s", {o: json(keys=1), l: array(len=3)}])`},
+			`r1 = array(len=5, bytes=72 B, items={id?: number 1..2, name?: "a", x?: 0, o?: object, l?: array}|"s"|array, [{id: 1, name: "a", x: 0}, {id: 2}, array(len=2), "s", {o: json(keys=1), l: array(len=3)}])`},
 		{"small object", raw(`{"name": "car", "version": "0.46.1"}`), `r1 = json(keys=2, bytes=36 B, name: "car", version: "0.46.1")`},
 		{"empty object", raw(`{}`), `r1 = json(keys=0, bytes=2 B)`},
 		{"nested fields", raw(`{"a":[1,2],"b":{"c":1,"d":2},"e":null,"f":true,"g":-1.5e3}`),
