@@ -1,6 +1,7 @@
 package values
 
 import (
+	"bytes"
 	"sync"
 	"unsafe"
 
@@ -112,8 +113,9 @@ type dominant struct {
 	val  jsontext.Span // its JSON in the container
 	c    *container    // its index: over its own bytes, or over the text of the string; nil for plain text
 	text bool          // val is a string whose text c describes
-	// For a string that does not hold JSON: its decoded length and lines,
-	// previewed as text with head and tail.
+	// The decoded length and lines of a string: of the text that c
+	// describes, or of one that does not hold JSON, previewed as text with
+	// head and tail.
 	n, lines int
 }
 
@@ -311,7 +313,8 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 		}
 		d.c = newContainer(part, &psh, 0, depth+1)
 	case '"':
-		d.c, d.text = jsonInString(part, depth+1), true
+		d.c, d.n, d.lines = jsonInString(part, depth+1)
+		d.text = d.c != nil
 		if d.c == nil {
 			d.text = false
 			if d.n, d.lines = jsontext.StringStats(part); d.n <= literalBudget {
@@ -328,10 +331,10 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys, Index: true, Nested: true}
 
 // jsonInString returns the index of the JSON array or object that the text
-// of the valid JSON string raw holds, and nil when it holds none. The text
-// is decoded only when its first character (after white space) opens an
-// array or object.
-func jsonInString(raw []byte, depth int) *container {
+// of the valid JSON string raw holds, and the text's length and lines; nil
+// when it holds none. The text is decoded only when its first character
+// (after white space) opens an array or object.
+func jsonInString(raw []byte, depth int) (c *container, n, lines int) {
 	i := 1
 	for i < len(raw)-1 {
 		if raw[i] == ' ' {
@@ -343,14 +346,24 @@ func jsonInString(raw []byte, depth int) *container {
 		}
 	}
 	if i >= len(raw)-1 || raw[i] != '[' && raw[i] != '{' {
-		return nil
+		return nil, 0, 0
 	}
 	text := jsontext.AppendUnquoted(make([]byte, 0, len(raw)), raw)
 	top, sh, err := jsontext.Scan(text, scanLimits)
 	if err != nil {
-		return nil
+		return nil, 0, 0
 	}
-	return newContainer(text[top.Start:top.End], &sh, top.Start, depth)
+	return newContainer(text[top.Start:top.End], &sh, top.Start, depth), len(text), lineCount(text)
+}
+
+// lineCount returns the lines of the text b: its newlines, and one more
+// when it does not end with one (as Value.Lines counts them).
+func lineCount(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // describe indexes the child val (with key, for an object field) of the

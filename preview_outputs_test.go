@@ -165,7 +165,8 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	if err := json.Unmarshal([]byte(tree.Content[0].Text), &entries); err != nil {
 		t.Fatal(err)
 	}
-	add("mcp-directory-tree-result.json", "entries in the text", fmt.Sprintf("json-text(array(len=%d,", len(entries)))
+	inner := tree.Content[0].Text
+	add("mcp-directory-tree-result.json", "entries in the text, its size and lines", fmt.Sprintf("json-text(len=%s, lines=%d, array(len=%d,", size(len(inner)), strings.Count(inner, "\n")+1, len(entries)))
 	add("mcp-directory-tree-result.json", "first entry", fmt.Sprintf("name: %q", entries[0]["name"]))
 	for _, k := range unionKeys(entries) {
 		add("mcp-directory-tree-result.json", "entry field "+k, k)

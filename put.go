@@ -123,10 +123,7 @@ func newText(b []byte, eager int, tried jsonTried) *value {
 	if !utf8.Valid(b) {
 		return newBinary(b)
 	}
-	lines := bytes.Count(b, []byte{'\n'})
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		lines++
-	}
+	lines := lineCount(b)
 	if len(b) <= eager {
 		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines})
 	}

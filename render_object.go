@@ -103,8 +103,13 @@ func appendPart(dst []byte, raw []byte, d *dominant, budget int) []byte {
 	if !d.text {
 		return renderJSON(dst, d.c, budget)
 	}
-	dst = append(dst, "json-text("...)
-	dst = renderJSON(dst, d.c, budget-len("json-text()"))
+	start := len(dst)
+	dst = append(dst, "json-text(len="...)
+	dst = appendSize(dst, d.n)
+	dst = append(dst, ", lines="...)
+	dst = strconv.AppendInt(dst, int64(d.lines), 10)
+	dst = append(dst, ", "...)
+	dst = renderJSON(dst, d.c, budget-(len(dst)-start)-len(")"))
 	return append(dst, ')')
 }
 
