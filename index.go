@@ -17,18 +17,19 @@ import (
 const (
 	arrayHeadItems  = 3   // items shown from the start of a long array
 	arrayTailItems  = 2   // items shown from the end of a long array
-	objectFieldsMax = 24  // objects with more keys list key names only
+	objectFieldsMax = 24  // objects with more keys describe these first fields, and name more keys
 	literalBudget   = 120 // strings up to this many bytes are shown literally, never as a part of their own
 )
 
 // What Put records of a container.
 const (
-	scanHead      = objectFieldsMax + 1 // first children: the fields of an object described whole
-	scanTail      = arrayTailItems      // last children
-	scanKeys      = 256                 // distinct keys of the object items of an array
-	nestedKeys    = 8                   // keys named of an object one level down
-	itemFields    = 8                   // fields described of an object item of an array
-	dominantDepth = 4                   // containers indexed inside one another as dominant
+	scanHead      = 96             // first children: of an object, the keys a preview may name (see objectFieldsMax)
+	scanTail      = arrayTailItems // last children
+	scanKeys      = 256            // distinct keys of the object items of an array
+	nestedKeys    = 8              // keys named of an object one level down
+	itemFields    = 8              // fields shown of an object item of an array, when five items are shown
+	itemFieldsMax = 64             // fields described of an object item of an array (see wideItem)
+	dominantDepth = 4              // containers indexed inside one another as dominant
 )
 
 // lazyIndex is the index of a value that Put did not index at once,
@@ -92,7 +93,7 @@ type container struct {
 	raw     []byte // its JSON, valid
 	kind    Kind   // KindArray or KindObject
 	n       int    // items or keys
-	nodes   []node // an array's head and tail items (all of up to 5); an object's fields (up to 24) or first keys
+	nodes   []node // an array's head and tail items (all of up to 5); an object's fields (up to 24), or its first 24 fields and the keys of up to 72 more
 	last    []node // an object of more than 24 keys: its last keys
 	largest []node // an object: its largest fields, largest first
 	items   *jsontext.Items
@@ -127,7 +128,7 @@ type node struct {
 	n      int             // items or keys of a container; decoded bytes of a string
 	lines  int             // lines of a string
 	keys   []jsontext.Span // an object's first keys; an array's first item's first keys
-	fields []node          // an object item of an array: its first fields
+	fields []node          // an object item of an array: its first fields (up to itemFieldsMax)
 	more   bool            // keys or fields past those recorded
 }
 
@@ -176,7 +177,8 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	case c.n <= objectFieldsMax:
 		c.nodes = describeAll(sh.Head, false)
 	default:
-		for _, ch := range sh.Head {
+		c.nodes = describeAll(sh.Head[:objectFieldsMax], false)
+		for _, ch := range sh.Head[objectFieldsMax:] {
 			c.nodes = append(c.nodes, node{key: rebase(ch).Key})
 		}
 		for _, ch := range sh.Last(scanTail) {
@@ -389,9 +391,9 @@ func describe(raw []byte, key, val jsontext.Span, element bool) node {
 			nd.keys, nd.more = firstKeys(raw, v)
 			break
 		}
-		nd.fields = make([]node, 0, min(nd.n, itemFields))
+		nd.fields = make([]node, 0, min(nd.n, itemFieldsMax))
 		jsontext.EachChild(v, func(k, f []byte) bool {
-			if len(nd.fields) == itemFields {
+			if len(nd.fields) == itemFieldsMax {
 				nd.more = true
 				return false
 			}

@@ -31,10 +31,14 @@ import (
 // 8 short ones, else text; the range of its numbers; the booleans that
 // occur; null, array, object), and its items: all of up to five, else
 // three head and two tail items, each object item by its fields within a
-// budget per field. An object of up to 24 keys is shown field by field
-// (long strings, arrays and objects by kind, size and first keys); a wider
-// one by as many of its first keys as fit, its last keys and its largest
-// fields. The part of a value that holds most of its bytes (the largest
+// budget per field; when the first or last item has more than 8 keys, the
+// first and last items only, each with as many of its fields as fit, the
+// keys that identify it (id, number, name, title, path, url, …) first. An
+// object of up to 24 keys is shown field by field (long strings, arrays
+// and objects by kind, size and first keys; a small array or object of
+// scalars whole); a wider one by as many of its first fields as fit
+// beside the names of its other keys, and its largest fields. Keys left
+// out are counted and named while their names fit. The part of a value that holds most of its bytes (the largest
 // field of an object, when it holds a third of it, or the only item of a
 // one-item array) is previewed as a value of its own, four deep at most:
 // an array or object, the JSON a string holds, or a long string's head
