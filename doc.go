@@ -43,8 +43,11 @@
 // holds most of its bytes previewed as a value of its own; for a text,
 // its size and lines and its ends, or the JSON, JSON stream or table it
 // holds. See the function for the grammar. The rules by which each part
-// is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
-// line that tells the model how to reach the rest.
+// is cut to its budget are in clip.go. [ReferenceHintFor] (hint.go) is the
+// line that tells the model how to reach the rest, in the forms that fit
+// the value's kind, and [StoredLine] the line after a result shown whole:
+// what it is (kind, size, keys, items, lines, rows; an envelope's text)
+// and how to pass it.
 //
 // # References
 //

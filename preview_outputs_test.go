@@ -234,3 +234,71 @@ func TestShapeQuestionsAnswered(t *testing.T) {
 	}
 	t.Logf("%d of %d shape questions answered by the preview alone", answered, asked)
 }
+
+// Every captured output small enough to be shown whole says on its line
+// what it is: its size and the count that fits its kind (keys, items,
+// lines), and for an envelope the reference, size and lines of its text.
+// Every captured text, whole or previewed, is offered no field or index.
+func TestWholeOutputsSayWhatTheyAre(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "outputs", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		name := filepath.Base(f)
+		if strings.HasSuffix(name, ".cmd") || strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".py") {
+			continue
+		}
+		data := readOutput(t, name)
+		s := New()
+		o := s.Observe(data)
+		v, _ := s.Get(o.Handle)
+		line := o.Text[strings.LastIndex(o.Text, "\n[")+1:]
+		if v.Kind() == KindText && strings.Contains(line, "<field>") || v.Kind() == KindText && v.get().index() == nil && strings.Contains(line, `"$r1.0"`) {
+			t.Errorf("%s: text offered a field or an item: %s", name, line)
+		}
+		if o.Previewed {
+			continue
+		}
+		var want string
+		switch v.Kind() {
+		case KindText:
+			want = fmt.Sprintf("(text, %s, %d lines", size(len(data)), countLines(string(data)))
+		case KindObject:
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			want = fmt.Sprintf("(object, %d keys, %s", len(m), size(len(bytes.TrimSpace(data))))
+			var env struct{ Content []struct{ Text string } }
+			if json.Unmarshal(data, &env) == nil && len(env.Content) == 1 && len(env.Content[0].Text) > literalBudget {
+				text := env.Content[0].Text
+				want += fmt.Sprintf(`; "$r1.content.0.text" is text of %s, %d lines)`, size(len(text)), countLines(text))
+			}
+		case KindArray:
+			var a []json.RawMessage
+			if err := json.Unmarshal(data, &a); err != nil {
+				t.Fatal(err)
+			}
+			want = fmt.Sprintf("(array, %d items, %s", len(a), size(len(bytes.TrimSpace(data))))
+		}
+		checked++
+		if !strings.HasPrefix(line, "[stored as r1 "+want) {
+			t.Errorf("%s: %q, want it to begin [stored as r1 %s", name, line, want)
+		}
+	}
+	if checked < 5 {
+		t.Errorf("only %d captured outputs are shown whole", checked)
+	}
+}
+
+// countLines counts lines as Value.Lines does: newlines, and one more for
+// a last line without one.
+func countLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && s[len(s)-1] != '\n' {
+		n++
+	}
+	return n
+}

@@ -207,7 +207,7 @@ func (s *itemsScan) keyID(d []byte, k Span) int {
 		return -1
 	}
 	if s.it.Keys == nil {
-		s.it.Keys = make([]KeyInfo, 0, min(s.max, keysCompared))
+		s.it.Keys = make([]KeyInfo, 0, min(s.max, firstKeys))
 	}
 	id := len(s.it.Keys)
 	s.it.Keys = append(s.it.Keys, KeyInfo{Key: k})
@@ -225,6 +225,10 @@ func (s *itemsScan) keyID(d []byte, k Span) int {
 
 // keysCompared is the number of keys keyID finds by comparing bytes.
 const keysCompared = 16
+
+// firstKeys is the room Keys is made with: a KeyInfo, with its Summary,
+// takes some 200 bytes, and the items of a small array have few keys.
+const firstKeys = 4
 
 // mergeItems returns the Items of an array whose items are those of a
 // followed by those of b, both of document d, keeping at most max keys;
