@@ -116,8 +116,17 @@ type dominant struct {
 	text bool          // val is a string whose text c describes
 	// The decoded length and lines of a string: of the text that c
 	// describes, or of one that does not hold JSON, previewed as text with
-	// head and tail.
+	// head and tail, or, when it is base64 of data of a known type, as
+	// the size and type of the data.
 	n, lines int
+	b64      base64Data
+}
+
+// base64Data is what a string that holds base64 holds: the size of the
+// data and its type; the zero value for a string that holds none.
+type base64Data struct {
+	size int
+	typ  string
 }
 
 // node is the index entry of one child of a container.
@@ -129,6 +138,7 @@ type node struct {
 	lines  int             // lines of a string
 	keys   []jsontext.Span // an object's first keys; an array's first item's first keys
 	fields []node          // an object item of an array: its first fields (up to itemFieldsMax)
+	b64    base64Data      // a string of more than literalBudget bytes that is base64 of known data
 	more   bool            // keys or fields past those recorded
 }
 
@@ -322,6 +332,7 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 			if d.n, d.lines = jsontext.StringStats(part); d.n <= literalBudget {
 				return nil
 			}
+			d.b64 = base64In(part)
 		}
 	default:
 		return nil
@@ -376,7 +387,9 @@ func describe(raw []byte, key, val jsontext.Span, element bool) node {
 	nd := node{key: key, val: val, kind: kindOf(v[0])}
 	switch nd.kind {
 	case KindText:
-		nd.n, nd.lines = jsontext.StringStats(v)
+		if nd.n, nd.lines = jsontext.StringStats(v); nd.n > literalBudget {
+			nd.b64 = base64In(v)
+		}
 	case KindArray:
 		jsontext.EachChild(v, func(_, item []byte) bool {
 			if nd.n == 0 && item[0] == '{' {

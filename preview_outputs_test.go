@@ -2,6 +2,7 @@ package values
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -185,6 +186,37 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	for _, k := range unionKeys(tools.Tools) {
 		add("mcp-tools-list-result.json", "tool field "+k, k)
 	}
+
+	// Binary data in JSON: the decoded size and type of an MCP image block
+	// inside an item, and of a resource's blob that dominates its result.
+	var image struct {
+		Content []struct{ Type, Data, MimeType string }
+	}
+	if err := json.Unmarshal(readOutput(t, "mcp-tiny-image-result.json"), &image); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range image.Content {
+		if c.Type == "image" {
+			png, err := base64.StdEncoding.DecodeString(c.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add("mcp-tiny-image-result.json", "the image's size and type", fmt.Sprintf("base64(bytes=%s, type=%s)", size(len(png)), c.MimeType))
+		}
+	}
+	var gz struct {
+		Content []struct {
+			Resource struct{ MimeType, Blob string }
+		}
+	}
+	if err := json.Unmarshal(readOutput(t, "mcp-gzip-resource-result.json"), &gz); err != nil {
+		t.Fatal(err)
+	}
+	blob, err := base64.StdEncoding.DecodeString(gz.Content[0].Resource.Blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("mcp-gzip-resource-result.json", "the blob's size and type", fmt.Sprintf("blob: base64(bytes=%s, type=%s)", size(len(blob)), gz.Content[0].Resource.MimeType))
 
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {

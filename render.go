@@ -24,6 +24,7 @@ import (
 //	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], […])
 //	r4 = 42
 //	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
+//	r6 = json(keys=1, bytes=5.4 KiB, content: array(len=3, …, [{type: "text", …}, {type: "image", data: base64(bytes=3.9 KiB, type=image/png), mimeType: "image/png"}, …]))
 //
 // An array states its length and size, what its items hold over every item
 // (the keys of its object items, a key some items lack marked "?", each
@@ -42,7 +43,9 @@ import (
 // field of an object, when it holds a third of it, or the only item of a
 // one-item array) is previewed as a value of its own, four deep at most:
 // an array or object, the JSON a string holds, or a long string's head
-// and tail. A text holding JSON, a stream of JSON values or a table is
+// and tail. A string that holds base64 of data of a known type (an MCP
+// image block's) is shown as the data's size and type, never its
+// characters. A text holding JSON, a stream of JSON values or a table is
 // previewed as such. The true length or size is always stated, and every
 // elision is marked with "…".
 //

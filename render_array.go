@@ -240,7 +240,7 @@ func appendElement(dst, raw []byte, nd *node, budget int) []byte {
 	switch nd.kind {
 	case KindObject:
 		return appendObjectItem(dst, raw, nd, budget)
-	case KindArray:
+	case KindArray, KindText:
 		return clipFrom(appendInner(dst, raw, nd, budget), len(dst), budget)
 	}
 	return appendLiteral(dst, nd.val.Of(raw), budget)
@@ -382,6 +382,10 @@ func appendInner(dst, raw []byte, f *node, budget int) []byte {
 		return append(dst, ')')
 	case KindArray:
 		return appendArrayLen(dst, f.n)
+	case KindText:
+		if f.b64.typ != "" {
+			return clipFrom(appendBase64(dst, f.b64), len(dst), max(budget, minElement))
+		}
 	}
 	return appendLiteral(dst, f.val.Of(raw), budget)
 }

@@ -155,6 +155,9 @@ func appendDropped(dst []byte, n int, names [][]byte, untracked bool, budget int
 // raw in at most budget bytes: "json-text(…)" around it when it is the JSON
 // held in a string, "text(…)" with its head and tail for other text.
 func appendPart(dst []byte, raw []byte, d *dominant, budget int) []byte {
+	if d.b64.typ != "" {
+		return clipFrom(appendBase64(dst, d.b64), len(dst), budget)
+	}
 	if d.c == nil {
 		return appendStringText(dst, d.val.Of(raw), d.n, d.lines, budget)
 	}
@@ -288,6 +291,9 @@ func appendDescription(dst, raw []byte, f *node) []byte {
 	case KindText:
 		if f.n <= literalBudget {
 			return jsontext.AppendClippedString(dst, f.val.Of(raw), 2*literalBudget)
+		}
+		if f.b64.typ != "" {
+			return appendBase64(dst, f.b64)
 		}
 		dst = append(dst, "text(len="...)
 		dst = appendSize(dst, f.n)
