@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -218,6 +220,27 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	}
 	add("mcp-gzip-resource-result.json", "the blob's size and type", fmt.Sprintf("blob: base64(bytes=%s, type=%s)", size(len(blob)), gz.Content[0].Resource.MimeType))
 
+	// Item schemas: which values each key takes, over every item, as the
+	// preview says them (a set of up to 8 short strings, the range of the
+	// numbers, the booleans, null), for the keys that take few strings or
+	// numbers; and the identifying field of the first and last item.
+	for _, tc := range []struct{ file, id string }{
+		{"go-test-json.ndjson", ""}, {"go-test-json-subtests.ndjson", ""}, {"go-test-json-timeout-fail.ndjson", ""},
+		{"dpkg-query-json.ndjson", "package"}, {"sqlite3-json.json", "id"}, {"go-list-json.json", "ImportPath"},
+		{"mcp-directory-tree-text.json", "name"},
+	} {
+		items := rawItems(t, readOutput(t, tc.file))
+		for _, k := range unionRawKeys(items) {
+			if want, ok := summaryAnswer(items, k); ok {
+				add(tc.file, "values of "+k, want)
+			}
+		}
+		if tc.id != "" {
+			add(tc.file, "first item's "+tc.id, tc.id+": "+string(items[0][tc.id]))
+			add(tc.file, "last item's "+tc.id, tc.id+": "+string(items[len(items)-1][tc.id]))
+		}
+	}
+
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
 		data := string(readOutput(t, file))
@@ -333,4 +356,129 @@ func countLines(s string) int {
 		n++
 	}
 	return n
+}
+
+// rawItems returns the items of a JSON array or stream of objects, each
+// value as its bytes.
+func rawItems(t *testing.T, data []byte) []map[string]json.RawMessage {
+	t.Helper()
+	var items []map[string]json.RawMessage
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		if err := json.Unmarshal(data, &items); err != nil {
+			t.Fatal(err)
+		}
+		return items
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var m map[string]json.RawMessage
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, m)
+	}
+	return items
+}
+
+// unionRawKeys is unionKeys of raw items.
+func unionRawKeys(items []map[string]json.RawMessage) []string {
+	objs := make([]map[string]any, len(items))
+	for i, it := range items {
+		objs[i] = map[string]any{}
+		for k := range it {
+			objs[i][k] = nil
+		}
+	}
+	return unionKeys(objs)
+}
+
+// summaryAnswer computes from the items what the preview's item schema
+// says of the values of key ("Action: "start"|"pass"", "size?: number
+// 1..9|null"), and reports whether it tells more than kinds: a set of
+// strings, a range, a boolean or null.
+func summaryAnswer(items []map[string]json.RawMessage, key string) (string, bool) {
+	var (
+		strs           []string
+		open, hasStr   bool
+		hasNum         bool
+		minF, maxF     float64
+		minRaw, maxRaw string
+		bools          uint8
+		null, arr, obj bool
+		count          int
+	)
+	for _, it := range items {
+		raw, ok := it[key]
+		if !ok {
+			continue
+		}
+		count++
+		switch v := string(raw); v[0] {
+		case '"':
+			hasStr = true
+			switch {
+			case open:
+			case len(v) > 34 || strings.Contains(v, `\`):
+				open = true
+			case slices.Contains(strs, v):
+			case len(strs) == 8:
+				open = true
+			default:
+				strs = append(strs, v)
+			}
+		case 't':
+			bools |= 2
+		case 'f':
+			bools |= 1
+		case 'n':
+			null = true
+		case '[':
+			arr = true
+		case '{':
+			obj = true
+		default:
+			f, _ := strconv.ParseFloat(v, 64)
+			if !hasNum || f < minF {
+				minF, minRaw = f, v
+			}
+			if !hasNum || f > maxF {
+				maxF, maxRaw = f, v
+			}
+			hasNum = true
+		}
+	}
+	var parts []string
+	told := false
+	if hasStr {
+		if open {
+			parts = append(parts, "text")
+		} else {
+			parts, told = append(parts, strings.Join(strs, "|")), true
+		}
+	}
+	if hasNum {
+		if minRaw == maxRaw {
+			parts = append(parts, minRaw)
+		} else {
+			parts = append(parts, "number "+minRaw+".."+maxRaw)
+		}
+		told = true
+	}
+	if bools != 0 {
+		parts, told = append(parts, [...]string{"", "false", "true", "bool"}[bools]), true
+	}
+	if null {
+		parts, told = append(parts, "null"), true
+	}
+	if arr {
+		parts = append(parts, "array")
+	}
+	if obj {
+		parts = append(parts, "object")
+	}
+	name := key
+	if count < len(items) {
+		name += "?"
+	}
+	return name + ": " + strings.Join(parts, "|"), told
 }
