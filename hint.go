@@ -1,6 +1,7 @@
 package values
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -161,12 +162,12 @@ func appendWhat(dst []byte, hb string, x *value) []byte {
 		dst = append(dst, "object, "...)
 		count(x.n, " key, ", " keys, ")
 		dst = appendSize(dst, len(x.raw))
-		return appendEnvelopeText(dst, hb, x.raw)
+		return appendEnvelopeText(dst, hb, x)
 	case KindArray:
 		dst = append(dst, "array, "...)
 		count(x.n, " item, ", " items, ")
 		dst = appendSize(dst, len(x.raw))
-		return appendEnvelopeText(dst, hb, x.raw)
+		return appendEnvelopeText(dst, hb, x)
 	case KindText:
 		dst = append(dst, "text, "...)
 		dst = appendSize(dst, x.n)
@@ -197,21 +198,40 @@ func appendWhat(dst []byte, hb string, x *value) []byte {
 	return append(dst, x.kind.String()...)
 }
 
+// envelopeMin is the size of the smallest value shown whole whose line
+// says what text it holds (appendEnvelopeText): a text in a smaller one is
+// a few lines, read at a glance.
+const envelopeMin = 256
+
 // appendEnvelopeText appends "; "$r1.content.0.text" is text of 1.5 KiB,
-// 34 lines" when the bytes of the valid JSON container raw are mostly one
-// string, through the parts that dominate it as a preview has them (the
-// largest field of an object when it holds a third of it, the only item
-// of an array, four deep at most), as an MCP result's are its text
-// block's: a model would otherwise count the lines in its escapes. It
-// reads raw without the index a preview needs, which a value shown whole
-// does not otherwise build: a walk over each container on the way.
-func appendEnvelopeText(dst []byte, hb string, raw []byte) []byte {
-	var path []byte
-	v := raw
-	for range dominantDepth {
+// 34 lines" when the bytes of the array or object x are mostly one string,
+// through the parts that dominate it as a preview has them (the largest
+// field of an object when it holds a third of it, the only item of an
+// array, four deep at most), as an MCP result's are its text block's: a
+// model would otherwise count the lines in its escapes. It reads x without
+// the index a preview needs, which a value shown whole does not otherwise
+// build: its largest field, or its only item, as Put found them, then a
+// walk over each container further down (which ends at the second item of
+// an array).
+func appendEnvelopeText(dst []byte, hb string, x *value) []byte {
+	if len(x.raw) < envelopeMin {
+		return dst
+	}
+	var keys [dominantDepth][]byte // nil for an array's item
+	v := x.raw
+	for depth := range dominantDepth {
 		var key, part []byte
-		switch v[0] {
-		case '[':
+		switch {
+		case v[0] == '[' && depth == 0:
+			if x.n != 1 {
+				return dst
+			}
+			part = v[jsontext.SkipSpace(v, 1):]
+			part = part[:len(part)-1]
+			for jsontext.IsSpace(part[len(part)-1]) {
+				part = part[:len(part)-1]
+			}
+		case v[0] == '[':
 			n := 0
 			jsontext.EachChild(v, func(_, item []byte) bool {
 				n++
@@ -221,21 +241,22 @@ func appendEnvelopeText(dst []byte, hb string, raw []byte) []byte {
 			if n != 1 {
 				return dst
 			}
-			path = append(path, ".0"...)
-		case '{':
+		case v[0] == '{' && depth == 0 && x.lazy != nil && x.lazy.top.Val.End > 0:
+			key, part = x.lazy.top.Key.Of(v), x.lazy.top.Val.Of(v)
+		case v[0] == '{':
 			jsontext.EachChild(v, func(k, f []byte) bool {
 				if len(f) > len(part) {
 					key, part = k, f
 				}
 				return true
 			})
-			if part == nil || 3*len(part) < len(v) {
-				return dst
-			}
-			path = appendSegment(append(path, '.'), key)
 		default:
 			return dst
 		}
+		if part == nil || v[0] == '{' && 3*len(part) < len(v) {
+			return dst
+		}
+		keys[depth] = key
 		if part[0] != '"' {
 			v = part
 			continue
@@ -246,7 +267,15 @@ func appendEnvelopeText(dst []byte, hb string, raw []byte) []byte {
 		}
 		dst = append(dst, "; \"$"...)
 		dst = append(dst, hb...)
-		dst = jsontext.AppendClipped(dst, path, 2*keyBudget)
+		start := len(dst)
+		for _, k := range keys[:depth+1] {
+			if k == nil {
+				dst = append(dst, ".0"...)
+			} else {
+				dst = appendSegment(append(dst, '.'), k)
+			}
+		}
+		dst = clipFrom(dst, start, 2*keyBudget)
 		dst = append(dst, "\" is text of "...)
 		dst = appendSize(dst, n)
 		dst = append(dst, ", "...)
@@ -262,7 +291,11 @@ func appendEnvelopeText(dst []byte, hb string, raw []byte) []byte {
 // appendSegment appends the quoted key raw as a segment of a reference:
 // decoded, with "." and "\" escaped.
 func appendSegment(dst, raw []byte) []byte {
-	for _, b := range jsontext.AppendUnquoted(nil, raw) {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') >= 0 {
+		body = jsontext.AppendUnquoted(nil, raw)
+	}
+	for _, b := range body {
 		if b == '.' || b == '\\' {
 			dst = append(dst, '\\')
 		}

@@ -40,15 +40,20 @@ type lazyIndex struct {
 	once  sync.Once
 	c     *container
 	table *table
+	// top is, for an object, its largest field as Put's validating scan
+	// found it (zero when not known): what the line after the value shown
+	// whole reads first (see appendEnvelopeText).
+	top jsontext.Child
 }
 
 // newLazy returns a copy of x whose index is built on first use, in one
-// allocation with it.
-func newLazy(x value) *value {
+// allocation with it; top is as lazyIndex has it.
+func newLazy(x value, top jsontext.Child) *value {
 	l := &struct {
 		value
 		ix lazyIndex
 	}{value: x}
+	l.ix.top = top
 	l.value.lazy = &l.ix
 	return &l.value
 }

@@ -122,7 +122,7 @@ func size(n int) string { return string(appendSize(nil, n)) }
 // at most (the format of go-humanize's IBytes, without its allocations).
 func appendSize(dst []byte, n int) []byte {
 	s := uint64(max(n, 0))
-	if s < 10 {
+	if s < 1024 { // as below, with no fraction: "976 B"
 		dst = strconv.AppendUint(dst, s, 10)
 		return append(dst, " B"...)
 	}

@@ -738,7 +738,9 @@ func TestStoredLineAndHintFitTheKind(t *testing.T) {
 		{"stream", "{\"A\":1}\n{\"A\":2}\n", "text, 16 B, 2 lines; a stream of 2 JSON values", `"$r1" or "$r1.0"`},
 		{"table", "id,name\n1,a\n2,b\n", "text, 16 B, 3 lines; a table of 2 rows, 2 columns", `"$r1" as`},
 		{"envelope", mcp, `object, 2 keys, 599 B; "$r1.content.0.text" is text of 510 B, 34 lines`, `"$r1" or "$r1.<field>"`},
-		{"key with a dot", `{"a.b":"` + strings.Repeat("x", 200) + `"}`, `object, 1 key, 210 B; "$r1.a\.b" is text of 200 B, 1 line`, `"$r1" or "$r1.<field>"`},
+		{"envelope with white space", " {\"content\" : [ {\"type\":\"text\", \"text\" : \"" + strings.Repeat(`a line\n`, 40) + "\"} ]\n}\n", `object, 1 key, 367 B; "$r1.content.0.text" is text of 280 B, 40 lines`, `"$r1" or "$r1.<field>"`},
+		{"array envelope", "[ {\"text\":\"" + strings.Repeat(`a line\n`, 40) + "\"} ]", `array, 1 item, 335 B; "$r1.0.text" is text of 280 B, 40 lines`, `"$r1" or "$r1.0"`},
+		{"key with a dot", `{"a.b":"` + strings.Repeat("x", 300) + `"}`, `object, 1 key, 310 B; "$r1.a\.b" is text of 300 B, 1 line`, `"$r1" or "$r1.<field>"`},
 	} {
 		s := New()
 		o := s.Observe([]byte(tc.out))
