@@ -104,7 +104,10 @@
 // item in 512 bytes of a large array starts and a 32-byte filter of the
 // keys of every 1 KiB of a large object's fields, for the value and for
 // the part of it that dominates its preview, which take at most 1/25 of
-// its size plus a few hundred bytes. The index is not stored durably: a
+// its size plus a few hundred bytes; and, for an array, the keys of its
+// object items (up to 256), each with a summary of its values of a fixed
+// size (some 200 bytes: up to 8 short strings as spans, the smallest and
+// largest number, the booleans), whatever the number of items. The index is not stored durably: a
 // value read back from a [Durable] is indexed again on its first lookup.
 // A preview costs time proportional to the preview.
 //
