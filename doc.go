@@ -43,8 +43,11 @@
 // holds most of its bytes previewed as a value of its own; for a text,
 // its size and lines and its ends, or the JSON, JSON stream or table it
 // holds. See the function for the grammar. The rules by which each part
-// is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is the
-// line that tells the model how to reach the rest.
+// is cut to its budget are in clip.go. [ReferenceHintFor] (hint.go) is the
+// line that tells the model how to reach the rest, in the forms that fit
+// the value's kind, and [StoredLine] the line after a result shown whole:
+// what it is (kind, size, keys, items, lines, rows; an envelope's text)
+// and how to pass it.
 //
 // # References
 //
@@ -102,7 +105,10 @@
 // item in 512 bytes of a large array starts and a 32-byte filter of the
 // keys of every 1 KiB of a large object's fields, for the value and for
 // the part of it that dominates its preview, which take at most 1/25 of
-// its size plus a few hundred bytes. The index is not stored durably: a
+// its size plus a few hundred bytes; and, for an array, the keys of its
+// object items (up to 256), each with a summary of its values of a fixed
+// size (some 200 bytes: up to 8 short strings as spans, the smallest and
+// largest number, the booleans), whatever the number of items. The index is not stored durably: a
 // value read back from a [Durable] is indexed again on its first lookup.
 // A preview costs time proportional to the preview.
 //

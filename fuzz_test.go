@@ -2,7 +2,9 @@ package values
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,9 +34,25 @@ func FuzzPreview(f *testing.F) {
 		// White space before an array of objects and in a string holding one.
 		"\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2,\"name\":\"b\"}]",
 		`{"content":[{"type":"text","text":"\n  [{\"identifier\":1,\"name\":\"a\"},{\"identifier\":2}]"}]}`,
+		// Binary data as base64: an MCP image block, alone and among text
+		// blocks; base64 that decodes to nothing known.
+		`{"content":[{"type":"image","data":"` + pngBase64 + `","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"text","text":"x"},{"type":"image","data":"` + pngBase64 + `","mimeType":"image/png"},{"type":"text","text":"y"}]}`,
+		`{"blob":"` + strings.Repeat("QUJD", 60) + `=","x":1}`,
+		// Item schemas: values that are few, many, long, escaped, extreme
+		// numbers; items with many keys, the identifying one late.
+		`[{"s":"a","n":1e308,"b":true},{"s":"b","n":-1e308,"b":false},{"s":"a\u0062","n":-0,"b":null},{"s":"` + strings.Repeat("é", 20) + `","n":0.1}]`,
+		`[` + strings.Repeat(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"title":"t","id":7},`, 6) + `{"zz":{"k":"v"}}]`,
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}
+	var distinct strings.Builder // many distinct values of every key
+	distinct.WriteString("[")
+	for i := range 300 {
+		fmt.Fprintf(&distinct, `{"k%d":"v%d","s":"%s","n":%d.%d},`, i%40, i, strings.Repeat("x", i%50), i*7919, i)
+	}
+	distinct.WriteString(`{"s":null}]`)
+	f.Add([]byte(distinct.String()), 2048, "r1")
 	// Indexed when stored, rather than on first use: larger than the bound
 	// (at least MinMaxPreview).
 	rows := strings.Repeat(`{"identifier":1,"name":"a"},`, 40) + `{"identifier":2,"name":"b"}`
@@ -104,3 +122,6 @@ func FuzzReferencePattern(f *testing.F) {
 		}
 	})
 }
+
+// pngBase64 is a real PNG (1x1 pixel, with room), in base64.
+var pngBase64 = base64.StdEncoding.EncodeToString(png)
