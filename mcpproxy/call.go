@@ -110,7 +110,7 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 	out := &pr.out
 	*out = mcp.CallToolResult{
 		Meta:    meta,
-		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: mcpresult.HandleLine(h, ch)}),
+		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: mcpresult.HandleLine(vals, h, ch)}),
 		IsError: res.IsError,
 	}
 	if structured != nil {

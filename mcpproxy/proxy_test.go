@@ -292,7 +292,7 @@ func TestSmallStructuredResultWhole(t *testing.T) {
 	if diff := cmp.Diff(any(w), g); diff != "" {
 		t.Errorf("structuredContent (-want +got):\n%s", diff)
 	}
-	if n := len(res.Content); n != 2 || !strings.Contains(text(res), `"path":"/files/f0001.txt"`) || !strings.HasSuffix(text(res), "\n[stored as r1: pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]") {
+	if n := len(res.Content); n != 2 || !strings.Contains(text(res), `"path":"/files/f0001.txt"`) || !strings.HasSuffix(text(res), "\n[stored as r1 (object, 2 keys, 127 B): pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]") {
 		t.Errorf("want the content whole and a line naming r1, got %d blocks: %q", n, text(res))
 	}
 }

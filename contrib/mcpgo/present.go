@@ -48,7 +48,7 @@ func (v *Values) present(vals *values.SessionValues, res *mcp.CallToolResult, ou
 		}
 		return out
 	}
-	out.Content = append(res.Content[:len(res.Content):len(res.Content)], mcp.NewTextContent(mcpresult.HandleLine(h, ch)))
+	out.Content = append(res.Content[:len(res.Content):len(res.Content)], mcp.NewTextContent(mcpresult.HandleLine(vals, h, ch)))
 	switch {
 	case structured == nil:
 	case outputSchema:

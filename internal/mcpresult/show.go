@@ -1,7 +1,7 @@
 package mcpresult
 
 import (
-	"fmt"
+	"strings"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -86,17 +86,21 @@ func Preview(vals *values.SessionValues, h, ch string) string {
 // preview is the preview and hint of the value under h, whatever its size.
 func preview(vals *values.SessionValues, h string) string {
 	v, _ := vals.Get(h)
-	return values.RenderPreview(h, v) + values.ReferenceHint(h)
+	return values.RenderPreview(h, v) + values.ReferenceHintFor(h, v)
 }
 
-// HandleLine is the text block appended to a result shown whole; it says
-// what [values.SessionValues.Observe] says below a value it shows whole,
-// and names the content blocks' handle ch when they are stored apart.
-func HandleLine(h, ch string) string {
-	if ch != "" {
-		return fmt.Sprintf(`[stored as %s, the content blocks as %s: pass "$%s" or "$%s.<field>" as a tool argument to reuse it]`, h, ch, h, h)
+// HandleLine is the text block appended to a result shown whole: what
+// [values.SessionValues.Observe] says below a value it shows whole
+// ([values.StoredLine]: the handle, what the value is, and the reference
+// forms that fit it), naming the content blocks' handle ch when they are
+// stored apart.
+func HandleLine(vals *values.SessionValues, h, ch string) string {
+	v, _ := vals.Get(h)
+	line := values.StoredLine(h, v)
+	if ch == "" {
+		return line
 	}
-	return fmt.Sprintf(`[stored as %s: pass "$%s" or "$%s.<field>" as a tool argument to reuse it]`, h, h, h)
+	return strings.TrimSuffix(line, "]") + "; the content blocks are stored apart as " + ch + "]"
 }
 
 // WithHandle returns the structured content of a result shown whole with
