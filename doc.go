@@ -55,8 +55,11 @@
 // the outline of its headings, how many tables and links, and the head of
 // its body; of Markdown, its headings, its tables and its code blocks by
 // language. See the function for the grammar. The rules by which each
-// part is cut to its budget are in clip.go. [ReferenceHint] (hint.go) is
-// the line that tells the model how to reach the rest.
+// part is cut to its budget are in clip.go. [ReferenceHintFor] (hint.go)
+// is the line that tells the model how to reach the rest, in the forms
+// that fit the value's kind, and [StoredLine] the line after a result
+// shown whole: what it is (kind, size, keys, items, lines, rows; an
+// envelope's text) and how to pass it.
 //
 // # References
 //
@@ -78,9 +81,10 @@
 // explains every violation by JSON pointer and reference; [AdmitReferences]
 // (schema_admit.go) widens a schema for clients that enforce it.
 // [SessionValues.Read] (read.go) and the read_value tool ([ReadValueTool],
-// tool_read.go) page any value's bytes; [SessionValues.Query] and the
-// query_value tool (query.go) run a jq program over a value and store its
-// result. [Tool] (tool.go) is the definition of either tool.
+// tool_read.go) page any value's bytes; [SessionValues.Query] (query.go,
+// with its memory gate in query_gate.go) and the query_value tool
+// ([QueryValueTool], tool_query.go) run a jq program over a value and
+// store its result. [Tool] (tool.go) is the definition of either tool.
 //
 // # Limits
 //
@@ -113,7 +117,10 @@
 // item in 512 bytes of a large array starts and a 32-byte filter of the
 // keys of every 1 KiB of a large object's fields, for the value and for
 // the part of it that dominates its preview, which take at most 1/25 of
-// its size plus a few hundred bytes. The index is not stored durably: a
+// its size plus a few hundred bytes; and, for an array, the keys of its
+// object items (up to 256), each with a summary of its values of a fixed
+// size (some 200 bytes: up to 8 short strings as spans, the smallest and
+// largest number, the booleans), whatever the number of items. The index is not stored durably: a
 // value read back from a [Durable] is indexed again on its first lookup.
 // A preview costs time proportional to the preview.
 //

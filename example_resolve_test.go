@@ -52,8 +52,8 @@ func ExampleSessionValues_Prepare() {
 	}
 
 	// Output:
-	// r1 = json(keys=2, bytes=2.5 KiB, users: array(len=100, bytes=2.5 KiB, items={id: number, name: text}, [:3]=[{id: 0, name: "user0"}, {id: 1, name: "user1"}, {id: 2, name: "user2"}], [-2:]=[{id: 98, name: "user98"}, {id: 99, name: "user99"}]), next: null)
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// r1 = json(keys=2, bytes=2.5 KiB, users: array(len=100, bytes=2.5 KiB, items={id: number 0..99, name: text}, [:3]=[{id: 0, name: "user0"}, {id: 1, name: "user1"}, {id: 2, name: "user2"}], [-2:]=[{id: 98, name: "user98"}, {id: 99, name: "user99"}]), next: null)
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" for a part; read_value {"ref":"r1"} pages its bytes]
 	// [$r1.users $r1.users.-1.name] <nil>
 	// 2607 bytes, ending {"id":99,"name":"user99"}],"title":"user99"}
 	// values: arguments do not match the tool's input schema (2 violations)

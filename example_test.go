@@ -31,8 +31,8 @@ func Example() {
 	v, _ := vals.Get(obs.Handle)
 	fmt.Println(v.Kind(), v.Len(), v.Size())
 	// Output:
-	// r1 = array(len=100, bytes=2.5 KiB, items={id: number, name: text}, [:3]=[{id: 0, name: "user0"}, {id: 1, name: "user1"}, {id: 2, name: "user2"}], [-2:]=[{id: 98, name: "user98"}, {id: 99, name: "user99"}])
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// r1 = array(len=100, bytes=2.5 KiB, items={id: number 0..99, name: text}, [:3]=[{id: 0, name: "user0"}, {id: 1, name: "user1"}, {id: 2, name: "user2"}], [-2:]=[{id: 98, name: "user98"}, {id: 99, name: "user99"}])
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.0" for an item ("$r1.-1" is the last); read_value {"ref":"r1"} pages its bytes]
 	// array 100 2581
 }
 
@@ -78,8 +78,8 @@ func Example_readme() {
 	_, _, err = vals.Prepare(schema, []byte(`{"to":"$r1.rows.57"}`))
 	fmt.Println(err)
 	// Output:
-	// r1 = json(keys=1, bytes=3.8 KiB, rows: array(len=100, bytes=3.8 KiB, items={id: number, email: text}, [:3]=[{id: 0, email: "user0@example.com"}, {id: 1, email: "user1@example.com"}, {id: 2, email: "user2@example.com"}], [-2:]=[{id: 98, email: "user98@example.com"}, {id: 99, email: "user99@example.com"}]))
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// r1 = json(keys=1, bytes=3.8 KiB, rows: array(len=100, bytes=3.8 KiB, items={id: number 0..99, email: text}, [:3]=[{id: 0, email: "user0@example.com"}, {id: 1, email: "user1@example.com"}, {id: 2, email: "user2@example.com"}], [-2:]=[{id: 98, email: "user98@example.com"}, {id: 99, email: "user99@example.com"}]))
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" for a part; read_value {"ref":"r1"} pages its bytes]
 	// {"to":"user57@example.com"} [$r1.rows.57.email] <nil>
 	// values: arguments do not match the tool's input schema (1 violation)
 	// /to: want string, got object (from $r1.rows.57)

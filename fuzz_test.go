@@ -2,8 +2,10 @@ package values
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,9 +57,25 @@ func FuzzPreview(f *testing.F) {
 		" id | n\n----+---\n  1 | a\n(1 row)\n", "+--+--+\n|a |b |\n+--+--+\n|1 |2 |\n", "#a\tb\tc\nx\ty\nz\tw\tv\n",
 		"USER PID RSS CMD\nroot 1 2 init\nwww 123456 999999999 nginx: w\n", "x    y    z\n1    2    3\n10000000000 2 3\n", "a  b  c\n--  --  --\n1  2\n",
 		"commit 0123456789abcdef0123456789abcdef01234567\n\ndiff --git \"a/\\t x\" \"b/\\t x\"\nBinary files /dev/null and \"b/\\t x\" differ\nOnly in :\n",
+		// Binary data as base64: an MCP image block, alone and among text
+		// blocks; base64 that decodes to nothing known.
+		`{"content":[{"type":"image","data":"` + pngBase64 + `","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"text","text":"x"},{"type":"image","data":"` + pngBase64 + `","mimeType":"image/png"},{"type":"text","text":"y"}]}`,
+		`{"blob":"` + strings.Repeat("QUJD", 60) + `=","x":1}`,
+		// Item schemas: values that are few, many, long, escaped, extreme
+		// numbers; items with many keys, the identifying one late.
+		`[{"s":"a","n":1e308,"b":true},{"s":"b","n":-1e308,"b":false},{"s":"a\u0062","n":-0,"b":null},{"s":"` + strings.Repeat("é", 20) + `","n":0.1}]`,
+		`[` + strings.Repeat(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"title":"t","id":7},`, 6) + `{"zz":{"k":"v"}}]`,
 	} {
 		f.Add([]byte(seed), 2048, "r1")
 	}
+	var distinct strings.Builder // many distinct values of every key
+	distinct.WriteString("[")
+	for i := range 300 {
+		fmt.Fprintf(&distinct, `{"k%d":"v%d","s":"%s","n":%d.%d},`, i%40, i, strings.Repeat("x", i%50), i*7919, i)
+	}
+	distinct.WriteString(`{"s":null}]`)
+	f.Add([]byte(distinct.String()), 2048, "r1")
 	// Indexed when stored, rather than on first use: larger than the bound
 	// (at least MinMaxPreview).
 	rows := strings.Repeat(`{"identifier":1,"name":"a"},`, 40) + `{"identifier":2,"name":"b"}`
@@ -181,3 +199,6 @@ func FuzzYAMLOutline(f *testing.F) {
 		}
 	})
 }
+
+// pngBase64 is a real PNG (1x1 pixel, with room), in base64.
+var pngBase64 = base64.StdEncoding.EncodeToString(png)

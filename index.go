@@ -1,6 +1,7 @@
 package values
 
 import (
+	"bytes"
 	"sync"
 	"unsafe"
 
@@ -16,18 +17,19 @@ import (
 const (
 	arrayHeadItems  = 3   // items shown from the start of a long array
 	arrayTailItems  = 2   // items shown from the end of a long array
-	objectFieldsMax = 24  // objects with more keys list key names only
+	objectFieldsMax = 24  // objects with more keys describe these first fields, and name more keys
 	literalBudget   = 120 // strings up to this many bytes are shown literally, never as a part of their own
 )
 
 // What Put records of a container.
 const (
-	scanHead      = objectFieldsMax + 1 // first children: the fields of an object described whole
-	scanTail      = arrayTailItems      // last children
-	scanKeys      = 256                 // distinct keys of the object items of an array
-	nestedKeys    = 8                   // keys named of an object one level down
-	itemFields    = 8                   // fields described of an object item of an array
-	dominantDepth = 4                   // containers indexed inside one another as dominant
+	scanHead      = 96             // first children: of an object, the keys a preview may name (see objectFieldsMax)
+	scanTail      = arrayTailItems // last children
+	scanKeys      = 256            // distinct keys of the object items of an array
+	nestedKeys    = 8              // keys named of an object one level down
+	itemFields    = 8              // fields shown of an object item of an array, when five items are shown
+	itemFieldsMax = 64             // fields described of an object item of an array (see wideItem)
+	dominantDepth = 4              // containers indexed inside one another as dominant
 )
 
 // lazyIndex is the index of a value that Put did not index at once,
@@ -38,15 +40,20 @@ type lazyIndex struct {
 	once   sync.Once
 	c      *container
 	format textFormat
+	// top is, for an object, its largest field as Put's validating scan
+	// found it (zero when not known): what the line after the value shown
+	// whole reads first (see appendEnvelopeText).
+	top jsontext.Child
 }
 
 // newLazy returns a copy of x whose index is built on first use, in one
-// allocation with it.
-func newLazy(x value) *value {
+// allocation with it; top is as lazyIndex has it.
+func newLazy(x value, top jsontext.Child) *value {
 	l := &struct {
 		value
 		ix lazyIndex
 	}{value: x}
+	l.ix.top = top
 	l.value.lazy = &l.ix
 	return &l.value
 }
@@ -92,7 +99,7 @@ type container struct {
 	raw     []byte // its JSON, valid
 	kind    Kind   // KindArray or KindObject
 	n       int    // items or keys
-	nodes   []node // an array's head and tail items (all of up to 5); an object's fields (up to 24) or first keys
+	nodes   []node // an array's head and tail items (all of up to 5); an object's fields (up to 24), or its first 24 fields and the keys of up to 72 more
 	last    []node // an object of more than 24 keys: its last keys
 	largest []node // an object: its largest fields, largest first
 	items   *jsontext.Items
@@ -113,9 +120,19 @@ type dominant struct {
 	val  jsontext.Span // its JSON in the container
 	c    *container    // its index: over its own bytes, or over the text of the string; nil for plain text
 	text bool          // val is a string whose text c describes
-	// For a string that does not hold JSON: its decoded length and lines,
-	// previewed as text with head and tail.
+	// The decoded length and lines of a string: of the text that c
+	// describes, or of one that does not hold JSON, previewed as text with
+	// head and tail, or, when it is base64 of data of a known type, as
+	// the size and type of the data.
 	n, lines int
+	b64      base64Data
+}
+
+// base64Data is what a string that holds base64 holds: the size of the
+// data and its type; the zero value for a string that holds none.
+type base64Data struct {
+	size int
+	typ  string
 }
 
 // node is the index entry of one child of a container.
@@ -126,7 +143,8 @@ type node struct {
 	n      int             // items or keys of a container; decoded bytes of a string
 	lines  int             // lines of a string
 	keys   []jsontext.Span // an object's first keys; an array's first item's first keys
-	fields []node          // an object item of an array: its first fields
+	fields []node          // an object item of an array: its first fields (up to itemFieldsMax)
+	b64    base64Data      // a string of more than literalBudget bytes that is base64 of known data
 	more   bool            // keys or fields past those recorded
 }
 
@@ -140,9 +158,11 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	}
 	if c.items != nil {
 		for i := range c.items.Keys { // spans in raw, as the children's below
-			k := &c.items.Keys[i].Key
-			k.Start, k.End = k.Start-base, k.End-base
+			k := &c.items.Keys[i]
+			k.Key.Start, k.Key.End = k.Key.Start-base, k.Key.End-base
+			k.Values.Rebase(base)
 		}
+		c.items.Scalars.Rebase(base)
 	}
 	c.dom = dominantOf(c, sh, base, depth)
 	c.marks, c.blocks = offsets(sh, base, c.dom.index() != nil)
@@ -173,7 +193,8 @@ func newContainer(raw []byte, sh *jsontext.Shape, base, depth int) *container {
 	case c.n <= objectFieldsMax:
 		c.nodes = describeAll(sh.Head, false)
 	default:
-		for _, ch := range sh.Head {
+		c.nodes = describeAll(sh.Head[:objectFieldsMax], false)
+		for _, ch := range sh.Head[objectFieldsMax:] {
 			c.nodes = append(c.nodes, node{key: rebase(ch).Key})
 		}
 		for _, ch := range sh.Last(scanTail) {
@@ -310,12 +331,14 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 		}
 		d.c = newContainer(part, &psh, 0, depth+1)
 	case '"':
-		d.c, d.text = jsonInString(part, depth+1), true
+		d.c, d.n, d.lines = jsonInString(part, depth+1)
+		d.text = d.c != nil
 		if d.c == nil {
 			d.text = false
 			if d.n, d.lines = jsontext.StringStats(part); d.n <= literalBudget {
 				return nil
 			}
+			d.b64 = base64In(part)
 		}
 	default:
 		return nil
@@ -327,10 +350,10 @@ func dominantOf(c *container, sh *jsontext.Shape, base, depth int) *dominant {
 var scanLimits = jsontext.Limits{Head: scanHead, Tail: scanTail, Keys: scanKeys, Index: true, Nested: true}
 
 // jsonInString returns the index of the JSON array or object that the text
-// of the valid JSON string raw holds, and nil when it holds none. The text
-// is decoded only when its first character (after white space) opens an
-// array or object.
-func jsonInString(raw []byte, depth int) *container {
+// of the valid JSON string raw holds, and the text's length and lines; nil
+// when it holds none. The text is decoded only when its first character
+// (after white space) opens an array or object.
+func jsonInString(raw []byte, depth int) (c *container, n, lines int) {
 	i := 1
 	for i < len(raw)-1 {
 		if raw[i] == ' ' {
@@ -342,14 +365,24 @@ func jsonInString(raw []byte, depth int) *container {
 		}
 	}
 	if i >= len(raw)-1 || raw[i] != '[' && raw[i] != '{' {
-		return nil
+		return nil, 0, 0
 	}
 	text := jsontext.AppendUnquoted(make([]byte, 0, len(raw)), raw)
 	top, sh, err := jsontext.Scan(text, scanLimits)
 	if err != nil {
-		return nil
+		return nil, 0, 0
 	}
-	return newContainer(text[top.Start:top.End], &sh, top.Start, depth)
+	return newContainer(text[top.Start:top.End], &sh, top.Start, depth), len(text), lineCount(text)
+}
+
+// lineCount returns the lines of the text b: its newlines, and one more
+// when it does not end with one (as Value.Lines counts them).
+func lineCount(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // describe indexes the child val (with key, for an object field) of the
@@ -360,7 +393,9 @@ func describe(raw []byte, key, val jsontext.Span, element bool) node {
 	nd := node{key: key, val: val, kind: kindOf(v[0])}
 	switch nd.kind {
 	case KindText:
-		nd.n, nd.lines = jsontext.StringStats(v)
+		if nd.n, nd.lines = jsontext.StringStats(v); nd.n > literalBudget {
+			nd.b64 = base64In(v)
+		}
 	case KindArray:
 		jsontext.EachChild(v, func(_, item []byte) bool {
 			if nd.n == 0 && item[0] == '{' {
@@ -375,9 +410,9 @@ func describe(raw []byte, key, val jsontext.Span, element bool) node {
 			nd.keys, nd.more = firstKeys(raw, v)
 			break
 		}
-		nd.fields = make([]node, 0, min(nd.n, itemFields))
+		nd.fields = make([]node, 0, min(nd.n, itemFieldsMax))
 		jsontext.EachChild(v, func(k, f []byte) bool {
-			if len(nd.fields) == itemFields {
+			if len(nd.fields) == itemFieldsMax {
 				nd.more = true
 				return false
 			}

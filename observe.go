@@ -29,8 +29,9 @@ func (s *SessionValues) Observe(out []byte) Observation {
 //
 // A value whose stored size is at most the inline limit ([WithInlineLimit];
 // by default the preview bound) is shown whole (text as it is, JSON as
-// stored) followed by a line naming its handle. A larger value, and every
-// binary value, is shown as [RenderPreview] followed by [ReferenceHint].
+// stored) followed by [StoredLine]: its handle, what it is and how to pass
+// it. A larger value, and every binary value, is shown as [RenderPreview]
+// followed by [ReferenceHintFor].
 // Either way the text is at most the inline limit or the preview bound,
 // plus one hint line. A value kept only in the durable store is read back
 // to be shown whole; when that fails it is previewed.
@@ -52,16 +53,14 @@ func (s *SessionValues) Transcript(handle string) (Observation, bool) {
 func (s *SessionValues) transcript(h string, x *value) Observation {
 	if x.kind == KindBinary || x.disk != nil || len(x.raw) > s.cfg.inline() {
 		b := make([]byte, 0, min(x.max, DefaultMaxPreview)+64+hintLen+5*len(h))
-		b = appendReferenceHint(appendPreview(b, h, Value{x}), h)
+		b = appendHint(appendPreview(b, h, Value{x}), h, partsOf(x))
 		return Observation{Handle: h, Text: string(b), Previewed: true}
 	}
-	text := make([]byte, 0, len(x.raw)+96)
+	text := make([]byte, 0, len(x.raw)+192)
 	text = append(text, x.raw...)
 	if len(text) > 0 && text[len(text)-1] != '\n' {
 		text = append(text, '\n')
 	}
-	for _, part := range [...]string{"[stored as ", h, ": pass \"$", h, "\" or \"$", h, ".<field>\" as a tool argument to reuse it]"} {
-		text = append(text, part...)
-	}
+	text = appendStoredLine(text, h, x)
 	return Observation{Handle: h, Text: unsafe.String(unsafe.SliceData(text), len(text))} // text is never modified
 }

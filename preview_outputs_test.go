@@ -2,6 +2,7 @@ package values
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
@@ -171,7 +172,8 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	if err := json.Unmarshal([]byte(tree.Content[0].Text), &entries); err != nil {
 		t.Fatal(err)
 	}
-	add("mcp-directory-tree-result.json", "entries in the text", fmt.Sprintf("json-text(array(len=%d,", len(entries)))
+	inner := tree.Content[0].Text
+	add("mcp-directory-tree-result.json", "entries in the text, its size and lines", fmt.Sprintf("json-text(len=%s, lines=%d, array(len=%d,", size(len(inner)), strings.Count(inner, "\n")+1, len(entries)))
 	add("mcp-directory-tree-result.json", "first entry", fmt.Sprintf("name: %q", entries[0]["name"]))
 	for _, k := range unionKeys(entries) {
 		add("mcp-directory-tree-result.json", "entry field "+k, k)
@@ -224,6 +226,58 @@ func shapeQuestions(t *testing.T) map[string][]shapeQuestion {
 	htmlQuestions(t, add)
 	markdownQuestions(t, add)
 	tableQuestions(t, add)
+
+	// Binary data in JSON: the decoded size and type of an MCP image block
+	// inside an item, and of a resource's blob that dominates its result.
+	var image struct {
+		Content []struct{ Type, Data, MimeType string }
+	}
+	if err := json.Unmarshal(readOutput(t, "mcp-tiny-image-result.json"), &image); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range image.Content {
+		if c.Type == "image" {
+			png, err := base64.StdEncoding.DecodeString(c.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add("mcp-tiny-image-result.json", "the image's size and type", fmt.Sprintf("base64(bytes=%s, type=%s)", size(len(png)), c.MimeType))
+		}
+	}
+	var gz struct {
+		Content []struct {
+			Resource struct{ MimeType, Blob string }
+		}
+	}
+	if err := json.Unmarshal(readOutput(t, "mcp-gzip-resource-result.json"), &gz); err != nil {
+		t.Fatal(err)
+	}
+	blob, err := base64.StdEncoding.DecodeString(gz.Content[0].Resource.Blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("mcp-gzip-resource-result.json", "the blob's size and type", fmt.Sprintf("blob: base64(bytes=%s, type=%s)", size(len(blob)), gz.Content[0].Resource.MimeType))
+
+	// Item schemas: which values each key takes, over every item, as the
+	// preview says them (a set of up to 8 short strings, the range of the
+	// numbers, the booleans, null), for the keys that take few strings or
+	// numbers; and the identifying field of the first and last item.
+	for _, tc := range []struct{ file, id string }{
+		{"go-test-json.ndjson", ""}, {"go-test-json-subtests.ndjson", ""}, {"go-test-json-timeout-fail.ndjson", ""},
+		{"dpkg-query-json.ndjson", "package"}, {"sqlite3-json.json", "id"}, {"go-list-json.json", "ImportPath"},
+		{"mcp-directory-tree-text.json", "name"},
+	} {
+		items := rawItems(t, readOutput(t, tc.file))
+		for _, k := range unionRawKeys(items) {
+			if want, ok := summaryAnswer(items, k); ok {
+				add(tc.file, "values of "+k, want)
+			}
+		}
+		if tc.id != "" {
+			add(tc.file, "first item's "+tc.id, tc.id+": "+string(items[0][tc.id]))
+			add(tc.file, "last item's "+tc.id, tc.id+": "+string(items[len(items)-1][tc.id]))
+		}
+	}
 
 	// Logs: size, lines, first and last line.
 	for _, file := range []string{"dpkg.log", "go-build-x.log"} {
@@ -530,4 +584,205 @@ func tableQuestions(t *testing.T, add func(file, what, answer string)) {
 	for _, file := range []string{"git-changelog-debian.txt", "openssl-changelog-debian.txt"} {
 		add(file, "not a table", "text(len=")
 	}
+}
+
+// Every captured output small enough to be shown whole says on its line
+// what it is: its size and the count that fits its kind (keys, items,
+// lines), and for an envelope the reference, size and lines of its text.
+// Every captured text, whole or previewed, is offered no field or index.
+func TestWholeOutputsSayWhatTheyAre(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "outputs", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		name := filepath.Base(f)
+		if strings.HasSuffix(name, ".cmd") || name == "README.md" || strings.HasSuffix(name, ".py") {
+			continue
+		}
+		data := readOutput(t, name)
+		s := New()
+		o := s.Observe(data)
+		v, _ := s.Get(o.Handle)
+		line := o.Text[strings.LastIndex(o.Text, "\n[")+1:]
+		if v.Kind() == KindText && strings.Contains(line, "<field>") || v.Kind() == KindText && v.get().index() == nil && strings.Contains(line, `"$r1.0"`) {
+			t.Errorf("%s: text offered a field or an item: %s", name, line)
+		}
+		if o.Previewed {
+			continue
+		}
+		var want string
+		switch v.Kind() {
+		case KindText:
+			want = fmt.Sprintf("(text, %s, %d lines", size(len(data)), countLines(string(data)))
+		case KindObject:
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			want = fmt.Sprintf("(object, %d keys, %s", len(m), size(len(bytes.TrimSpace(data))))
+			var env struct{ Content []struct{ Text string } }
+			if json.Unmarshal(data, &env) == nil && len(env.Content) == 1 && len(env.Content[0].Text) > literalBudget {
+				text := env.Content[0].Text
+				want += fmt.Sprintf(`; "$r1.content.0.text" is text of %s, %d lines)`, size(len(text)), countLines(text))
+			}
+		case KindArray:
+			var a []json.RawMessage
+			if err := json.Unmarshal(data, &a); err != nil {
+				t.Fatal(err)
+			}
+			want = fmt.Sprintf("(array, %d items, %s", len(a), size(len(bytes.TrimSpace(data))))
+		}
+		if f := v.get().formatIndex(); f != nil {
+			// A text in a format says which, and its one count.
+			kind := map[string]string{"*values.table": "; a table of ", "*values.diffDoc": "; a diff of ", "*values.yamlDoc": "; YAML of ",
+				"*values.xmlDoc": "; XML, root <", "*values.htmlDoc": "; HTML]", "*values.mdDoc": "; Markdown]"}[fmt.Sprintf("%T", f)]
+			if kind == "" || !strings.Contains(line, kind) {
+				t.Errorf("%s: %q does not say it is a %T", name, line, f)
+			}
+		}
+		checked++
+		if !strings.HasPrefix(line, "[stored as r1 "+want) {
+			t.Errorf("%s: %q, want it to begin [stored as r1 %s", name, line, want)
+		}
+	}
+	if checked < 5 {
+		t.Errorf("only %d captured outputs are shown whole", checked)
+	}
+}
+
+// countLines counts lines as Value.Lines does: newlines, and one more for
+// a last line without one.
+func countLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && s[len(s)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// rawItems returns the items of a JSON array or stream of objects, each
+// value as its bytes.
+func rawItems(t *testing.T, data []byte) []map[string]json.RawMessage {
+	t.Helper()
+	var items []map[string]json.RawMessage
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		if err := json.Unmarshal(data, &items); err != nil {
+			t.Fatal(err)
+		}
+		return items
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var m map[string]json.RawMessage
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, m)
+	}
+	return items
+}
+
+// unionRawKeys is unionKeys of raw items.
+func unionRawKeys(items []map[string]json.RawMessage) []string {
+	objs := make([]map[string]any, len(items))
+	for i, it := range items {
+		objs[i] = map[string]any{}
+		for k := range it {
+			objs[i][k] = nil
+		}
+	}
+	return unionKeys(objs)
+}
+
+// summaryAnswer computes from the items what the preview's item schema
+// says of the values of key ("Action: "start"|"pass"", "size?: number
+// 1..9|null"), and reports whether it tells more than kinds: a set of
+// strings, a range, a boolean or null.
+func summaryAnswer(items []map[string]json.RawMessage, key string) (string, bool) {
+	var (
+		strs           []string
+		open, hasStr   bool
+		hasNum         bool
+		minF, maxF     float64
+		minRaw, maxRaw string
+		bools          uint8
+		null, arr, obj bool
+		count          int
+	)
+	for _, it := range items {
+		raw, ok := it[key]
+		if !ok {
+			continue
+		}
+		count++
+		switch v := string(raw); v[0] {
+		case '"':
+			hasStr = true
+			switch {
+			case open:
+			case len(v) > 34 || strings.Contains(v, `\`):
+				open = true
+			case slices.Contains(strs, v):
+			case len(strs) == 8:
+				open = true
+			default:
+				strs = append(strs, v)
+			}
+		case 't':
+			bools |= 2
+		case 'f':
+			bools |= 1
+		case 'n':
+			null = true
+		case '[':
+			arr = true
+		case '{':
+			obj = true
+		default:
+			f, _ := strconv.ParseFloat(v, 64)
+			if !hasNum || f < minF {
+				minF, minRaw = f, v
+			}
+			if !hasNum || f > maxF {
+				maxF, maxRaw = f, v
+			}
+			hasNum = true
+		}
+	}
+	var parts []string
+	told := false
+	if hasStr {
+		if open {
+			parts = append(parts, "text")
+		} else {
+			parts, told = append(parts, strings.Join(strs, "|")), true
+		}
+	}
+	if hasNum {
+		if minRaw == maxRaw {
+			parts = append(parts, minRaw)
+		} else {
+			parts = append(parts, "number "+minRaw+".."+maxRaw)
+		}
+		told = true
+	}
+	if bools != 0 {
+		parts, told = append(parts, [...]string{"", "false", "true", "bool"}[bools]), true
+	}
+	if null {
+		parts, told = append(parts, "null"), true
+	}
+	if arr {
+		parts = append(parts, "array")
+	}
+	if obj {
+		parts = append(parts, "object")
+	}
+	name := key
+	if count < len(items) {
+		name += "?"
+	}
+	return name + ": " + strings.Join(parts, "|"), told
 }

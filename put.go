@@ -123,12 +123,9 @@ func newText(b []byte, eager int, tried jsonTried) *value {
 	if !utf8.Valid(b) {
 		return newBinary(b)
 	}
-	lines := bytes.Count(b, []byte{'\n'})
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		lines++
-	}
+	lines := lineCount(b)
 	if len(b) <= eager {
-		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines})
+		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines}, jsontext.Child{})
 	}
 	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
 	x.c, x.format = indexText(b, lines, tried)
@@ -166,7 +163,14 @@ func newJSON(b []byte, eager int) (*value, error) {
 		return &value{kind: KindNull, raw: raw}, nil
 	case '[', '{':
 		if len(b) <= eager {
-			return newLazy(value{kind: kindOf(raw[0]), raw: raw, n: sh.Count}), nil
+			var largest jsontext.Child
+			if l := sh.Largest[0]; raw[0] == '{' && l.Val.End > 0 {
+				largest = jsontext.Child{
+					Key: jsontext.Span{Start: l.Key.Start - top.Start, End: l.Key.End - top.Start},
+					Val: jsontext.Span{Start: l.Val.Start - top.Start, End: l.Val.End - top.Start},
+				}
+			}
+			return newLazy(value{kind: kindOf(raw[0]), raw: raw, n: sh.Count}, largest), nil
 		}
 		c := newContainer(raw, &sh, top.Start, 0)
 		return &value{kind: c.kind, raw: raw, n: sh.Count, c: c}, nil

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/agentvalues/values/internal/gojq"
 	"github.com/agentvalues/values/internal/jsontext"
-	"github.com/itchyny/gojq"
 )
 
 // This file holds queries: a jq program run over a stored value, its
@@ -28,9 +30,16 @@ var (
 	// ErrQueryTimeout reports a query stopped at its time bound
 	// ([WithQueryLimits]).
 	ErrQueryTimeout = errors.New("jq query took too long")
+	// ErrQueryMemory reports a query stopped at its memory budget
+	// ([WithQueryMemory]): its program built more than the budget allows.
+	// The message says what it was building and how to narrow the query.
+	ErrQueryMemory = errors.New("jq query used too much memory")
+	// ErrQueryBusy reports a query that waited its whole time bound for the
+	// memory other queries held ([QueryGate]) and did not run.
+	ErrQueryBusy = errors.New("jq query refused: too many queries running")
 )
 
-// Default bounds of a query ([WithQueryLimits]).
+// Default bounds of a query ([WithQueryLimits], [WithQueryMemory]).
 const (
 	// DefaultQueryTime is how long one query may run.
 	DefaultQueryTime = 5 * time.Second
@@ -40,7 +49,58 @@ const (
 	// DefaultQueryOutput is the largest result a query may produce, as
 	// JSON.
 	DefaultQueryOutput = 16 << 20
+	// DefaultQueryMemory is the memory a query's program may build beyond
+	// queryMemoryPerInput bytes per byte of its input ([WithQueryMemory]):
+	// far more than filtering, grouping or sorting a value takes, while an
+	// attack (a string repeated two billion times, a value doubled thirty
+	// times and encoded) stops after at most that.
+	DefaultQueryMemory = 64 << 20
 )
+
+// queryMemoryPerInput is the memory a query's program may build per byte
+// of its input, beside its budget: as measured over 64 MiB arrays of
+// records, group_by, sort_by, to_entries, map(tostring), tojson, an
+// INDEX or a reduce into an object build up to about 5 bytes per byte of
+// input (all they allocate, garbage included, which the budget counts).
+const queryMemoryPerInput = 8
+
+// queryDecodeFactor is about the memory a decoded JSON input takes per byte
+// of its JSON (measured: 5.8 for a 64 MiB array of records), which a query
+// reserves at its gate.
+const queryDecodeFactor = 6
+
+// WithQueryMemory sets the memory budget of [SessionValues.Query]: the
+// bytes a query's program may build, beyond 8 bytes per byte of its input.
+// Everything the program builds counts, when it builds it (strings, arrays,
+// objects and numbers, the buffers of builtins such as tojson and sort,
+// the interpreter's stacks as a recursion deepens), and what it drops is
+// not given back, so a loop that builds and drops large values is bounded
+// too. Past the budget the query stops with [ErrQueryMemory], before the
+// allocation that would pass it. 0 selects [DefaultQueryMemory]; a
+// negative bytes bounds nothing.
+func WithQueryMemory(bytes int) Option {
+	return func(c *config) { c.queryMemory = bytes }
+}
+
+// queryBudget returns the memory budget of a query over input bytes of
+// input, or 0 for no bound.
+func (c *config) queryBudget(input int) int {
+	switch {
+	case c.queryMemory < 0:
+		return 0
+	case c.queryMemory == 0:
+		return DefaultQueryMemory + queryMemoryPerInput*input
+	}
+	return c.queryMemory + queryMemoryPerInput*input
+}
+
+// gate returns the query gate in effect.
+func (c *config) gate() *QueryGate {
+	if c.queryGate == nil {
+		return processQueryGate
+	}
+	return c.queryGate
+}
 
 // WithQueryLimits sets the bounds of [SessionValues.Query]: the time one
 // query may run, the size of the value it may decode, and the size of the
@@ -78,14 +138,27 @@ func (c *config) queryLimits() (time.Duration, int, int) {
 // that emits one value stores it; one that emits several, or none, stores
 // the array of them, and the transcript says so.
 //
-// A query is bounded ([WithQueryLimits]): past its time (5 s by default,
-// or ctx's deadline if sooner) it is stopped and fails with
-// [ErrQueryTimeout]; a value larger than its input bound (64 MiB) is not
-// decoded and a result larger than its output bound (16 MiB of JSON) is
-// not stored, both failing with [ErrTooLarge]. It runs with no
-// environment ($ENV is {}), no input or inputs, and no modules: it sees
-// only the value. A program that does not parse or fails as it runs is
-// [ErrQuery], in jq's words. Nothing is stored when it fails.
+// A query is bounded, each bound a distinct error:
+//   - time ([WithQueryLimits], 5 s by default, or ctx's deadline if
+//     sooner): the program is stopped, between two steps or inside a
+//     builtin (a sort, a comparison or an encoding looks at the deadline
+//     as it works), and fails with [ErrQueryTimeout];
+//   - input (64 MiB): a larger value is not decoded ([ErrTooLarge]);
+//   - memory ([WithQueryMemory], 64 MiB plus 8 bytes per byte of input):
+//     what the program builds is counted before it is built, and past the
+//     budget the program stops with [ErrQueryMemory], whose message says
+//     what it was building and how to narrow the query;
+//   - output (16 MiB of JSON): the result is encoded up to the bound and
+//     no further, and not stored ([ErrTooLarge]);
+//   - queries at once ([QueryGate]): a query reserves the memory it may
+//     hold before it decodes its input, waiting while other queries hold
+//     it, and fails with [ErrQueryBusy] if it waited its whole time bound.
+//
+// It runs with no environment ($ENV is {}), no input or inputs, and no
+// modules: it sees only the value. A program that does not parse or fails
+// as it runs is [ErrQuery], in jq's words (at most 4 KiB of a value in
+// the message). Integers of more than 16384 bits are computed as floats,
+// as jq computes every number. Nothing is stored when it fails.
 func (s *SessionValues) Query(ctx context.Context, ref, expr string) (Observation, error) {
 	out, n, err := s.runQuery(ctx, ref, expr)
 	if err != nil {
@@ -115,7 +188,7 @@ func (s *SessionValues) runQuery(ctx context.Context, ref, expr string) ([]byte,
 	if !ok {
 		return nil, 0, fmt.Errorf("values: %s: %w; want a handle such as \"r3\" or a reference such as \"$r3.rows\"", jsontext.QuoteClipped(ref), ErrBadRef)
 	}
-	code, err := compileQuery(expr)
+	q, err := parseQuery(expr)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -126,18 +199,50 @@ func (s *SessionValues) runQuery(ctx context.Context, ref, expr string) ([]byte,
 	if err != nil {
 		return nil, 0, err
 	}
-	input, err := queryInput(whole, part, inLimit, r)
+	src, err := querySourceOf(whole, part, inLimit, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	budget := s.cfg.queryBudget(len(src.raw))
+	code, err := gojq.Compile(q, gojq.WithLimits(gojq.Limits{Memory: budget}))
+	if err != nil {
+		return nil, 0, fmt.Errorf("values: %w: %s", ErrQuery, err)
+	}
+	gate := s.cfg.gate()
+	wait, cancelWait := context.WithTimeout(ctx, timeout)
+	reserved, err := gate.acquire(wait, addSizes(src.decodedSize(), budget, outLimit))
+	cancelWait()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, 0, fmt.Errorf("values: %w: stopped while other queries held the memory queries may hold at once (%s, WithQueryGate)", ErrQueryTimeout, size(gate.limit()))
+	case err != nil:
+		return nil, 0, fmt.Errorf("values: %w: for %v, other queries held the memory queries may hold at once (%s, WithQueryGate); try again", ErrQueryBusy, timeout, size(gate.limit()))
+	}
+	defer gate.release(reserved)
+	input, err := src.decode(r)
 	if err != nil {
 		return nil, 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return collect(ctx, code.RunWithContext(ctx, input), outLimit, timeout)
+	return collect(ctx, code.RunWithContext(ctx, input), queryBounds{timeout: timeout, output: outLimit, memory: budget, input: len(src.raw), ref: r})
 }
 
-// compileQuery parses and compiles expr with nothing from outside: no
-// environment, no input iterator, no module loader.
-func compileQuery(expr string) (*gojq.Code, error) {
+// addSizes returns the sum of sizes, or the largest int when it does not
+// fit.
+func addSizes(ns ...int) int {
+	sum := 0
+	for _, n := range ns {
+		if n > math.MaxInt-sum {
+			return math.MaxInt
+		}
+		sum += n
+	}
+	return sum
+}
+
+// parseQuery parses expr.
+func parseQuery(expr string) (*gojq.Query, error) {
 	q, err := gojq.Parse(expr)
 	if err != nil {
 		var pe *gojq.ParseError
@@ -146,36 +251,58 @@ func compileQuery(expr string) (*gojq.Code, error) {
 		}
 		return nil, fmt.Errorf("values: %w: %s", ErrQuery, err)
 	}
-	code, err := gojq.Compile(q)
-	if err != nil {
-		return nil, fmt.Errorf("values: %w: %s", ErrQuery, err)
-	}
-	return code, nil
+	return q, nil
 }
 
-// queryInput decodes the input of a query: the part a path names, or the
-// whole value (a text as a string, or the JSON it holds).
-func queryInput(whole Value, part []byte, limit int, r refPath) (any, error) {
+// A querySource is what a query decodes as its input.
+type querySource struct {
+	raw    []byte
+	text   bool // a string, not JSON
+	stream bool // JSON values one after another, the array of them
+}
+
+// querySourceOf returns what a query over whole (or its part, if not nil)
+// decodes: the part a path names, or the whole value (a text as a string,
+// or the JSON it holds). It refuses a binary value, and one larger than
+// limit.
+func querySourceOf(whole Value, part []byte, limit int, r refPath) (querySource, error) {
 	x := whole.get()
-	raw, stream := part, false
+	src := querySource{raw: part}
 	switch {
 	case part != nil:
 	case x.kind == KindBinary:
-		return nil, fmt.Errorf("values: %w: %s is binary (%s); a query needs JSON or text", ErrQuery, r.quoted(), x.ctype)
+		return src, fmt.Errorf("values: %w: %s is binary (%s); a query needs JSON or text", ErrQuery, r.quoted(), x.ctype)
 	case x.kind == KindText && x.index() != nil:
-		raw, stream = x.index().raw, x.index().stream
+		src.raw, src.stream = x.index().raw, x.index().stream
 	case x.kind == KindText:
 		if len(x.raw) > limit {
-			return nil, fmt.Errorf("values: %w: %s is %s of text, more than the %s a query may read", ErrTooLarge, r.quoted(), size(len(x.raw)), size(limit))
+			return src, fmt.Errorf("values: %w: %s is %s of text, more than the %s a query may read", ErrTooLarge, r.quoted(), size(len(x.raw)), size(limit))
 		}
-		return string(x.raw), nil
+		src.raw, src.text = x.raw, true
+		return src, nil
 	default:
-		raw = x.raw
+		src.raw = x.raw
 	}
-	if len(raw) > limit {
-		return nil, fmt.Errorf("values: %w: %s is %s of JSON, more than the %s a query may decode; query a part of it (\"$%s.<field>\")", ErrTooLarge, r.quoted(), size(len(raw)), size(limit), r.text)
+	if len(src.raw) > limit {
+		return src, fmt.Errorf("values: %w: %s is %s of JSON, more than the %s a query may decode; query a part of it (\"$%s.<field>\")", ErrTooLarge, r.quoted(), size(len(src.raw)), size(limit), r.text)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	return src, nil
+}
+
+// decodedSize returns about the memory src takes decoded.
+func (src querySource) decodedSize() int {
+	if src.text {
+		return len(src.raw)
+	}
+	return queryDecodeFactor * len(src.raw)
+}
+
+// decode returns src decoded.
+func (src querySource) decode(r refPath) (any, error) {
+	if src.text {
+		return string(src.raw), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(src.raw))
 	dec.UseNumber()
 	var values []any
 	for {
@@ -186,7 +313,7 @@ func queryInput(whole Value, part []byte, limit int, r refPath) (any, error) {
 			}
 			return nil, fmt.Errorf("values: %w: cannot decode %s: %v", ErrQuery, r.quoted(), err) // unreachable: stored JSON is valid
 		}
-		if !stream {
+		if !src.stream {
 			return v, nil
 		}
 		values = append(values, v)
@@ -194,88 +321,74 @@ func queryInput(whole Value, part []byte, limit int, r refPath) (any, error) {
 	return values, nil
 }
 
+// queryBounds are the bounds collect reports: the time and memory of the
+// run, and the output it may encode.
+type queryBounds struct {
+	timeout time.Duration
+	output  int
+	memory  int // the budget of the run (0: none)
+	input   int // the size of its input
+	ref     refPath
+}
+
 // collect runs the iterator to its end and returns its values as JSON:
-// the value itself when there is one, else the array of them.
-func collect(ctx context.Context, it gojq.Iter, limit int, timeout time.Duration) ([]byte, int, error) {
-	var encoded [][]byte
-	total := 0
+// the value itself when there is one, else the array of them. It encodes
+// each value as it comes, and no further than the output bound.
+func collect(ctx context.Context, it gojq.Iter, b queryBounds) ([]byte, int, error) {
+	out := []byte{'['}
+	n := 0
 	for {
 		v, ok := it.Next()
 		if !ok {
 			break
 		}
 		if err, ok := v.(error); ok {
-			if ctx.Err() != nil {
-				return nil, 0, fmt.Errorf("values: %w: stopped after %v", ErrQueryTimeout, timeout)
-			}
-			var he *gojq.HaltError
-			if errors.As(err, &he) {
-				return nil, 0, fmt.Errorf("values: %w: the program halted: %s", ErrQuery, err)
-			}
-			return nil, 0, fmt.Errorf("values: %w: %s", ErrQuery, err)
+			return nil, 0, queryError(ctx, err, b)
 		}
-		b, err := gojq.Marshal(v)
-		if err != nil {
-			return nil, 0, fmt.Errorf("values: %w: %s", ErrQuery, err)
-		}
-		if total += len(b) + 1; total > limit {
-			return nil, 0, fmt.Errorf("values: %w: the query's result passed the %s a query may produce after %d values; narrow it (select, limit, first)", ErrTooLarge, size(limit), len(encoded))
-		}
-		encoded = append(encoded, b)
-	}
-	if ctx.Err() != nil {
-		return nil, 0, fmt.Errorf("values: %w: stopped after %v", ErrQueryTimeout, timeout)
-	}
-	if len(encoded) == 1 {
-		return encoded[0], 1, nil
-	}
-	out := make([]byte, 0, total+2)
-	out = append(out, '[')
-	for i, b := range encoded {
-		if i > 0 {
+		if n > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, b...)
+		// The brackets of an array of values are not the output's.
+		if out, ok = gojq.AppendJSON(out, v, b.output+1); !ok {
+			return nil, 0, fmt.Errorf("values: %w: the query's result passed the %s a query may produce after %d values; narrow it (select, limit, first)", ErrTooLarge, size(b.output), n)
+		}
+		n++
 	}
-	return append(out, ']'), len(encoded), nil
+	if ctx.Err() != nil {
+		return nil, 0, fmt.Errorf("values: %w: stopped after %v", ErrQueryTimeout, b.timeout)
+	}
+	if n == 1 {
+		return out[1:], 1, nil
+	}
+	return append(out, ']'), n, nil
 }
 
-// QueryValueTool returns the definition of the query_value tool, which
-// [SessionValues.HandleQueryValue] serves. Its input is {"ref": string,
-// "jq": string}, both required. Each call returns a new copy.
-func QueryValueTool() Tool {
-	return Tool{
-		Name: "query_value",
-		Description: "Ask a question of a stored value (a tool result kept under a handle such as r3) without reading it: " +
-			"run a jq program over it. The result is stored under a new handle and shown (whole when small, else previewed); " +
-			"pass it on to another tool as \"$rN\". Examples: {\"ref\":\"r3\",\"jq\":\"length\"}, " +
-			"{\"ref\":\"r3\",\"jq\":\"[.[] | select(.status == 500) | .id]\"}, {\"ref\":\"$r3.rows\",\"jq\":\"max_by(.size)\"}. " +
-			"Text is a string (JSON Lines: the array of records). No input, env or modules; bounded in time and size.",
-		InputSchema: json.RawMessage(queryValueSchema),
-	}
-}
+// maxQueryError bounds the part of a program's error message an error
+// carries: jq's words, and the 4 KiB of a value error(v) shows.
+const maxQueryError = 4200
 
-const queryValueSchema = `{"type":"object","properties":{` +
-	`"ref":{"type":"string","description":"handle or reference to query: \"r3\", \"$r3\", \"$r3.rows\""},` +
-	`"jq":{"type":"string","description":"a jq program, such as \"[.[] | select(.path | endswith(\\\"_test.go\\\"))] | length\""}},` +
-	`"required":["ref","jq"],"additionalProperties":false}`
-
-// HandleQueryValue serves one query_value call: args is the call's raw
-// JSON arguments, {"ref": string, "jq": string} (see [QueryValueTool]),
-// never resolved (its ref is a reference). It returns what
-// [SessionValues.Query] returns: the new handle and the text for the
-// transcript. Its error is meant for the model: arguments that are not
-// such an object wrap [ErrReadArgs]; the others are those of Query. It
-// never panics on any args.
-func (s *SessionValues) HandleQueryValue(ctx context.Context, args []byte) (Observation, error) {
-	var in struct {
-		Ref *string `json:"ref"`
-		JQ  *string `json:"jq"`
+// queryError returns the error for a run that ended with err.
+func queryError(ctx context.Context, err error, b queryBounds) error {
+	var le *gojq.LimitError
+	if errors.As(err, &le) {
+		need := "more than all of it"
+		if le.Need < b.memory {
+			need = size(le.Need)
+		}
+		return fmt.Errorf("values: %w: it had built %s of its %s budget (%s plus 8 bytes per byte of its %s input, WithQueryMemory) when %s needed %s; "+
+			"narrow the query: select, limit or first the items you need, or query a part of the value (\"$%s.<field>\")",
+			ErrQueryMemory, size(le.Used), size(b.memory), size(b.memory-queryMemoryPerInput*b.input), size(b.input), le.What, need, b.ref.text)
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil || in.Ref == nil || in.JQ == nil {
-		return Observation{}, fmt.Errorf(`values: query_value: %w: want a JSON object such as {"ref":"r3","jq":"length"}, with no other fields`, ErrReadArgs)
+	if ctx.Err() != nil {
+		return fmt.Errorf("values: %w: stopped after %v", ErrQueryTimeout, b.timeout)
 	}
-	return s.Query(ctx, *in.Ref, *in.JQ)
+	msg := err.Error()
+	if len(msg) > maxQueryError {
+		msg = string(jsontext.AppendClipped(nil, []byte(msg[:maxQueryError+utf8.UTFMax]), maxQueryError))
+	}
+	var he *gojq.HaltError
+	if errors.As(err, &he) {
+		return fmt.Errorf("values: %w: the program halted: %s", ErrQuery, msg)
+	}
+	return fmt.Errorf("values: %w: %s", ErrQuery, msg)
 }

@@ -93,7 +93,7 @@ func TestQueryErrors(t *testing.T) {
 		{"$r1.nope", ".", ErrNoPath, "not an index"},
 		{"r1..x", ".", ErrBadRef, "malformed"},
 		{"r1", "def f: f; f", ErrQueryTimeout, "stopped after 200ms"},
-		{"r1", "[range(1e9)]", ErrQueryTimeout, ""}, // builds one array: only time stops it
+		{"r1", "[range(1e9)]", ErrQueryMemory, "when an array needed"}, // builds one array: its budget stops it
 		{"r1", "range(1e9)", ErrTooLarge, "passed the 64 KiB a query may produce"},
 	}
 	for _, tt := range tests {
@@ -206,7 +206,10 @@ func TestHandleQueryValue(t *testing.T) {
 }
 
 // FuzzQuery runs arbitrary programs over arbitrary values: no panic, no
-// result past the output bound, no run far past the time bound.
+// error but the documented ones, no result past the output bound. It
+// times nothing: that a builtin stops at the deadline is counted in
+// internal/gojq's TestLimitsBuiltinDeadline, and a run that never stops
+// fails the fuzzer by its -timeout.
 func FuzzQuery(f *testing.F) {
 	for _, seed := range []struct{ value, jq string }{
 		{`[1,2,3]`, `map(. * 2)`}, {`{"a":{"b":[1]}}`, `.a.b[0]`}, {"text\nlines", `split("\n")`},
@@ -218,13 +221,9 @@ func FuzzQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte, jq string) {
 		s := New(WithQueryLimits(100*time.Millisecond, 1<<20, 32<<10))
 		h := s.PutOutput(value)
-		start := time.Now()
 		obs, err := s.Query(context.Background(), h, jq)
-		if took := time.Since(start); took > 5*time.Second {
-			t.Fatalf("Query(%q) ran %v past a 100ms bound", jq, took)
-		}
 		if err != nil {
-			if !errors.Is(err, ErrQuery) && !errors.Is(err, ErrQueryTimeout) && !errors.Is(err, ErrTooLarge) {
+			if !errors.Is(err, ErrQuery) && !errors.Is(err, ErrQueryTimeout) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrQueryMemory) {
 				t.Fatalf("Query(%q): unexpected error %v", jq, err)
 			}
 			return

@@ -12,7 +12,7 @@ import (
 // as in these examples (the format is meant for models and people; it may
 // gain detail between versions, so do not parse it):
 //
-//	r1 = array(len=100, bytes=3.8 KiB, items={id: number, email: text, tags?: array}, [:3]=[{id: 0, email: "user0@example.com"}, …], [-2:]=[…])
+//	r1 = array(len=100, bytes=3.8 KiB, items={id: number 0..99, email: text, state: "open"|"closed", tags?: array}, [:3]=[{id: 0, email: "user0@example.com"}, …], [-2:]=[…])
 //	r1 = array(len=3, bytes=7 B, [1, 2, 3])
 //	r2 = json(keys=2, bytes=36 B, name: "car", version: "0.46.1")
 //	r2 = json(keys=3, bytes=49 KiB, content: text(len=49 KiB, lines=3, head="…", tail="…"), path: "./big.txt")
@@ -20,7 +20,7 @@ import (
 //	r3 = text(len=4.9 KiB, lines=3, head="FIRST LINE\nxxx…", tail="…xxx\nLAST LINE")
 //	r3 = text(len=11 B, lines=1) "hello world"
 //	r3 = json-text(len=8.7 KiB, lines=1, array(len=42, …))
-//	r3 = json-stream(len=604, bytes=76 KiB, items={Action: text, …}, [:3]=[…], [-2:]=[…])
+//	r3 = json-stream(len=604, bytes=76 KiB, items={Action: "start"|"run"|"output"|"pass", …}, [:3]=[…], [-2:]=[…])
 //	r3 = table(rows=4, cols=6, bytes=232 B, format=aligned, header=[Filesystem, Size, …], columns={Size: "252G"|"12G"|"24G", …}, […])
 //	r3 = table(rows=60, cols=6, bytes=5.7 KiB, format=aligned, header=none, columns={1: text, 2: "TLSv1.3"|"TLSv1.2"|"TLSv1"|"SSLv3", …}, [:3]=[…], [-2:]=[…])
 //	r3 = diff(files=8, +159 -124, hunks=12, len=23 KiB, lines=410, [README.md +9 -6, …, store.go +5 -0], head="…", tail="…")
@@ -30,21 +30,31 @@ import (
 //	r3 = yaml(keys=4, len=7.6 KiB, lines=273, {id: goog-ops-agent-policy, …, resourceGroups: list(len=12, lines=269, first={inventoryFilters, resources})}, head="…", tail="…")
 //	r4 = 42
 //	r5 = binary(len=1.2 MiB, type=image/png, sha256=9f86d081884c7d65…)
+//	r6 = json(keys=1, bytes=5.4 KiB, content: array(len=3, …, [{type: "text", …}, {type: "image", data: base64(bytes=3.9 KiB, type=image/png), mimeType: "image/png"}, …]))
 //
 // An array states its length and size, what its items hold over every item
-// (the keys of its object items with the kinds of their values, a key
-// some items lack marked "?"), and its items: all of up to five, else
+// (the keys of its object items, a key some items lack marked "?", each
+// with the values it takes: the strings that occur when they are at most
+// 8 short ones, else text; the range of its numbers; the booleans that
+// occur; null, array, object), and its items: all of up to five, else
 // three head and two tail items, each object item by its fields within a
-// budget per field. An object of up to 24 keys is shown field by field
-// (long strings, arrays and objects by kind, size and first keys); a wider
-// one by as many of its first keys as fit, its last keys and its largest
-// fields. The part of a value that holds most of its bytes (the largest
+// budget per field; when the first or last item has more than 8 keys, the
+// first and last items only, each with as many of its fields as fit, the
+// keys that identify it (id, number, name, title, path, url, …) first. An
+// object of up to 24 keys is shown field by field (long strings, arrays
+// and objects by kind, size and first keys; a small array or object of
+// scalars whole); a wider one by as many of its first fields as fit
+// beside the names of its other keys, and its largest fields. Keys left
+// out are counted and named while their names fit. The part of a value that holds most of its bytes (the largest
 // field of an object, when it holds a third of it, or the only item of a
 // one-item array) is previewed as a value of its own, four deep at most:
 // an array or object, the JSON a string holds, or a long string's head
-// and tail. A text holding JSON, a stream of JSON values or a table is
+// and tail. A string that holds base64 of data of a known type (an MCP
+// image block's) is shown as the data's size and type, never its
+// characters. A text holding JSON, a stream of JSON values or a table is
 // previewed as such; a document in a data format (a unified diff, YAML,
-// XML, HTML, Markdown) by its structure, then its head and tail. The true length or size is always stated, and every
+// XML, HTML, Markdown) by its structure, then its head and tail. The true
+// length or size is always stated, and every
 // elision is marked with "…".
 //
 // The result is valid UTF-8 and never longer than the preview bound of the
@@ -120,7 +130,7 @@ func size(n int) string { return string(appendSize(nil, n)) }
 // at most (the format of go-humanize's IBytes, without its allocations).
 func appendSize(dst []byte, n int) []byte {
 	s := uint64(max(n, 0))
-	if s < 10 {
+	if s < 1024 { // as below, with no fraction: "976 B"
 		dst = strconv.AppendUint(dst, s, 10)
 		return append(dst, " B"...)
 	}

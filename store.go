@@ -21,7 +21,9 @@ type config struct {
 	queryTime    time.Duration
 	queryInput   int // see WithQueryLimits; 0 selects the default of each
 	queryOutput  int
-	memLimit     int // see WithMemoryLimit; 0 selects the default
+	queryMemory  int        // see WithQueryMemory; 0 selects the default
+	queryGate    *QueryGate // see WithQueryGate; nil selects the process's
+	memLimit     int        // see WithMemoryLimit; 0 selects the default
 	onStoreError func(handle string, err error)
 	firstHandle  int // see WithFirstHandle; New only
 }

@@ -107,17 +107,17 @@ func TestPreviewGrammar(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"long array", ints, `r1 = array(len=100, bytes=291 B, items=number, [:3]=[0, 1, 2], [-2:]=[98, 99])`},
+		{"long array", ints, `r1 = array(len=100, bytes=291 B, items=number 0..99, [:3]=[0, 1, 2], [-2:]=[98, 99])`},
 		{"short array", []int{1, 2, 3}, `r1 = array(len=3, bytes=7 B, [1, 2, 3])`},
 		{"five items whole", []int{1, 2, 3, 4, 5}, `r1 = array(len=5, bytes=11 B, [1, 2, 3, 4, 5])`},
-		{"six items elided", []int{1, 2, 3, 4, 5, 6}, `r1 = array(len=6, bytes=13 B, items=number, [:3]=[1, 2, 3], [-2:]=[5, 6])`},
+		{"six items elided", []int{1, 2, 3, 4, 5, 6}, `r1 = array(len=6, bytes=13 B, items=number 1..6, [:3]=[1, 2, 3], [-2:]=[5, 6])`},
 		{"empty array", raw(`[]`), `r1 = array(len=0, bytes=2 B)`},
 		{"object elements", raw(`[{"id":1,"name":"a","x":0},{"id":2},[1,2],"s",{"o":{"a":1},"l":[1,2,3]}]`),
-			`r1 = array(len=5, bytes=72 B, items={id?: number, name?: text, x?: number, o?: object, l?: array}|text|array, [{id: 1, name: "a", x: 0}, {id: 2}, array(len=2), "s", {o: json(keys=1), l: array(len=3)}])`},
+			`r1 = array(len=5, bytes=72 B, items={id?: number 1..2, name?: "a", x?: 0, o?: object, l?: array}|"s"|array, [{id: 1, name: "a", x: 0}, {id: 2}, array(len=2), "s", {o: json(keys=1), l: array(len=3)}])`},
 		{"small object", raw(`{"name": "car", "version": "0.46.1"}`), `r1 = json(keys=2, bytes=36 B, name: "car", version: "0.46.1")`},
 		{"empty object", raw(`{}`), `r1 = json(keys=0, bytes=2 B)`},
 		{"nested fields", raw(`{"a":[1,2],"b":{"c":1,"d":2},"e":null,"f":true,"g":-1.5e3}`),
-			`r1 = json(keys=5, bytes=58 B, a: array(len=2, bytes=5 B), b: json(keys=2, bytes=13 B, {c, d}), e: null, f: true, g: -1.5e3)`},
+			`r1 = json(keys=5, bytes=58 B, a: [1, 2], b: {c: 1, d: 2}, e: null, f: true, g: -1.5e3)`},
 		{"odd keys quoted", raw(`{"a b":1,"":2,"x\"y":3}`), `r1 = json(keys=3, bytes=23 B, "a b": 1, "": 2, "x\"y": 3)`},
 		{"short text", "hello world", `r1 = text(len=11 B, lines=1) "hello world"`},
 		{"empty text", "", `r1 = text(len=0 B, lines=0) ""`},
@@ -191,12 +191,13 @@ func TestObjectKeyThreshold(t *testing.T) {
 		t.Errorf("24 keys should be described field by field: %s", p24)
 	}
 	p25 := preview(t, obj(25))
-	// Past 24 keys, the keys are listed, as many as fit: here all of them.
-	if want := "r1 = json(keys=25, bytes=216 B, first=[k00, k01, k02, "; !strings.HasPrefix(p25, want) || !strings.HasSuffix(p25, ", k24])") {
+	// Past 24 keys, the first 24 fields are described as they fit, and the
+	// other keys named, as many as fit: here all of them.
+	if want := "r1 = json(keys=25, bytes=216 B, k00: 0, k01: 1, k02: 2, "; !strings.HasPrefix(p25, want) || !strings.HasSuffix(p25, ", … 1 more key [k24])") {
 		t.Errorf("25 keys:\n got %s\nwant prefix %s", p25, want)
 	}
 	p400 := preview(t, obj(400))
-	if !strings.Contains(p400, "k99, …], last=[k398, k399]") && !strings.Contains(p400, ", …], last=[k398, k399]") {
+	if !strings.Contains(p400, "more keys [k") || !strings.HasSuffix(p400, ", …, k398, k399])") {
 		t.Errorf("400 keys: %s", p400)
 	}
 }
@@ -544,11 +545,11 @@ func TestReferenceHintNamesTheTypedForm(t *testing.T) {
 func TestObserve(t *testing.T) {
 	s := New(WithInlineLimit(64))
 	small := s.Observe([]byte(`{"a":1}`))
-	if small.Previewed || small.Handle != "r1" || small.Text != "{\"a\":1}\n[stored as r1: pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]" {
+	if small.Previewed || small.Handle != "r1" || small.Text != "{\"a\":1}\n[stored as r1 (object, 1 key, 7 B): pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]" {
 		t.Errorf("small result: %+v", small)
 	}
 	big := s.Observe(bytes.Repeat([]byte("line\n"), 100))
-	if !big.Previewed || !strings.HasPrefix(big.Text, "r2 = text(len=500 B, lines=100") || !strings.HasSuffix(big.Text, ReferenceHint("r2")) {
+	if !big.Previewed || !strings.HasPrefix(big.Text, "r2 = text(len=500 B, lines=100") || !strings.HasSuffix(big.Text, "\n[r2 holds the full value for this run: pass \"$r2\" as a tool argument to use all of it; read_value {\"ref\":\"r2\"} pages its bytes]") {
 		t.Errorf("large result: %+v", big)
 	}
 	bin := s.Observe([]byte{0xff})
@@ -723,6 +724,70 @@ func TestWhiteSpaceAroundJSON(t *testing.T) {
 		}
 		if !strings.Contains(want, "identifier: number") {
 			t.Errorf("%s: the preview does not name the items' keys:\n%s", c.name, want)
+		}
+	}
+}
+
+// A result shown whole says what it is on its line: its kind, size and
+// the count that fits it, what a text holds, an envelope's text; and the
+// forms offered to pass it fit its kind, as do those of a hint.
+func TestStoredLineAndHintFitTheKind(t *testing.T) {
+	mcp := `{"content":[{"type":"text","text":"` + strings.Repeat(`line of a file\n`, 34) + `"}],"isError":false}`
+	for _, tc := range []struct {
+		name, out    string
+		what, passes string
+	}{
+		{"object", `{"a":1,"b":[1,2],"c":"x"}`, "object, 3 keys, 25 B", `"$r1" or "$r1.<field>"`},
+		{"array", `[{"id":1},{"id":2}]`, "array, 2 items, 19 B", `"$r1" or "$r1.0"`},
+		{"text", "one\ntwo\nthree", "text, 13 B, 3 lines", `"$r1" as`},
+		{"stream", "{\"A\":1}\n{\"A\":2}\n", "text, 16 B, 2 lines; a stream of 2 JSON values", `"$r1" or "$r1.0"`},
+		{"table", "id,name\n1,a\n2,b\n", "text, 16 B, 3 lines; a table of 2 rows, 2 columns", `"$r1" as`},
+		{"envelope", mcp, `object, 2 keys, 599 B; "$r1.content.0.text" is text of 510 B, 34 lines`, `"$r1" or "$r1.<field>"`},
+		{"envelope with white space", " {\"content\" : [ {\"type\":\"text\", \"text\" : \"" + strings.Repeat(`a line\n`, 40) + "\"} ]\n}\n", `object, 1 key, 367 B; "$r1.content.0.text" is text of 280 B, 40 lines`, `"$r1" or "$r1.<field>"`},
+		{"array envelope", "[ {\"text\":\"" + strings.Repeat(`a line\n`, 40) + "\"} ]", `array, 1 item, 335 B; "$r1.0.text" is text of 280 B, 40 lines`, `"$r1" or "$r1.0"`},
+		{"key with a dot", `{"a.b":"` + strings.Repeat("x", 300) + `"}`, `object, 1 key, 310 B; "$r1.a\.b" is text of 300 B, 1 line`, `"$r1" or "$r1.<field>"`},
+	} {
+		s := New()
+		o := s.Observe([]byte(tc.out))
+		line := o.Text[strings.LastIndex(o.Text, "\n[")+1:]
+		if o.Previewed || !strings.HasPrefix(line, "[stored as r1 ("+tc.what+"): pass "+tc.passes) {
+			t.Errorf("%s: %q, want [stored as r1 (%s): pass %s…", tc.name, line, tc.what, tc.passes)
+		}
+		if tc.passes == `"$r1" as` && strings.Contains(line, "<field>") {
+			t.Errorf("%s: a field offered for text: %s", tc.name, line)
+		}
+	}
+	// A string put as text that holds JSON is JSON text, and its parts are
+	// named as JSON's.
+	s := New()
+	h, _ := s.Put(`  [1,2,3] `)
+	if o, _ := s.Transcript(h); !strings.HasSuffix(o.Text, `[stored as r1 (text, 10 B, 1 line; JSON, an array of 3 items): pass "$r1" or "$r1.0" as a tool argument to reuse it]`) {
+		t.Errorf("text holding JSON: %q", o.Text)
+	}
+	for _, tc := range []struct {
+		out       string
+		want, not []string
+	}{
+		{strings.Repeat("a log line\n", 400), []string{`pass "$r1" as a tool argument to use all of it; read_value`}, []string{"<field>", `"$r1.0"`}},
+		{"[" + strings.Repeat(`{"id":1},`, 400) + "1]", []string{`"$r1.0" for an item ("$r1.-1" is the last)`}, []string{"<field>"}},
+		{`{"rows":"` + strings.Repeat("x", 4000) + `"}`, []string{`"$r1.<field>" for a part`}, []string{`"$r1.0"`}},
+		{strings.Repeat("{\"A\":1}\n", 400), []string{`"$r1.0" for an item`}, []string{"<field>"}},
+	} {
+		s := New()
+		o := s.Observe([]byte(tc.out))
+		v, _ := s.Get("r1")
+		if hint := ReferenceHintFor("r1", v); !o.Previewed || !strings.HasSuffix(o.Text, hint) {
+			t.Errorf("%.40q: not previewed with ReferenceHintFor: %s", tc.out, o.Text)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(o.Text, w) {
+				t.Errorf("%.40q: %s is not in\n%s", tc.out, w, o.Text)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(o.Text[strings.LastIndex(o.Text, "\n["):], n) {
+				t.Errorf("%.40q: the hint offers %s:\n%s", tc.out, n, o.Text)
+			}
 		}
 	}
 }

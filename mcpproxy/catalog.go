@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -247,12 +248,12 @@ func (p *Proxy) presentResource(vals *values.SessionValues, res *mcp.ReadResourc
 		case len(c.Blob) > 0:
 			h = vals.PutOutput(c.Blob)
 			if p.threshold < 0 || len(c.Blob) > p.threshold {
-				rc.Blob, rc.Text, rc.MIMEType = nil, preview(vals, h), "text/plain"
+				rc.Blob, rc.Text, rc.MIMEType = nil, mcpresult.Preview(vals, h, ""), "text/plain"
 			}
 		default:
 			h = vals.PutOutput([]byte(c.Text))
 			if p.threshold < 0 || len(c.Text) > p.threshold {
-				rc.Text, rc.MIMEType = preview(vals, h), "text/plain"
+				rc.Text, rc.MIMEType = mcpresult.Preview(vals, h, ""), "text/plain"
 			}
 		}
 		rc.Meta = forwardMeta(c.Meta)

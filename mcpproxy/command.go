@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -115,7 +116,7 @@ func (t *CommandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		gw = td
 	}
 	pc := &processCloser{stdin: inW, stdout: outR, t: t, wait: td, groupWait: gw}
-	return newLineConn(outR, pc, pc, t.MaxMessage, false, t.Log), nil
+	return wire.NewConn(outR, pc, pc, maxMessage(t.MaxMessage), false, t.Log), nil
 }
 
 // exitStatus describes how the command ended, waiting up to d for it to be

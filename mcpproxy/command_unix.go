@@ -34,7 +34,7 @@ func groupAlive(cmd *exec.Cmd) bool {
 // tryWrite writes what of b the server's input takes at once, without
 // waiting for the server to read: n < len(b) when the pipe is full. See
 // sendRaw.
-func (p *processCloser) tryWrite(b []byte) (n int, err error) {
+func (p *processCloser) TryWrite(b []byte) (n int, err error) {
 	rc, err := p.stdin.SyscallConn()
 	if err != nil {
 		return 0, err

@@ -47,8 +47,8 @@
 // it can be referenced; content blocks beside structured content that are
 // not its JSON again are stored too, under a second handle named in the
 // result and in _meta under [MetaContentHandle]; and content with non-text
-// blocks (images, audio, resources) stores the JSON array of the blocks, so
-// nothing is lost.
+// blocks (images, audio, resources) stores the JSON array of the blocks as
+// the server sent them, so nothing is lost.
 //
 // Invalid UTF-8: JSON text is UTF-8, and a string can carry anything else
 // only as stray bytes (which encoding/json and the SDK take) or as a lone
@@ -62,6 +62,98 @@
 // Whether a result comes whole is judged on what would reach the
 // transcript: the text of its content blocks plus its structured content.
 // Image and audio blocks are passed on to the agent in either case.
+//
+// # How a call travels
+//
+// A tools/call of a mirrored tool takes one of three routes; each step
+// names the file that holds it. All end in the same rule of what is
+// stored and what is shown (internal/mcpresult), so a result stores the
+// same values and reaches the agent as the same bytes whichever it takes;
+// tests hold the routes to that.
+//
+//	agent ─► upstream ─┬─► SDK server ─► callTool ─► SDK client ──┐   SDK route
+//	                   └─► rawUpstream.take ─► callToolRaw ───────┤   raw call route
+//	                                                              ▼
+//	downstream server ◄─► wire.Conn, or rawConn ─► Fix hook: fixResult
+//	    ├─ raw result route: presentRaw stores it from the line's bytes
+//	    └─ otherwise: wrapStructured, keepContent; the SDK decodes it
+//	─► finishCall, present: mcpresult.Store, Whole, Preview ─► agent
+//
+// The SDK route, over any transport:
+//
+//  1. The SDK server decodes the request and runs the mirrored tool's
+//     handler, callTool (call_sdk.go): the arguments are resolved and
+//     validated ([values.SessionValues.Prepare]); large ones are held
+//     apart as a placeholder (wire.Splices), never encoded again.
+//  2. The SDK client writes the downstream request. The proxy's own line
+//     connection (internal/wire: conn.go) numbers it on the wire, in one
+//     sequence with the raw call route's, and writes the arguments in
+//     place of their placeholder; another transport's connection is
+//     wrapped by rawConn (downstream.go), which puts them back first.
+//  3. The response line is read, into memory mapped for it alone when it
+//     is long (internal/wire: line.go, longline.go), and taken apart from
+//     one scan of its bytes (message.go); a response the SDK could not
+//     take ends its call with an error saying why (malformed.go).
+//  4. Its result goes through the Fix hook, Proxy.fixResult
+//     (downstream.go), before the SDK decodes it: a result of text blocks
+//     alone that will be previewed takes the raw result route; any other
+//     has its structured content, and its blocks when they are not all
+//     text, kept as the server sent them across the SDK's decoding
+//     (wrapStructured, keepContent).
+//  5. The SDK client decodes it, and finishCall and present (call.go)
+//     store it with mcpresult.Store and build what the agent gets, which
+//     the SDK server encodes.
+//
+// The raw result route (call_rawresult.go), a step of the other two: the
+// result is read and stored from the bytes of its line (mcpresult.Parse,
+// mcpresult.Store), each text decoded once, straight into the buffer the
+// store keeps, and the line's memory given back behind it; the SDK decodes
+// only a stand-in that names the handles, which present previews.
+//
+// The raw call route (call_rawcall.go), for [Proxy.Run] and [Gateway.Run]
+// over a [LineTransport]: through the SDK a small call costs the proxy
+// more in decoding, dispatch, encoding and goroutine hand-offs on both
+// sides than in anything it does itself, so the nominal call of a
+// mirrored tool is answered without them.
+//
+//  1. The upstream wire.Conn shows each request to its Take hook,
+//     rawUpstream.take, before the SDK sees it. It follows the session's
+//     initialization, cancels a call the client cancels (and the server is
+//     sent notifications/cancelled naming the call's id, as the SDK client
+//     sends it), drops a request whose id is in flight on either route (as
+//     the SDK drops one), and takes a nominal tools/call.
+//  2. callToolRaw prepares the arguments and starts the downstream call by
+//     bytes (wire.Conn.Start), on the goroutine that read the request when
+//     its arguments are small and hold no reference (rawLight), else on a
+//     worker. Its response comes back to the call, not to the SDK client,
+//     through the same Fix hook, on the goroutine that read it when the
+//     store is the proxy's own in memory (no I/O), else on one of its own.
+//  3. decodeResult reads the result as the SDK client would, and
+//     finishCall and present store it and build what the agent gets, as
+//     on the SDK route; encodeResponse writes the response line as the SDK
+//     server would. sdkbytes.go is the one file that must match the SDK
+//     byte for byte: the request, the response line, the result's
+//     encoding, and the errors worded as the SDK words them.
+//
+// Nominal means: the request's params are a name, at most an arguments
+// object, and a _meta only as below, with no progress token (the SDK route
+// gives the downstream call a token of the proxy's own); the session is
+// initialized, either (before protocol 2026-07-28) by an initialize the SDK
+// answered and notifications/initialized, with the request carrying no
+// _meta, or (2026-07-28) by a server/discover the SDK answered, with the
+// request's _meta byte for byte that of the discover request, whose
+// validation by the SDK is then known to pass (the route adds to the
+// result what the SDK adds at that version: resultType, and the serverInfo
+// the discover response carried); the tool is a mirrored one; the proxy
+// has one store (not Options.PerSession); and the downstream server is up,
+// reached over the proxy's own line connection ([CommandTransport]), and
+// (at 2026-07-28) was sent a server/discover by the SDK client, whose
+// _meta the route's requests carry too. Anything else takes the SDK route,
+// untouched; once taken, every outcome is the SDK route's, errors
+// included. When the client's side of the connection ends, the calls in
+// flight are cancelled, downstream too, and their responses not written,
+// as the SDK does. Middleware added to the SDK server ([Proxy.Server]) does
+// not see the calls the raw call route answers.
 //
 // # Limits
 //

@@ -85,12 +85,12 @@ func Example() {
 	// tool: read_value
 	//
 	// list_files {}:
-	// r1 = array(len=500, bytes=19 KiB, items={path: text, size: number}, [:3]=[{path: "src/file000.go", size: 1000}, {path: "src/file001.go", size: 1001}, {path: "src/file002.go", size: 1002}], [-2:]=[{path: "src/file498.go", size: 1498}, {path: "src/file499.go", size: 1499}])
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// r1 = array(len=500, bytes=19 KiB, items={path: text, size: number 1000..1499}, [:3]=[{path: "src/file000.go", size: 1000}, {path: "src/file001.go", size: 1001}, {path: "src/file002.go", size: 1002}], [-2:]=[{path: "src/file498.go", size: 1498}, {path: "src/file499.go", size: 1499}])
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.0" for an item ("$r1.-1" is the last); read_value {"ref":"r1"} pages its bytes]
 	//
 	// read_file {"path":"$r1.-1.path"}:
 	// package main // src/file499.go
-	// [stored as r2: pass "$r2" or "$r2.<field>" as a tool argument to reuse it]
+	// [stored as r2 (text, 30 B, 1 line): pass "$r2" as a tool argument to reuse it]
 	//
 	// read_value {"ref":"$r1.7"}:
 	// {"path":"src/file007.go","size":1007}

@@ -242,7 +242,7 @@ func (g *Gateway) startLate(s Downstream, wait time.Duration) {
 }
 
 // rawCall implements rawCaller: a call of a tool of one of the servers
-// takes that server's raw path.
+// takes that server's raw call route.
 func (g *Gateway) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
 	for _, p := range g.served() {
 		if strings.HasPrefix(req.name, p.prefix) {
@@ -294,7 +294,7 @@ func (g *Gateway) Run(ctx context.Context, upstream mcp.Transport) error {
 		}
 	})
 	defer stop()
-	err := g.server.Run(ctx, withRawCalls(upstream, g)) // see rawcall.go
+	err := g.server.Run(ctx, withRawCalls(upstream, g)) // see call_rawcall.go
 	if cerr := g.Close(); err == nil {
 		err = cerr
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentvalues/values/internal/testkit"
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -598,34 +597,20 @@ func TestCancelledCallForgotten(t *testing.T) {
 	}()
 	waitLog(t, stderr, hangStartedLine)
 	conn := f.proxy.current().conn
-	pending := func() int {
-		conn.calls.mu.Lock()
-		defer conn.calls.mu.Unlock()
-		return len(conn.calls.pending)
+	calls := conn.Waiting("tools/call")
+	if len(calls) != 1 {
+		t.Fatalf("%d tools/call pending while the hang call runs, want 1", len(calls))
 	}
-	hangID := func() (jsonrpc.ID, bool) {
-		conn.calls.mu.Lock()
-		defer conn.calls.mu.Unlock()
-		for id, c := range conn.calls.pending {
-			if c.method == "tools/call" {
-				return id, true
-			}
-		}
-		return jsonrpc.ID{}, false
-	}
-	id, ok := hangID()
-	if !ok {
-		t.Fatal("the hang call is not pending while it runs")
-	}
+	id := calls[0]
 	cancel()
 	<-done
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, still := conn.calls.method(id); !still {
+		if !slices.Contains(conn.Waiting(""), id) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled call is still pending (%d calls pending)", pending())
+			t.Fatalf("the cancelled call is still pending (%d calls pending)", len(conn.Waiting("")))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

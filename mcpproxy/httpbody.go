@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
+
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/dustin/go-humanize"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -121,12 +123,12 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 	}()
 	w.Header().Set("Connection", "close") // until the body is in
 
-	var head [idWindow]byte // enough to find the request's id when it is refused
+	var head [wire.IDWindow]byte // enough to find the request's id when it is refused
 	step(int64(len(head)))
 	n, err := io.ReadFull(req.Body, head[:])
 	got += int64(n)
 	b = &bodyHold{h: h, w: w}
-	if id, ok := headID(head[:n]); ok {
+	if id, ok := wire.HeadID(head[:n]); ok {
 		b.id = &id
 	}
 	size := req.ContentLength // -1: unknown (chunked)
@@ -170,7 +172,7 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 		return body, b, true
 	}
 	// Chunked: blocks, joined once at the end.
-	blocks := appendBlocks(nil, head[:n])
+	blocks := wire.AppendBlocks(nil, head[:n])
 	if !b.hold(int64(n)) {
 		return nil, nil, false
 	}
@@ -188,7 +190,7 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 		if m > 0 && !b.hold(int64(m)) {
 			return nil, nil, false
 		}
-		blocks = appendBlocks(blocks, buf[:m])
+		blocks = wire.AppendBlocks(blocks, buf[:m])
 		if err == io.EOF {
 			break
 		}
@@ -199,7 +201,7 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 		}
 	}
 	w.Header().Del("Connection")
-	return joinBlocks(nil, blocks), b, true
+	return wire.JoinBlocks(nil, blocks), b, true
 }
 
 // bodyFailed answers a request whose body could not be read: too slow
@@ -247,7 +249,7 @@ func withBody(req *http.Request, body []byte, b *bodyHold) (*http.Request, bool)
 // has the body whole, and says what is wrong with it). Of duplicate keys
 // the last counts, as for the SDK's decoder.
 func stashArguments(body []byte) (small []byte, n uint64, ok bool) {
-	if len(body) < stashMin || jsontext.Valid(body) != nil || jsontext.Depth(body) > sdkMaxDepth {
+	if len(body) < stashMin || jsontext.Valid(body) != nil || jsontext.Depth(body) > wire.MaxDepth {
 		return nil, 0, false
 	}
 	method, ok := jsontext.Member(body, "method")

@@ -3,11 +3,14 @@ package mcpproxy
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"os"
+
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -106,7 +109,7 @@ func (b *bounded) dropped(head, tail []byte, size int64, whole bool) []byte {
 		fmt.Fprintf(b.log, "agentvalues: dropped a message of the Streamable HTTP server %s: %s\n", b.endpoint, why)
 		return nil
 	}
-	id, ok := findID(head, tail)
+	id, ok := wire.FindID(head, tail)
 	if !ok {
 		id, ok = b.requestID()
 	}
@@ -114,7 +117,7 @@ func (b *bounded) dropped(head, tail []byte, size int64, whole bool) []byte {
 		fmt.Fprintf(b.log, "agentvalues: dropped a response of the Streamable HTTP server %s whose call could not be told: %s\n", b.endpoint, why)
 		return nil
 	}
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeProxy, Message: "the downstream server's response was dropped: " + why}})
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: wire.CodeProxy, Message: "the downstream server's response was dropped: " + why}})
 	if err != nil {
 		return nil
 	}
@@ -132,9 +135,9 @@ func (b *bounded) requestID() (jsonrpc.ID, bool) {
 		return jsonrpc.ID{}, false
 	}
 	defer body.Close()
-	var head [idWindow]byte
+	var head [wire.IDWindow]byte
 	n, _ := io.ReadFull(body, head[:])
-	return headID(head[:n])
+	return wire.HeadID(head[:n])
 }
 
 // isRequest reports whether the message beginning with head is a request
@@ -152,6 +155,9 @@ func isRequest(head []byte) bool {
 	})
 	return method
 }
+
+// errFound ends a walk that found what it looked for.
+var errFound = errors.New("found")
 
 // A boundedJSON is the body of a JSON response of unknown length, read
 // whole at the first Read: within the bound as it came, past it as the
@@ -177,12 +183,12 @@ func (j *boundedJSON) fill() io.Reader {
 	for {
 		n, err := j.body.Read(buf)
 		size += int64(n)
-		if len(head) < idWindow {
-			head = append(head, buf[:min(n, idWindow-len(head))]...)
+		if len(head) < wire.IDWindow {
+			head = append(head, buf[:min(n, wire.IDWindow-len(head))]...)
 		}
-		tail = appendTail(tail, buf[:n])
+		tail = wire.AppendTail(tail, buf[:n])
 		if size <= j.max {
-			blocks = appendBlocks(blocks, buf[:n])
+			blocks = wire.AppendBlocks(blocks, buf[:n])
 		} else {
 			blocks = nil
 		}
@@ -190,11 +196,11 @@ func (j *boundedJSON) fill() io.Reader {
 			break
 		}
 		if err != nil {
-			return io.MultiReader(bytes.NewReader(joinBlocks(nil, blocks)), errReader{err})
+			return io.MultiReader(bytes.NewReader(wire.JoinBlocks(nil, blocks)), errReader{err})
 		}
 	}
 	if size <= j.max {
-		return bytes.NewReader(joinBlocks(nil, blocks))
+		return bytes.NewReader(wire.JoinBlocks(nil, blocks))
 	}
 	return bytes.NewReader(j.dropped(head, tail, size, true))
 }
@@ -246,8 +252,8 @@ const (
 type event struct {
 	raw       [][]byte // its bytes as they came, while its data is within the bound
 	fields    []byte   // its lines other than data
-	head      []byte   // the first idWindow bytes of its data
-	tail      []byte   // the last idWindow bytes of its data
+	head      []byte   // the first wire.IDWindow bytes of its data
+	tail      []byte   // the last wire.IDWindow bytes of its data
 	size      int64    // of its data, as the SDK joins it (a newline between data lines)
 	dataLines int
 	over      bool // its data is over the bound: raw is dropped
@@ -283,7 +289,7 @@ func (ev *event) add(chunk []byte, max int64) {
 		}
 	}
 	if !ev.over {
-		ev.raw = appendBlocks(ev.raw, chunk)
+		ev.raw = wire.AppendBlocks(ev.raw, chunk)
 	}
 }
 
@@ -298,10 +304,10 @@ func (ev *event) endLine() {
 // addData adds v to the event's data.
 func (ev *event) addData(v []byte, max int64) {
 	ev.size += int64(len(v))
-	if len(ev.head) < idWindow {
-		ev.head = append(ev.head, v[:min(len(v), idWindow-len(ev.head))]...)
+	if len(ev.head) < wire.IDWindow {
+		ev.head = append(ev.head, v[:min(len(v), wire.IDWindow-len(ev.head))]...)
 	}
-	ev.tail = appendTail(ev.tail, v)
+	ev.tail = wire.AppendTail(ev.tail, v)
 	if !ev.over && ev.size > max {
 		ev.over, ev.raw = true, nil
 	}

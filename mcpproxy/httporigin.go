@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 )
 
 // The Origin header. Browsers send it; other clients do not. The MCP
@@ -51,7 +53,7 @@ func (h *httpBounds) badOrigin(req *http.Request) string {
 	} else if slices.Contains(h.cfg.origins, origin) { // "null", say
 		return ""
 	}
-	return fmt.Sprintf("Forbidden: the Origin %s is not allowed: a browser page may call this server only from the server's own origin or from an origin it is told to allow (DNS rebinding protection)", clipText(origin))
+	return fmt.Sprintf("Forbidden: the Origin %s is not allowed: a browser page may call this server only from the server's own origin or from an origin it is told to allow (DNS rebinding protection)", wire.ClipText(origin))
 }
 
 // normalizeOrigin returns origin as scheme://host[:port] in lower case,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -92,7 +93,7 @@ func TestServerMetaKeysDropped(t *testing.T) {
 	cases := metaCases()
 	p := &Proxy{threshold: DefaultThreshold}
 	for _, name := range []string{"previewed", "previewed blocks", "structured large"} {
-		if _, took := p.presentRaw(values.New(), []byte(cases[name]), resultLine{}); !took {
+		if _, took := p.presentRaw(values.New(), []byte(cases[name]), wire.ResultLine{}); !took {
 			t.Errorf("%s: the raw path does not take it", name)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/mcpresult"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -21,10 +23,16 @@ import (
 // invite; past it, the bounded preview (at most 2 KiB by default) saves.
 const DefaultThreshold = 8 << 10
 
-// MetaHandle is the key, in a tool result's _meta, of the handle under which
-// the proxy stored the result ("r3"). Results of read_value and results
-// refused before the call carry no handle.
-const MetaHandle = "agentvalues/handle"
+// MetaHandle is the key ("agentvalues/handle"), in a tool result's _meta,
+// of the handle under which the proxy stored the result ("r3"). Results of
+// read_value and results refused before the call carry no handle.
+const MetaHandle = mcpresult.MetaHandle
+
+// MetaContentHandle is the key ("agentvalues/content-handle"), in a tool
+// result's _meta, of the handle under which the proxy stored the result's
+// content blocks when it also had structured content that they do not
+// merely repeat.
+const MetaContentHandle = mcpresult.MetaContentHandle
 
 // Options configures a [Proxy]. The zero value, and a nil *Options, give the
 // documented defaults.
@@ -87,8 +95,9 @@ type seams struct {
 // notifications while calls are in flight.
 type Proxy struct {
 	threshold int
-	rawFrom   int // the size from which a result may take the raw path; tests set it
+	rawFrom   int // the size from which a result may take the raw result route; tests set it
 	stores    *stores
+	splices   *wire.Splices // the large arguments of the calls in flight (see callTool)
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
@@ -101,8 +110,8 @@ type Proxy struct {
 
 	tools   map[string]*mirroredTool                 // by name, downstream tools seen; owned by syncTools
 	offered atomic.Pointer[map[string]*mirroredTool] // by upstream name, the tools offered; published by syncTools
-	rawOff  bool                                     // tests set it to keep every call on the SDK path
-	rawN    atomic.Int64                             // calls taken by the raw path, for tests
+	rawOff  bool                                     // tests set it to keep every call on the SDK route
+	rawN    atomic.Int64                             // calls taken by the raw call route, for tests
 
 	// Owned by syncCatalog: the downstream prompts by name, resources by URI
 	// and resource templates by URI template offered, as their definitions'
@@ -195,6 +204,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 	p := &Proxy{
 		threshold: opts.Threshold,
 		stores:    st,
+		splices:   wire.NewSplices(),
 		log:       opts.Log,
 		prefix:    prefix,
 
@@ -269,7 +279,7 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 // ended.
 type link struct {
 	down      *mcp.ClientSession
-	conn      *lineConn     // the connection, when it is the proxy's own
+	conn      *ownLine      // the connection, when it is the proxy's own
 	transport mcp.Transport // as connected, to describe a dead server
 	ended     chan struct{} // closed by watchDownstream once it knows why the link ended
 	gone      error         // why it ended, for a server that went away; under Proxy.mu
@@ -329,14 +339,14 @@ func (p *Proxy) Values() *values.SessionValues { return p.stores.shared }
 // [LineTransport] over standard input and output: a malformed line from
 // the client is answered, not fatal, arguments past the SDK's 16 MiB line
 // cap arrive, and the nominal call of a mirrored tool is answered without
-// the SDK's decoding and dispatch on either side (the raw path: see
-// rawcall.go), with the same result.
+// the SDK's decoding and dispatch on either side (the raw call route: see
+// the package documentation, How a call travels), with the same result.
 func (p *Proxy) Run(ctx context.Context, upstream mcp.Transport) error {
 	// The server session waits for its handlers before it closes; cancelling
 	// p.ctx is what ends the handlers' downstream calls.
 	stop := context.AfterFunc(ctx, p.cancel)
 	defer stop()
-	err := p.server.Run(ctx, withRawCalls(upstream, p)) // see rawcall.go
+	err := p.server.Run(ctx, withRawCalls(upstream, p)) // see call_rawcall.go
 	if cerr := p.Close(); err == nil {
 		err = cerr
 	}

@@ -17,10 +17,9 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/agentvalues/values/internal/testkit"
 )
 
 // pipeTransports returns two connected transports with no cap on message
@@ -293,7 +292,7 @@ func TestSmallStructuredResultWhole(t *testing.T) {
 	if diff := cmp.Diff(any(w), g); diff != "" {
 		t.Errorf("structuredContent (-want +got):\n%s", diff)
 	}
-	if n := len(res.Content); n != 2 || !strings.Contains(text(res), `"path":"/files/f0001.txt"`) || !strings.HasSuffix(text(res), "\n[stored as r1: pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]") {
+	if n := len(res.Content); n != 2 || !strings.Contains(text(res), `"path":"/files/f0001.txt"`) || !strings.HasSuffix(text(res), "\n[stored as r1 (object, 2 keys, 127 B): pass \"$r1\" or \"$r1.<field>\" as a tool argument to reuse it]") {
 		t.Errorf("want the content whole and a line naming r1, got %d blocks: %q", n, text(res))
 	}
 }
@@ -839,24 +838,5 @@ func TestToolListRetried(t *testing.T) {
 	}
 	if strings.Contains(f.log.String(), "gave up") {
 		t.Errorf("log: %s", f.log.String())
-	}
-}
-
-func TestWithHandle(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"a":1}`, `{"agentvalues/handle":"r7","a":1}`},
-		{` { } `, `{"agentvalues/handle":"r7" } `},
-		{`{"agentvalues/handle":"r1", "a":2}`, `{"agentvalues/handle":"r7", "a":2}`},
-		{`[1,2]`, `[1,2]`},
-		{`"s"`, `"s"`},
-		{`{"a":`, `{"a":`},
-	} {
-		got := string(withHandle(json.RawMessage(tc.in), "r7"))
-		if got != tc.want {
-			t.Errorf("withHandle(%s) = %s, want %s", tc.in, got, tc.want)
-		}
-		if json.Valid([]byte(tc.in)) && !json.Valid([]byte(got)) {
-			t.Errorf("withHandle(%s) = %s, not valid JSON", tc.in, got)
-		}
 	}
 }

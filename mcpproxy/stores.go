@@ -107,13 +107,3 @@ func nextNumber(v *values.SessionValues) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(v.Next(), "r"))
 	return n
 }
-
-// valuesKey is the context key under which a call carries the store its
-// result goes to, from callTool to the connection that writes the call.
-type valuesKey struct{}
-
-// valuesIn returns the store a call's context carries, or nil.
-func valuesIn(ctx context.Context) *values.SessionValues {
-	v, _ := ctx.Value(valuesKey{}).(*values.SessionValues)
-	return v
-}

@@ -200,7 +200,7 @@ func TestGatewayHTTPServerMaxMessage(t *testing.T) {
 	if got := call("log_first"); !strings.Contains(got, "after the log") {
 		t.Errorf("log_first: %q", got)
 	}
-	if !strings.Contains(stderr.String(), fmt.Sprintf("dropped a message of the Streamable HTTP server %s: the message is %d bytes, over the limit of 1048576", srv.URL, server.size+len(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":""}}`))) {
+	if !stderr.waitFor(ctx, fmt.Sprintf("dropped a message of the Streamable HTTP server %s: the message is %d bytes, over the limit of 1048576", srv.URL, server.size+len(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":""}}`))) {
 		t.Errorf("the dropped log message was not logged; stderr:\n%s", stderr.String())
 	}
 	if got := call("small"); !strings.Contains(got, "small ok") {

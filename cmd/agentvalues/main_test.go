@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"sync"
@@ -92,14 +93,42 @@ func TestUsage(t *testing.T) {
 
 // syncWriter is a strings.Builder safe for a child process's output.
 type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu      sync.Mutex
+	b       strings.Builder
+	written chan struct{} // closed at the next write
 }
 
 func (w *syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.written != nil {
+		close(w.written)
+		w.written = nil
+	}
 	return w.b.Write(p)
+}
+
+// waitFor reports whether what has been written holds s, waiting for
+// further writes until it does or ctx is done: a child's stderr reaches
+// the writer through a pipe, after the child has gone on.
+func (w *syncWriter) waitFor(ctx context.Context, s string) bool {
+	for {
+		w.mu.Lock()
+		if strings.Contains(w.b.String(), s) {
+			w.mu.Unlock()
+			return true
+		}
+		if w.written == nil {
+			w.written = make(chan struct{})
+		}
+		written := w.written
+		w.mu.Unlock()
+		select {
+		case <-written:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (w *syncWriter) String() string {

@@ -38,7 +38,7 @@ func Example() {
 	msg, err := runner.RunToCompletion(context.Background())
 	fmt.Println(msg.Content[0].Text, err)
 	// Output:
-	// list_users: r1 = json(keys=1, bytes=3.8 KiB, users: array(len=100, bytes=3.8 KiB, items={id: number, email: text}, [:3]=[{id: 0, email: "user0@example.com"}, {id: 1, email: "user1@example.com"}, {id: 2, email: "user2@example.com"}], [-2:]=[{id: 98, email: "user98@example.com"}, {id: 99, email: "user99@example.com"}]))
+	// list_users: r1 = json(keys=1, bytes=3.8 KiB, users: array(len=100, bytes=3.8 KiB, items={id: number 0..99, email: text}, [:3]=[{id: 0, email: "user0@example.com"}, {id: 1, email: "user1@example.com"}, {id: 2, email: "user2@example.com"}], [-2:]=[{id: 98, email: "user98@example.com"}, {id: 99, email: "user99@example.com"}]))
 	// send_mail: mail sent to user57@example.com <nil>
 }
 

@@ -52,10 +52,10 @@ func Example() {
 	agent, _ := react.NewAgent(ctx, &react.AgentConfig{ToolCallingModel: chatModel, ToolsConfig: conf})
 	fmt.Println(agent.Generate(ctx, []*schema.Message{schema.UserMessage("mail user 57")}))
 	// Output:
-	// assistant: c1: r1 = json(keys=1, bytes=4.1 KiB, rows: array(len=100, bytes=4.1 KiB, items={id: number, email: text}, [:3]=[{id: 0, email: "p1-user0@example.com"}, {id: 1, email: "p1-user1@example.com"}, {id: 2, email: "p1-user2@example.com"}], [-2:]=[{id: 98, email: "p1-user98@example.com"}, {id: 99, email: "p1-user99@example.com"}]))
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// assistant: c1: r1 = json(keys=1, bytes=4.1 KiB, rows: array(len=100, bytes=4.1 KiB, items={id: number 0..99, email: text}, [:3]=[{id: 0, email: "p1-user0@example.com"}, {id: 1, email: "p1-user1@example.com"}, {id: 2, email: "p1-user2@example.com"}], [-2:]=[{id: 98, email: "p1-user98@example.com"}, {id: 99, email: "p1-user99@example.com"}]))
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" for a part; read_value {"ref":"r1"} pages its bytes]
 	// c2: sent to p1-user57@example.com
-	// [stored as r2: pass "$r2" or "$r2.<field>" as a tool argument to reuse it]
+	// [stored as r2 (text, 29 B, 1 line): pass "$r2" as a tool argument to reuse it]
 	// c3: send_mail was not called: values: arguments do not match the tool's input schema (1 violation)
 	// /to: "$r7.email" is not a stored value; stored: r1 <nil>
 }

@@ -29,10 +29,10 @@ func Example() {
 		ai.WithTools(avgenkit.Tools(g, vals, listRows, sendMail)...))
 	fmt.Println(resp.Text(), err)
 	// Output:
-	// list_rows gave: r1 = json(keys=1, bytes=40 KiB, rows: array(len=1000, bytes=40 KiB, items={email: text, id: number}, [:3]=[{email: "user0@example.com", id: 0}, {email: "user1@example.com", id: 1}, {email: "user2@example.com", id: 2}], [-2:]=[{email: "user998@example.com", id: 998}, {email: "user999@example.com", id: 999}]))
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// list_rows gave: r1 = json(keys=1, bytes=40 KiB, rows: array(len=1000, bytes=40 KiB, items={email: text, id: number 0..999}, [:3]=[{email: "user0@example.com", id: 0}, {email: "user1@example.com", id: 1}, {email: "user2@example.com", id: 2}], [-2:]=[{email: "user998@example.com", id: 998}, {email: "user999@example.com", id: 999}]))
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" for a part; read_value {"ref":"r1"} pages its bytes]
 	// send_mail gave: sent to user999@example.com
-	// [stored as r2: pass "$r2" or "$r2.<field>" as a tool argument to reuse it] <nil>
+	// [stored as r2 (text, 27 B, 1 line): pass "$r2" as a tool argument to reuse it] <nil>
 }
 
 func exampleTools() (ai.Tool, ai.Tool) {

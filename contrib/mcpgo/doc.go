@@ -29,9 +29,13 @@
 // handle as the first member of its structured content. Either way _meta
 // carries the handle under [MetaHandle] (and under [MetaContentHandle] the
 // handle of content blocks stored apart from the structured content). What
-// is stored follows the proxy's rules: structured content when there is
-// some, else the text of the content blocks joined by newlines (JSON text
-// becomes a JSON value), else the JSON of the blocks.
+// is stored is what agentvalues proxy in front of this server would store,
+// by construction: the adapter reads the result as mcp-go writes it for
+// the client, and stores it by the proxy's own rule (structured content
+// byte for byte when there is some, with the content blocks under a second
+// handle unless their text is its JSON again; else the text of the content
+// blocks joined by newlines, JSON text becoming a JSON value; else the
+// JSON of the blocks as written).
 //
 // tools/list advertises every tool (except read_value and query_value) with
 // a note on references at the end of its description, with an input

@@ -25,12 +25,12 @@ func Example() {
 	// tools: list_files query_value read_file read_value
 	//
 	// model: list_files {}
-	// r1 = array(len=200, bytes=7.6 KiB, items={path: text, bytes: number}, [:3]=[{path: "src/file000.go", bytes: 1000}, {path: "src/file001.go", bytes: 1001}, {path: "src/file002.go", bytes: 1002}], [-2:]=[{path: "src/file198.go", bytes: 1198}, {path: "src/file199.go", bytes: 1199}])
-	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.<field>" or "$r1.0" for a part ("$r1.-1" is the last item); read_value {"ref":"r1"} pages its bytes]
+	// r1 = array(len=200, bytes=7.6 KiB, items={path: text, bytes: number 1000..1199}, [:3]=[{path: "src/file000.go", bytes: 1000}, {path: "src/file001.go", bytes: 1001}, {path: "src/file002.go", bytes: 1002}], [-2:]=[{path: "src/file198.go", bytes: 1198}, {path: "src/file199.go", bytes: 1199}])
+	// [r1 holds the full value for this run: pass "$r1" as a tool argument to use all of it, "$r1.0" for an item ("$r1.-1" is the last); read_value {"ref":"r1"} pages its bytes]
 	//
 	// model: read_file {"path":"$r1.-1.path"}
 	// package main // the contents of src/file199.go
-	// [stored as r2: pass "$r2" or "$r2.<field>" as a tool argument to reuse it]
+	// [stored as r2 (text, 46 B, 1 line): pass "$r2" as a tool argument to reuse it]
 	//
 	// model: read_file {"path":"$r1.200.path"}
 	// error: read_file was not called: values: arguments do not match the tool's input schema (1 violation)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -20,14 +21,15 @@ import (
 // content blocks plus its structured content. It is the proxy's default.
 const DefaultThreshold = 8 << 10
 
-// MetaHandle is the key, in a tool result's _meta, of the handle under
-// which the result is stored. It is the proxy's key.
-const MetaHandle = "agentvalues/handle"
+// MetaHandle is the key ("agentvalues/handle"), in a tool result's _meta,
+// of the handle under which the result is stored. It is the proxy's key.
+const MetaHandle = mcpresult.MetaHandle
 
-// MetaContentHandle is the key, in a tool result's _meta, of the handle
-// under which a result's content blocks are stored when the result also has
-// structured content that they do not merely repeat.
-const MetaContentHandle = "agentvalues/content-handle"
+// MetaContentHandle is the key ("agentvalues/content-handle"), in a tool
+// result's _meta, of the handle under which a result's content blocks are
+// stored when the result also has structured content that they do not
+// merely repeat. It is the proxy's key.
+const MetaContentHandle = mcpresult.MetaContentHandle
 
 // An Option configures [New].
 type Option func(*config)

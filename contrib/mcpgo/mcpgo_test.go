@@ -209,7 +209,7 @@ func TestModelLoop(t *testing.T) {
 	if diff := cmp.Diff([]sendArgs{{To: "user57@example.com", IDs: wantIDs}}, tl.calls()); diff != "" {
 		t.Fatalf("turn 2: the tool received (-want +got):\n%s", diff)
 	}
-	if got := text(res); res.IsError || got != "sent to user57@example.com (300 ids)\n"+`[stored as r2: pass "$r2" or "$r2.<field>" as a tool argument to reuse it]` {
+	if got := text(res); res.IsError || got != "sent to user57@example.com (300 ids)\n"+`[stored as r2 (text, 36 B, 1 line): pass "$r2" as a tool argument to reuse it]` {
 		t.Errorf("turn 2: the model got (isError %v):\n%s", res.IsError, got)
 	}
 
@@ -340,7 +340,7 @@ func TestStructured(t *testing.T) {
 	if res.IsError || metaHandle(res) != "r1" {
 		t.Fatalf("report: isError %v, handle %q:\n%s", res.IsError, metaHandle(res), text(res))
 	}
-	if got, want := text(res), `{"count":2,"names":["a","b"]}`+"\n"+`[stored as r1: pass "$r1" or "$r1.<field>" as a tool argument to reuse it]`; got != want {
+	if got, want := text(res), `{"count":2,"names":["a","b"]}`+"\n"+`[stored as r1 (object, 2 keys, 29 B): pass "$r1" or "$r1.<field>" as a tool argument to reuse it]`; got != want {
 		t.Errorf("report text:\n%s\nwant:\n%s", got, want)
 	}
 	if b, _ := json.Marshal(res.StructuredContent); string(b) != `{"count":2,"names":["a","b"]}` {
@@ -448,7 +448,7 @@ func TestInputSchemaValidationRunsFirst(t *testing.T) {
 // shown whole and a preview.
 func TestThreshold(t *testing.T) {
 	s, _ := newServer(mcpgo.New(mcpgo.WithThreshold(1 << 20)))
-	if got := text(send(t, connect(t, s), "list_users", `{}`)); !strings.HasPrefix(got, usersOutput+"\n[stored as r1:") {
+	if got := text(send(t, connect(t, s), "list_users", `{}`)); !strings.HasPrefix(got, usersOutput+"\n[stored as r1 (") {
 		t.Errorf("under a 1 MiB threshold list_users came back as:\n%.300s…", got)
 	}
 	s, _ = newServer(mcpgo.New(mcpgo.WithThreshold(-1)))

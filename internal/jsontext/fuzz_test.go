@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // Fuzz targets check properties, not only the absence of panics. Run one
@@ -335,7 +336,7 @@ func checkSplitObject(t *testing.T, doc []byte) (split bool) {
 
 // modelItems computes the Items of the valid top-level array d from the
 // token stream of encoding/json, keeping at most max keys.
-func modelItems(t *testing.T, d []byte, max int) *Items {
+func modelItems(t *testing.T, d []byte, max int) *modelSummaries {
 	dec := json.NewDecoder(bytes.NewReader(d))
 	dec.UseNumber()
 	kindOfTok := func(tok json.Token) Kinds {
@@ -372,16 +373,25 @@ func modelItems(t *testing.T, d []byte, max int) *Items {
 			}
 		}
 	}
-	it := &Items{}
+	it := &modelSummaries{Items: &Items{}}
 	ids := map[string]int{}
 	if _, err := dec.Token(); err != nil { // '['
 		t.Fatal(err)
 	}
-	for dec.More() {
+	// token reads the next token and its bytes in d.
+	token := func() (json.Token, []byte) {
+		from := dec.InputOffset()
 		tok, _ := dec.Token()
+		return tok, bytes.TrimLeft(d[from:dec.InputOffset()], " \t\r\n,:")
+	}
+	for dec.More() {
+		tok, raw := token()
 		k := kindOfTok(tok)
 		it.Kinds |= k
 		if k != KindObject {
+			if k != KindArray {
+				it.scalars.add(raw)
+			}
 			skip(tok)
 			continue
 		}
@@ -389,16 +399,20 @@ func modelItems(t *testing.T, d []byte, max int) *Items {
 		for dec.More() {
 			keyTok, _ := dec.Token()
 			key := keyTok.(string)
-			vtok, _ := dec.Token()
+			vtok, raw := token()
 			id, ok := ids[key]
 			if !ok && len(it.Keys) < max {
 				id, ok = len(it.Keys), true
 				ids[key] = id
 				it.Keys = append(it.Keys, KeyInfo{})
+				it.values = append(it.values, modelSummary{})
 			}
 			if ok {
 				it.Keys[id].Kinds |= kindOfTok(vtok)
 				it.Keys[id].Count++
+				if k := kindOfTok(vtok); k != KindArray && k != KindObject {
+					it.values[id].add(raw)
+				}
 			} else {
 				it.Untracked++
 			}
@@ -407,6 +421,64 @@ func modelItems(t *testing.T, d []byte, max int) *Items {
 		dec.Token() // '}'
 	}
 	return it
+}
+
+// modelSummaries is the model of Items, with the model of each Summary.
+type modelSummaries struct {
+	*Items
+	scalars modelSummary
+	values  []modelSummary
+}
+
+// modelSummary is the model of a Summary: what it tells, in bytes.
+type modelSummary struct {
+	Open     bool
+	Strings  []string // as in the document, quoted
+	Bools    uint8
+	Min, Max string
+	min, max float64
+}
+
+func (m *modelSummary) add(raw []byte) {
+	switch raw[0] {
+	case '"':
+		switch {
+		case m.Open:
+		case len(raw) > ShortString+2 || bytes.ContainsRune(raw, '\\'), len(m.Strings) == MaxStrings && !slices.Contains(m.Strings, string(raw)):
+			m.Open, m.Strings = true, nil
+		case slices.Contains(m.Strings, string(raw)):
+		default:
+			m.Strings = append(m.Strings, string(raw))
+		}
+	case 't':
+		m.Bools |= 2
+	case 'f':
+		m.Bools |= 1
+	case 'n':
+	default:
+		f, _ := strconv.ParseFloat(string(raw), 64)
+		if m.Min == "" || f < m.min {
+			m.Min, m.min = string(raw), f
+		}
+		if m.Max == "" || f > m.max {
+			m.Max, m.max = string(raw), f
+		}
+	}
+}
+
+// modelOf returns what the Summary s of document d tells, as the model
+// has it.
+func modelOf(d []byte, s *Summary) modelSummary {
+	m := modelSummary{Open: s.Open, Bools: s.Bools}
+	if !s.Open {
+		for _, sp := range s.Strings[:s.NStrings] {
+			m.Strings = append(m.Strings, string(sp.Of(d)))
+		}
+	}
+	if s.Numbers {
+		m.Min, m.Max = string(s.Min.Of(d)), string(s.Max.Of(d))
+	}
+	return m
 }
 
 // checkItems compares the Items Scan recorded for the array d with the
@@ -443,8 +515,17 @@ func checkItemsOf(t *testing.T, arr, d []byte, got *Items, max int) {
 	if got.Kinds != want.Kinds || got.Objects != want.Objects || got.Untracked != want.Untracked {
 		t.Fatalf("Items of %q: kinds %b objects %d untracked %d, want %b %d %d", d, got.Kinds, got.Objects, got.Untracked, want.Kinds, want.Objects, want.Untracked)
 	}
-	if diff := cmp.Diff(conv(want, false), conv(got, false)); diff != "" {
+	if diff := cmp.Diff(conv(want.Items, false), conv(got, false)); diff != "" {
 		t.Fatalf("keys of %q (-model +scan):\n%s", d, diff)
+	}
+	opt := cmpopts.IgnoreUnexported(modelSummary{})
+	if diff := cmp.Diff(want.scalars, modelOf(d, &got.Scalars), opt); diff != "" {
+		t.Fatalf("summary of the scalar items of %.300q (-model +scan):\n%s", d, diff)
+	}
+	for i := range got.Keys {
+		if diff := cmp.Diff(want.values[i], modelOf(d, &got.Keys[i].Values), opt); diff != "" {
+			t.Fatalf("summary of key %d of %.300q (-model +scan):\n%s", i, d, diff)
+		}
 	}
 }
 

@@ -36,9 +36,10 @@ var kindBits = func() (t [256]Kinds) {
 func KindOf(c byte) Kinds { return kindBits[c] }
 
 // Items is what [Scan] records of the items of a top-level array, over
-// every item: the kinds of the items, and the keys of those that are
-// objects, in the order they were first seen, each with the kinds of its
-// values and the number of items that have it.
+// every item: the kinds of the items, the [Summary] of those that are
+// scalars, and the keys of those that are objects, in the order they were
+// first seen, each with the kinds of its values, the Summary of those that
+// are scalars, and the number of items that have it.
 type Items struct {
 	Kinds   Kinds     // the kinds of the items
 	Objects int       // the items that are objects
@@ -46,13 +47,15 @@ type Items struct {
 	// Untracked counts the fields of object items whose key is not among
 	// Keys: keys first seen once Keys was full.
 	Untracked int
+	Scalars   Summary // of the items that are strings, numbers, booleans or null
 }
 
 // KeyInfo is one key of the object items of an array.
 type KeyInfo struct {
-	Key   Span  // its first occurrence, with its quotes
-	Kinds Kinds // the kinds of its values
-	Count int   // the fields with this key (an item with the key twice counts twice)
+	Key    Span    // its first occurrence, with its quotes
+	Kinds  Kinds   // the kinds of its values
+	Count  int     // the fields with this key (an item with the key twice counts twice)
+	Values Summary // of its values that are scalars
 }
 
 // itemsScan is the state of recording Items during a scan.
@@ -62,6 +65,10 @@ type itemsScan struct {
 	ids  map[string]int // key bytes → index in it.Keys
 	tmpl []keyAt        // the keys of the first object item, in order
 	pos  int            // the number of fields seen of the object item being scanned
+	// cur is the Summary of the item, or of the field of an object item,
+	// whose value comes next, while it may be a scalar; nil for a field
+	// whose key is not tracked.
+	cur *Summary
 }
 
 // keyAt is one key of the first object item: its index in Items.Keys (-1
@@ -78,14 +85,20 @@ type keyAt struct {
 	count int
 }
 
-// item records the start of an item whose first byte is c.
-func (s *itemsScan) item(c byte) {
+// item records the start of an item whose first byte is c, and returns
+// the Summary its value adds to when it is a scalar, else nil.
+func (s *itemsScan) item(c byte) *Summary {
 	k := kindBits[c]
 	s.it.Kinds |= k
-	if k == KindObject {
+	switch k {
+	case KindObject:
 		s.it.Objects++
 		s.pos = 0
+		return nil
+	case KindArray:
+		return nil
 	}
+	return &s.it.Scalars
 }
 
 // sameKey is the scanner's fast path for the key of a field of an object
@@ -118,6 +131,7 @@ func (s *itemsScan) sameKey(d []byte, i int) (int, bool) {
 	s.pos = p + 1
 	t.kinds |= kindBits[d[j]]
 	t.count++
+	s.cur = &s.it.Keys[t.id].Values
 	return j, true
 }
 
@@ -148,11 +162,13 @@ func (s *itemsScan) slowField(d []byte, k Span, c byte) {
 	s.pos++
 	if id < 0 {
 		s.it.Untracked++
+		s.cur = nil
 		return
 	}
 	ki := &s.it.Keys[id]
 	ki.Kinds |= kindBits[c]
 	ki.Count++
+	s.cur = &ki.Values
 }
 
 // items returns the Items recorded, the counts kept at the first item's
@@ -191,7 +207,7 @@ func (s *itemsScan) keyID(d []byte, k Span) int {
 		return -1
 	}
 	if s.it.Keys == nil {
-		s.it.Keys = make([]KeyInfo, 0, min(s.max, keysCompared))
+		s.it.Keys = make([]KeyInfo, 0, min(s.max, firstKeys))
 	}
 	id := len(s.it.Keys)
 	s.it.Keys = append(s.it.Keys, KeyInfo{Key: k})
@@ -210,6 +226,10 @@ func (s *itemsScan) keyID(d []byte, k Span) int {
 // keysCompared is the number of keys keyID finds by comparing bytes.
 const keysCompared = 16
 
+// firstKeys is the room Keys is made with: a KeyInfo, with its Summary,
+// takes some 200 bytes, and the items of a small array have few keys.
+const firstKeys = 4
+
 // mergeItems returns the Items of an array whose items are those of a
 // followed by those of b, both of document d, keeping at most max keys;
 // or nil when b's cannot be told apart so: b tracked some fields as
@@ -217,7 +237,8 @@ const keysCompared = 16
 // filled its Keys before it met them). The second half of a split scan
 // tracks more keys (secondHalfKeys) so that this is rare.
 func mergeItems(d []byte, a, b *Items, max int) *Items {
-	out := &Items{Kinds: a.Kinds | b.Kinds, Objects: a.Objects + b.Objects, Untracked: a.Untracked + b.Untracked}
+	out := &Items{Kinds: a.Kinds | b.Kinds, Objects: a.Objects + b.Objects, Untracked: a.Untracked + b.Untracked, Scalars: a.Scalars}
+	out.Scalars.Merge(d, &b.Scalars)
 	out.Keys = append(out.Keys, a.Keys...)
 	ids := make(map[string]int, len(a.Keys))
 	for i, k := range a.Keys {
@@ -231,6 +252,7 @@ func mergeItems(d []byte, a, b *Items, max int) *Items {
 			}
 			out.Keys[i].Kinds |= k.Kinds
 			out.Keys[i].Count += k.Count
+			out.Keys[i].Values.Merge(d, &k.Values)
 			continue
 		}
 		if len(out.Keys) == max {

@@ -537,15 +537,16 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 			stop = -1
 		}
 		if len(sc.stack) == 1 {
-			sc.level.begin(d, i)
+			sc.pend = sc.level.begin(d, i)
 			if sc.nest != nil {
 				sc.nest.member(d, i)
 			}
 		} else if sc.nest != nil && sc.nest.on && len(sc.stack) == 2 {
-			sc.nest.cur.begin(d, i)
+			sc.pend = sc.nest.cur.begin(d, i)
 		}
 		switch c := d[i]; c {
 		case '{', '[':
+			sc.pend = nil
 			sc.stack = append(sc.stack, c)
 			sc.sh.Depth = max(sc.sh.Depth, len(sc.stack))
 			if sc.nest != nil && sc.nest.on {
@@ -564,9 +565,18 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 			}
 			continue
 		case '"':
-			i, err = scanString(d, i)
+			start := i
+			if i, err = scanString(d, i); sc.pend != nil && err == nil {
+				sc.pend.addString(d, Span{start, i})
+				sc.pend = nil
+			}
 		default:
-			i, err = scanScalar(d, i)
+			if sc.pend == nil {
+				i, err = scanScalar(d, i)
+				break
+			}
+			i, err = sc.pend.scan(d, i)
+			sc.pend = nil
 		}
 		if err != nil {
 			return i, err
@@ -586,6 +596,11 @@ type scanner struct {
 	stream  bool     // the input is a stream of values, the top-level "array" of ScanStream
 	stopped bool     // run stopped at its stop offset
 	nest    *nesting // with Limits.Nested, for a top-level object
+	// pend is the Summary that the value starting next adds to when it is
+	// a scalar: of the item of a top-level array (or of the array member
+	// a nesting records), or of the field of such an item; nil when there
+	// is none, and once a container starts.
+	pend *Summary
 	// stopDepth is the depth of the stack at which run may stop: 1 for an
 	// item of a top-level array, 2 for one of an array member of a
 	// top-level object (see scanSplitObject).
@@ -632,11 +647,12 @@ type level struct {
 	reserve  int         // for a member (see nesting), the room for marks the rest of the document may need
 }
 
-// begin records that a child starts at i.
-func (lv *level) begin(d []byte, i int) {
+// begin records that a child starts at i, and returns the Summary its
+// value adds to, for an array's item that may be a scalar, or nil.
+func (lv *level) begin(d []byte, i int) (sum *Summary) {
 	lv.curStart = i
 	if lv.items != nil {
-		lv.items.item(d[i])
+		sum = lv.items.item(d[i])
 	}
 	if lv.marks && i >= lv.markNext {
 		if n := len(lv.sh.Marks); n == cap(lv.sh.Marks) && n >= reserveAfter && lv.reserve > n {
@@ -645,6 +661,7 @@ func (lv *level) begin(d []byte, i int) {
 		lv.sh.Marks = append(lv.sh.Marks, Mark{lv.sh.Count, i})
 		lv.markNext = i + MarkGap
 	}
+	return sum
 }
 
 // reserveAfter is how many marks or key blocks a member of a top-level
@@ -838,6 +855,7 @@ func (sc *scanner) key(i int) (int, error) {
 	}
 	if items != nil {
 		if j, ok := items.sameKey(sc.d, SkipSpace(sc.d, i)); ok {
+			sc.pend = items.cur
 			return j, nil
 		}
 	}
@@ -852,6 +870,7 @@ func (sc *scanner) key(i int) (int, error) {
 		case items != nil:
 			if j := SkipSpace(sc.d, i); j < len(sc.d) {
 				items.field(sc.d, k, sc.d[j])
+				sc.pend = items.cur
 			}
 		}
 	}
@@ -1027,37 +1046,70 @@ func scanScalar(d []byte, i int) (int, error) {
 	case 'n':
 		return scanLiteral(d, i, "null")
 	}
+	i, _, err := scanNumber(d, i, false)
+	return i, err
+}
+
+// scanNumber validates a number at d[i] and returns the index after it,
+// and, with value, its value (see number).
+func scanNumber(d []byte, i int, value bool) (int, float64, error) {
 	start := i
 	if d[i] == '-' {
 		i++
 	}
+	var mant uint64 // of the digits, when value
+	from := i
 	switch {
 	case i < len(d) && d[i] == '0':
 		i++
-	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+	case i < len(d) && '1' <= d[i] && d[i] <= '9' && !value:
 		i = SkipDigits(d, i+1)
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		mant, i = appendDigits(mant, d, i)
 	default:
-		return i, syntaxErr(d, start, "want a value")
+		return i, 0, syntaxErr(d, start, "want a value")
 	}
+	digits, frac := i-from, 0
 	if i < len(d) && d[i] == '.' {
-		j := SkipDigits(d, i+1)
-		if j == i+1 {
-			return j, syntaxErr(d, j, "want digits after '.'")
+		var j int
+		if value {
+			mant, j = appendDigits(mant, d, i+1)
+		} else {
+			j = SkipDigits(d, i+1)
 		}
+		if j == i+1 {
+			return j, 0, syntaxErr(d, j, "want digits after '.'")
+		}
+		frac = j - i - 1
+		digits += frac
 		i = j
 	}
+	exp := false
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		exp = true
 		i++
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
 		j := SkipDigits(d, i)
 		if j == i {
-			return j, syntaxErr(d, j, "want digits in exponent")
+			return j, 0, syntaxErr(d, j, "want digits in exponent")
 		}
 		i = j
 	}
-	return i, nil
+	if !value {
+		return i, 0, nil
+	}
+	return i, number(d[start:i], mant, digits, frac, exp), nil
+}
+
+// appendDigits returns mant followed by the decimal digits of d from i
+// (wrapping around past 19 of them), and the index after them.
+func appendDigits(mant uint64, d []byte, i int) (uint64, int) {
+	for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
+		mant = mant*10 + uint64(d[i]-'0')
+	}
+	return mant, i
 }
 
 // SkipDigits returns the index of the first byte at or after i that is not

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -308,4 +310,87 @@ func TestSplitItemKeys(t *testing.T) {
 	if two.Nested != nil && (two.Nested.Items.Keys[0].Count != one.Nested.Items.Keys[0].Count || two.Nested.Items.Untracked != one.Nested.Items.Untracked) {
 		t.Errorf("split items %+v, one scan %+v", *two.Nested.Items, *one.Nested.Items)
 	}
+}
+
+// TestSummaryMemory: what Scan records of the values of each key takes
+// the same memory whether the items hold one value or a million distinct
+// ones, however long.
+func TestSummaryMemory(t *testing.T) {
+	doc := func(distinct bool) []byte {
+		var b bytes.Buffer
+		b.WriteByte('[')
+		for i := range 20_000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			v := 0
+			if distinct {
+				v = i
+			}
+			fmt.Fprintf(&b, `{"s":"v%d","n":%d,"long":"%s%d","f":%d.5e%d}`, v, v, strings.Repeat("x", v%100), v, v, v%300)
+		}
+		b.WriteByte(']')
+		return b.Bytes()
+	}
+	allocated := func(d []byte) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, sh, err, _ := scanFrom(d, 0, false, -1, Limits{Head: 3, Tail: 2, Keys: 256})
+		runtime.ReadMemStats(&after)
+		if err != nil || sh.Items == nil || len(sh.Items.Keys) != 4 {
+			t.Fatalf("Scan: %v, %+v", err, sh.Items)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	same, distinct := doc(false), doc(true)
+	a, b := allocated(same), allocated(distinct)
+	if b > a+1024 {
+		t.Errorf("Scan allocated %d bytes for items of distinct values, %d for items of one value", b, a)
+	}
+	_, sh, _ := Scan(distinct, Limits{Keys: 8})
+	for _, k := range sh.Items.Keys {
+		if !k.Values.Open && k.Values.NStrings > 0 {
+			t.Errorf("key %s: %d strings told, of 20000 distinct ones", k.Key.Of(distinct), k.Values.NStrings)
+		}
+	}
+}
+
+// NumberValue is strconv.ParseFloat's value of a JSON number.
+func TestNumberValue(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-1", "0.1", "123.45", "-9.999", "999999999999999", "9999999999999999", "0.000000000000001",
+		"1.7976931348623157e308", "1e400", "-1e400", "4.9e-324", "1e-400", "12345678901234567890", "0.30000000000000004", "1E+2", "2.5e-3"} {
+		want, _ := strconv.ParseFloat(s, 64)
+		if got := NumberValue([]byte(s)); got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Errorf("NumberValue(%s) = %v, want %v", s, got, want)
+		}
+		if !IsNumber([]byte(s)) {
+			t.Errorf("IsNumber(%s) = false", s)
+		}
+	}
+	for _, s := range []string{"", "-", "01", "1.", ".5", "1e", "+1", "1 ", " 1", "0x1", "NaN", "1.5.2"} {
+		if IsNumber([]byte(s)) {
+			t.Errorf("IsNumber(%q) = true", s)
+		}
+	}
+}
+
+func FuzzNumberValue(f *testing.F) {
+	for _, s := range []string{"0", "-0.5", "123456789012345.6", "1e22", "9007199254740993", "-0.000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !IsNumber([]byte(s)) {
+			if json.Valid([]byte(s)) && strings.TrimSpace(s) == s && len(s) > 0 && (s[0] == '-' || '0' <= s[0] && s[0] <= '9') {
+				t.Fatalf("IsNumber(%q) = false for a valid JSON number", s)
+			}
+			return
+		}
+		if !json.Valid([]byte(s)) {
+			t.Fatalf("IsNumber(%q) = true for invalid JSON", s)
+		}
+		want, _ := strconv.ParseFloat(s, 64)
+		if got := NumberValue([]byte(s)); got != want {
+			t.Fatalf("NumberValue(%s) = %v, ParseFloat %v", s, got, want)
+		}
+	})
 }

@@ -41,7 +41,7 @@ func BenchmarkStore(b *testing.B) {
 		{"redis", func(b *testing.B) values.Durable {
 			rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 			b.Cleanup(func() { rdb.FlushAll(b.Context()); rdb.Close() })
-			return New(rdb, Config{})
+			return New(rdb, testConfig(Config{}))
 		}},
 	}
 	for _, size := range []int{4 << 10, 1 << 20, 64 << 20} {

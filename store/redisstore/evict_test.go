@@ -224,7 +224,7 @@ func TestHandleMark(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 	var log logBuffer
-	st := New(rdb, Config{Logger: log.logger()})
+	st := New(rdb, testConfig(Config{Logger: log.logger()}))
 	for _, h := range []string{"r1", "r2", "r7", "r3", "x", "r012"} {
 		if err := st.AppendRecord("s", values.Record{Handle: h}); err != nil {
 			t.Fatal(err)

@@ -63,7 +63,7 @@ func TestHostileRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
 	ctx := context.Background()
-	st := New(rdb, Config{}) // default chunk size: 4 MiB
+	st := New(rdb, testConfig(Config{})) // default chunk size: 4 MiB
 	const session = "s"
 	body := storetest.RandomBytes(6<<20, 1) // two chunks
 	small := storetest.RandomBytes(100<<10, 2)
@@ -198,7 +198,7 @@ func hostileChild(t *testing.T, spec string) {
 	size, _ := strconv.Atoi(f[4])
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
-	st := New(rdb, Config{})
+	st := New(rdb, testConfig(Config{}))
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	var got []byte
@@ -439,7 +439,7 @@ func TestUnresponsiveRedis(t *testing.T) {
 	}
 	// A reader that reopens the session reads every handle it lists as
 	// it was put, and the ones stored after the pause all.
-	again, err := values.Open(New(admin, Config{ChunkSize: testChunk}), "s")
+	again, err := values.Open(New(admin, testConfig(Config{ChunkSize: testChunk})), "s")
 	if err != nil {
 		t.Fatal(err)
 	}

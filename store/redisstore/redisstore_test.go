@@ -24,6 +24,17 @@ import (
 // chunked bodies are cheap to make.
 const testChunk = 64 << 10
 
+// testConfig is c with the round-trip deadline of a test that is not about
+// deadlines: far above anything a loaded machine takes, so that what such
+// a test checks never depends on the machine's speed (the tests of a Redis
+// that stops answering keep the default).
+func testConfig(c Config) Config {
+	if c.Timeout == 0 {
+		c.Timeout = 2 * time.Minute
+	}
+	return c
+}
+
 // conformance runs the suite on stores over the client mk makes, each
 // under a prefix of its own.
 func conformance(t *testing.T, mk func() redis.UniversalClient) {
@@ -33,7 +44,7 @@ func conformance(t *testing.T, mk func() redis.UniversalClient) {
 	open := func(t *testing.T, prefix string, opts ...store.Option) values.Durable {
 		rdb := mk()
 		t.Cleanup(func() { rdb.Close() })
-		st := New(rdb, Config{Prefix: prefix, ChunkSize: testChunk}, opts...)
+		st := New(rdb, testConfig(Config{Prefix: prefix, ChunkSize: testChunk}), opts...)
 		mu.Lock()
 		prefixes[st] = prefix
 		mu.Unlock()
@@ -124,7 +135,7 @@ func TestKeysAndTTLs(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
 	ctx := context.Background()
-	st := New(rdb, Config{ChunkSize: testChunk}, store.WithTTL(time.Hour))
+	st := New(rdb, testConfig(Config{ChunkSize: testChunk}), store.WithTTL(time.Hour))
 	big := storetest.RandomBytes(2*testChunk+1, 1)
 	key, err := st.PutBody("run-1", big)
 	if err != nil {
@@ -151,7 +162,7 @@ func TestKeysAndTTLs(t *testing.T) {
 	}
 	// A longer grant lengthens the body's keys; a shorter one never
 	// shortens them.
-	long := New(rdb, Config{ChunkSize: testChunk}, store.WithTTL(100*time.Hour))
+	long := New(rdb, testConfig(Config{ChunkSize: testChunk}), store.WithTTL(100*time.Hour))
 	if _, err := long.PutBody("run-2", big); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +175,7 @@ func TestKeysAndTTLs(t *testing.T) {
 		}
 	}
 	// A grant that never expires makes its keys persistent.
-	forever := New(rdb, Config{ChunkSize: testChunk}, store.WithTTL(-1))
+	forever := New(rdb, testConfig(Config{ChunkSize: testChunk}), store.WithTTL(-1))
 	if _, err := forever.PutBody("run-4", big); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +203,7 @@ func TestTornChunks(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
 	ctx := context.Background()
-	st := New(rdb, Config{ChunkSize: testChunk})
+	st := New(rdb, testConfig(Config{ChunkSize: testChunk}))
 	for i, damage := range []func(key string){
 		func(key string) { rdb.Del(ctx, st.chunkKey(key, testChunk, 1)) },
 		func(key string) { rdb.Set(ctx, st.chunkKey(key, testChunk, 2), "short", 0) },
@@ -232,7 +243,7 @@ func TestRecordDamage(t *testing.T) {
 	r := testkit.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
-	st := New(rdb, Config{})
+	st := New(rdb, testConfig(Config{}))
 	s, err := values.Open(st, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +285,7 @@ func TestRedisDies(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
 	clk := storetest.NewClock()
-	st := New(rdb, Config{ChunkSize: testChunk}, store.WithClock(clk.Now))
+	st := New(rdb, testConfig(Config{ChunkSize: testChunk}), store.WithClock(clk.Now))
 	var mu sync.Mutex
 	failed := map[string]bool{}
 	s, err := values.Open(st, "s", values.WithStoreErrors(func(h string, err error) {
@@ -343,7 +354,7 @@ func TestRedisDies(t *testing.T) {
 	}
 	// A reader that reopens the session sees only what was stored: every
 	// handle it lists reads back the bytes put under it.
-	again, err := values.Open(New(rdb, Config{ChunkSize: testChunk}), "s")
+	again, err := values.Open(New(rdb, testConfig(Config{ChunkSize: testChunk})), "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +444,7 @@ func fleetWorker(spec string) error {
 	w, _ := strconv.Atoi(f[2])
 	rdb := redis.NewClient(&redis.Options{Addr: f[0]})
 	defer rdb.Close()
-	st := New(rdb, Config{})
+	st := New(rdb, testConfig(Config{}))
 	if f[1] == "write" {
 		for n := w; n < fleetSessions; n += fleetWorkers {
 			var failed error
@@ -484,8 +495,8 @@ func TestMixedChunkSizes(t *testing.T) {
 	r := testkit.StartRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
-	small := New(rdb, Config{ChunkSize: 64 << 10})
-	large := New(rdb, Config{ChunkSize: 100 << 10})
+	small := New(rdb, testConfig(Config{ChunkSize: 64 << 10}))
+	large := New(rdb, testConfig(Config{ChunkSize: 100 << 10}))
 	for i := range 20 {
 		body := storetest.RandomBytes(1<<20, uint64(1000+i))
 		var wg sync.WaitGroup
@@ -523,8 +534,8 @@ func TestRenewalExtendsChunks(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer rdb.Close()
 	ctx := context.Background()
-	chunked := New(rdb, Config{ChunkSize: 16 << 10}, store.WithTTL(time.Hour))
-	whole := New(rdb, Config{}, store.WithTTL(100*time.Hour))
+	chunked := New(rdb, testConfig(Config{ChunkSize: 16 << 10}), store.WithTTL(time.Hour))
+	whole := New(rdb, testConfig(Config{}), store.WithTTL(100*time.Hour))
 	body := storetest.RandomBytes(40<<10, 3)
 	key, err := chunked.PutBody("a", body)
 	if err != nil {

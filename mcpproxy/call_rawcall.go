@@ -1,0 +1,430 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The raw call route: see the package documentation (How a call travels)
+// for what it takes, its steps and the files that hold them.
+
+// A rawCaller is what answers tools/call requests on the raw call route: a
+// [Proxy], or a [Gateway] for its servers.
+type rawCaller interface {
+	// rawCall returns the function that makes the call req and hands its
+	// response, without its id, to done, once; or nil when the call is to
+	// take the SDK route. The function's context is cancelled when the
+	// client cancels the call. The function returns once the request is
+	// sent (or the call has failed): done may be called before it returns,
+	// or later on another goroutine, among them the one reading the
+	// downstream connection (see wire.Conn.Start).
+	rawCall(req *rawRequest) func(ctx context.Context, done func(*jsonrpc.Response))
+}
+
+// rawLight bounds the arguments of a call that the goroutine reading the
+// client's requests sends downstream itself, when they hold no reference
+// ('$' nowhere in them): checking them against the tool's schema and
+// writing a line of that size costs microseconds, less than handing the
+// call to another goroutine and waking it. A call with references (whose
+// resolution may read values back from a durable store, and make a large
+// frame) or larger arguments is sent from a worker, so that reading goes on.
+const rawLight = 4 << 10
+
+// light reports whether the call req is sent from the reading goroutine:
+// see rawLight.
+func (r *rawRequest) light() bool {
+	return len(r.args) <= rawLight && bytes.IndexByte(r.args, '$') < 0
+}
+
+// A rawRequest is a nominal tools/call, read from its params.
+type rawRequest struct {
+	name string
+	args []byte   // the arguments object; nil for none
+	meta mcp.Meta // the request's _meta, decoded as the SDK decodes it; nil for none
+	// serverInfo, at protocol 2026-07-28, is what the SDK server puts in
+	// every result's _meta under mcp.MetaKeyServerInfo; nil before.
+	serverInfo json.RawMessage
+	// onReader is set when the call is made by the goroutine reading the
+	// client (see rawLight), which must not wait for the server to read.
+	onReader bool
+}
+
+// withRawCalls returns upstream with the raw call route answering for rc when it
+// is a *LineTransport (a copy of it), else upstream.
+func withRawCalls(upstream mcp.Transport, rc rawCaller) mcp.Transport {
+	lt, ok := upstream.(*LineTransport)
+	if !ok {
+		return upstream
+	}
+	t := *lt
+	t.raw = rc
+	return &t
+}
+
+// protocolRaw is the first protocol version the raw call route leaves to the SDK:
+// from it on, results carry a resultType and requests a per-request _meta.
+const protocolRaw = "2026-07-28"
+
+// A rawUpstream is the raw call route's side of one upstream line connection:
+// what it knows of the session, and the calls it is answering.
+type rawUpstream struct {
+	caller rawCaller
+	conn   *wire.Conn
+	ctx    context.Context // ended by wait, when the connection closes
+	cancel context.CancelFunc
+	calls  sync.WaitGroup
+	work   chan func() // to an idle worker; see run
+
+	mu       sync.Mutex
+	initID   *jsonrpc.ID                       // the initialize request's, until it is answered
+	version  string                            // the protocol version the initialize response gave
+	ready    bool                              // initialized at a version the raw call route takes
+	discover map[jsonrpc.ID][]byte             // server/discover requests awaiting their response: their _meta
+	newMeta  []byte                            // the _meta of the last server/discover the SDK answered
+	newSeen  *rawNewProtocol                   // what the raw call route needs of that discover, once answered
+	closing  bool                              // the connection is closing: no more raw calls
+	inFlight map[jsonrpc.ID]context.CancelFunc // the raw calls being answered
+	sdkCalls map[jsonrpc.ID]struct{}           // the requests handed to the SDK, until their response is written
+}
+
+// rawNewProtocol is what the raw call route keeps of a session initialized at
+// protocol 2026-07-28: the _meta a call must carry, decoded, and the
+// serverInfo results carry.
+type rawNewProtocol struct {
+	meta       mcp.Meta
+	serverInfo json.RawMessage
+}
+
+func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
+	u := &rawUpstream{
+		caller:   rc,
+		conn:     c,
+		inFlight: make(map[jsonrpc.ID]context.CancelFunc),
+		sdkCalls: make(map[jsonrpc.ID]struct{}),
+		discover: make(map[jsonrpc.ID][]byte),
+		work:     make(chan func()),
+	}
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	return u
+}
+
+// take looks at a request from the client before the SDK does: it follows
+// the session's initialization, cancels a raw call the client cancels, and
+// takes a nominal tools/call, reporting true; the connection then delivers
+// nothing to the SDK and the call's response is written by the raw call route.
+// A call whose id is in flight, on either path, is dropped (reporting
+// true), as the SDK drops one: answering it would give the client two
+// responses of one id.
+func (u *rawUpstream) take(req *jsonrpc.Request) bool {
+	if req.IsCall() {
+		u.mu.Lock()
+		_, raw := u.inFlight[req.ID]
+		_, sdk := u.sdkCalls[req.ID]
+		u.mu.Unlock()
+		if raw || sdk {
+			u.conn.Logf("ignored a %s request from the client: its id %v is that of a request still in flight", wire.ClipText(req.Method), req.ID.Raw())
+			return true
+		}
+		if req.Method == "tools/call" && u.call(req) {
+			return true
+		}
+		u.mu.Lock()
+		u.sdkCalls[req.ID] = struct{}{}
+		u.mu.Unlock()
+	}
+	switch req.Method {
+	case "initialize":
+		if req.IsCall() {
+			u.mu.Lock()
+			if u.initID == nil && u.version == "" {
+				id := req.ID
+				u.initID = &id
+			}
+			u.mu.Unlock()
+		}
+	case "server/discover":
+		if meta, ok := paramsMeta(req.Params); ok && req.IsCall() {
+			u.mu.Lock()
+			if len(u.discover) >= maxDiscoverPending {
+				for id := range u.discover { // one the SDK never answered, most likely
+					delete(u.discover, id)
+					break
+				}
+			}
+			u.discover[req.ID] = meta
+			u.mu.Unlock()
+		}
+	case "notifications/initialized":
+		u.mu.Lock()
+		u.ready = u.version != "" && u.version < protocolRaw
+		u.mu.Unlock()
+	case "notifications/cancelled":
+		// Passed on to the SDK as well, which finds no call of that id.
+		if id, ok := wire.CancelledID(req.Params); ok {
+			u.mu.Lock()
+			cancel := u.inFlight[id]
+			u.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		}
+	}
+	return false
+}
+
+// wrote notes a response the SDK writes: its request is no longer in
+// flight. It also notes the protocol version of the initialize response,
+// when resp is it, and the serverInfo of a server/discover response, and
+// the _meta of its request, when resp is one.
+func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.sdkCalls, resp.ID)
+	if meta, ok := u.discover[resp.ID]; ok {
+		delete(u.discover, resp.ID)
+		if resp.Error == nil && len(resp.Result) > 0 && jsontext.Valid(resp.Result) == nil {
+			n := &rawNewProtocol{}
+			rmeta, _ := jsontext.Member(resp.Result, "_meta")
+			if len(rmeta) > 0 && rmeta[0] == '{' {
+				n.serverInfo, _ = jsontext.Member(rmeta, mcp.MetaKeyServerInfo)
+			}
+			// A progress token in it would be on every call: those take the
+			// SDK route, which gives the downstream call a token of its own.
+			if json.Unmarshal(meta, &n.meta) == nil && n.serverInfo != nil && !hasKey(n.meta, progressTokenKey) {
+				n.serverInfo = bytes.Clone(n.serverInfo)
+				u.newMeta, u.newSeen = meta, n
+			}
+		}
+		return
+	}
+	if u.initID == nil || *u.initID != resp.ID {
+		return
+	}
+	u.initID = nil
+	if resp.Error == nil {
+		u.version = initializeVersion(resp.Result)
+	}
+}
+
+// maxDiscoverPending bounds the server/discover requests remembered while
+// they await their response, so that a client sending many cannot grow
+// the map without bound; at it, one remembered is forgotten (should it be
+// answered after all, its session takes the SDK route until another is).
+const maxDiscoverPending = 16
+
+// paramsMeta returns the raw _meta of request params, if they are an
+// object that has one.
+func paramsMeta(params json.RawMessage) ([]byte, bool) {
+	p := bytes.TrimSpace(params)
+	if len(p) == 0 || p[0] != '{' || jsontext.Valid(p) != nil {
+		return nil, false
+	}
+	m, ok := jsontext.Member(p, "_meta")
+	if !ok || m[0] != '{' {
+		return nil, false
+	}
+	return bytes.Clone(m), true
+}
+
+// call takes the call req if it is nominal and runs it in a goroutine of
+// its own, which writes the response.
+func (u *rawUpstream) call(req *jsonrpc.Request) bool {
+	name, args, meta, ok := callParams(req.Params)
+	if !ok {
+		return false
+	}
+	r := &rawRequest{name: name, args: args}
+	u.mu.Lock()
+	ready := !u.closing
+	switch {
+	case meta == nil:
+		ready = ready && u.ready
+	case u.newSeen != nil && bytes.Equal(meta, u.newMeta):
+		r.meta, r.serverInfo = u.newSeen.meta, u.newSeen.serverInfo
+	default:
+		ready = false
+	}
+	u.mu.Unlock()
+	if !ready {
+		return false
+	}
+	run := u.caller.rawCall(r)
+	if run == nil {
+		return false
+	}
+	ctx, cancel := context.WithCancel(u.ctx)
+	u.mu.Lock()
+	if u.closing {
+		u.mu.Unlock()
+		cancel()
+		return false
+	}
+	u.inFlight[req.ID] = cancel
+	u.calls.Add(1)
+	u.mu.Unlock()
+	done := func(resp *jsonrpc.Response) {
+		defer u.calls.Done()
+		u.mu.Lock()
+		delete(u.inFlight, req.ID)
+		u.mu.Unlock()
+		cancel()
+		if u.conn.Broken() {
+			return // as the SDK writes no response once reading has stopped
+		}
+		resp.ID = req.ID
+		u.conn.WriteLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
+	}
+	if r.light() {
+		r.onReader = true
+		run(ctx, done)
+	} else {
+		u.run(func() { run(ctx, done) })
+	}
+	return true
+}
+
+// progressTokenKey is the _meta key of a progress token, which the SDK
+// path replaces with one of the proxy's own (see Proxy.progressToken).
+const progressTokenKey = "progressToken"
+
+// hasKey reports whether m has the key k.
+func hasKey(m mcp.Meta, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// readEnded cancels the raw calls in flight once the client's side of the
+// connection has ended, as the SDK cancels its handlers then: no
+// cancellation can come any more, and no response be written.
+func (u *rawUpstream) readEnded() {
+	u.mu.Lock()
+	u.closing = true
+	u.mu.Unlock()
+	u.cancel()
+}
+
+// run runs call on an idle worker, or on a new one when none is idle. A
+// worker waits for its next call until the connection closes: there are
+// never more than the most calls in flight at once, and a worker's stack,
+// grown by the first call (schema validation, encoding), is not grown
+// again for every call, as a goroutine per call's would be.
+func (u *rawUpstream) run(call func()) {
+	select {
+	case u.work <- call:
+		return
+	default:
+	}
+	go func() {
+		for {
+			call()
+			select {
+			case call = <-u.work:
+			case <-u.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// wait waits for the raw calls in flight, once the connection is closing.
+// They are not cancelled, as the SDK does not cancel its handlers when a
+// session is closed; Proxy.Close cancels them downstream. (When the
+// client's side ended, readEnded has cancelled them.)
+func (u *rawUpstream) wait() {
+	u.mu.Lock()
+	u.closing = true
+	u.mu.Unlock()
+	u.calls.Wait()
+	u.cancel()
+}
+
+// rawCall implements rawCaller for the proxy's mirrored tools.
+func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
+	vals := p.stores.shared
+	tools := p.offered.Load()
+	if p.rawOff || vals == nil || tools == nil {
+		return nil
+	}
+	m := (*tools)[req.name]
+	if m == nil || p.downstreamErr() != nil {
+		return nil
+	}
+	l := p.current()
+	if l.conn == nil {
+		return nil
+	}
+	init := l.down.InitializeResult()
+	if init == nil {
+		return nil
+	}
+	var downMeta *sdkMeta // the SDK client's own _meta at 2026-07-28
+	if init.ProtocolVersion >= protocolRaw {
+		if downMeta = l.conn.discoverMeta(); downMeta == nil {
+			return nil
+		}
+	}
+	return func(ctx context.Context, done func(*jsonrpc.Response)) {
+		p.rawN.Add(1) // here: a call refused after rawCall is not run
+		p.callToolRaw(ctx, vals, m, l, req, downMeta, func(res *mcp.CallToolResult, err error) {
+			done(rawResponse(req, res, err))
+		})
+	}
+}
+
+// callToolRaw is callTool on the raw call route: the same steps, results and
+// errors, over the link l's line connection, with the outcome handed to
+// done (see rawCaller). downMeta, when not nil, is the SDK client's
+// _meta, which the request carries as the SDK client would add it.
+func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta, done func(*mcp.CallToolResult, error)) {
+	args := req.args
+	if args == nil {
+		args = []byte("{}")
+	}
+	prepared, _, err := vals.Prepare(m.schema, args)
+	if err != nil {
+		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		return
+	}
+	head, err := callHead(p.requestMeta(req.meta), downMeta, m.name)
+	if err != nil {
+		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		return
+	}
+
+	callCtx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.ctx, cancel)
+	id := l.conn.NextID()
+	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
+	l.conn.Start(callCtx, id, "tools/call", frame, wire.Call{
+		Tag:       vals,
+		Inline:    p.stores.memoryOnly,
+		OnReader:  req.onReader,
+		Cancelled: cancelNote,
+		Done: func(resp *jsonrpc.Response, err error) {
+			stop()
+			defer cancel()
+			var res *mcp.CallToolResult
+			switch {
+			case err == nil:
+				res, err = decodeResult(resp)
+			case callCtx.Err() == nil: // not cancelled: the connection's end, or a failed write
+				err = callError(err)
+			}
+			done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+		},
+	})
+}
+
+// discoverMeta returns what noteDiscover kept, or nil.
+func (c *ownLine) discoverMeta() *sdkMeta {
+	return c.sdkMeta.Load()
+}

@@ -1,0 +1,254 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// rawIDPrefix begins the own id of every call made with Start (on the
+// wire it has a number, as every call has: see Conn.Write), by which its
+// response comes back to it rather than to Read, whose caller numbers its
+// calls.
+const rawIDPrefix = "agentvalues-raw-"
+
+// isRawID reports whether id is that of a call made with Start.
+func isRawID(id jsonrpc.ID) bool {
+	s, ok := id.Raw().(string)
+	return ok && strings.HasPrefix(s, rawIDPrefix)
+}
+
+// ErrClosed is why a call made with Start ends when the connection can no
+// longer deliver its response: reading has stopped, or the connection is
+// closed.
+var ErrClosed = errors.New("mcpproxy: the connection is closed")
+
+// A Call is a call a Conn makes by bytes for the layer above (see
+// [Conn.Start]).
+type Call struct {
+	// Tag is handed to the Fix hook with the call's result.
+	Tag any
+	// Inline lets Done run on the goroutine reading the connection; set it
+	// only when Fix and Done do no I/O.
+	Inline bool
+	// OnReader says the caller is the goroutine reading the client, which
+	// the call must not hold up (see sendRaw).
+	OnReader bool
+	// Cancelled returns the line of the notifications/cancelled request
+	// that names the call by its id on the wire, for the reason why.
+	Cancelled func(id jsonrpc.ID, why string) []byte
+	// Done is handed the call's response, or why it ended without one.
+	Done func(*jsonrpc.Response, error)
+}
+
+// A rawPending is a call made with Start awaiting its response.
+type rawPending struct {
+	id, wire jsonrpc.ID // the call's own id, and its number on the wire
+	method   string
+	claimed  atomic.Bool // by the first of the response, the context, the connection's end, a failed write
+	done     func(*jsonrpc.Response, error)
+	inline   bool        // done may run on the goroutine reading the connection
+	stop     func() bool // stops the watch on the call's context
+	// sent is closed once the request has been written, or will never be
+	// (the call ended first); wrote says whether any of it was.
+	sent  chan struct{}
+	wrote atomic.Bool
+}
+
+// claim reports whether the caller is the one to end the call.
+func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true) }
+
+// Start writes frame, the request line of a call whose id on the wire is
+// wire (from NextID) and whose method is method (pieces written one after
+// another; one piece with call.OnReader), and returns; the call's
+// response, fixed as a response to a call written by Write is (see
+// settle; the Fix hook is given call.Tag), is handed to call.Done once it
+// arrives, and never to Read. With call.Inline, Done runs on the
+// goroutine that reads the connection, which reads nothing else meanwhile
+// (a response line of rawEnvelopeMin bytes or more is taken apart on a
+// goroutine of its own, where Done runs too): it must not wait. Otherwise
+// Done runs on a goroutine of its own.
+//
+// When ctx is done first, Done gets ctx's error, and the server, if it
+// was sent the request, is sent call.Cancelled's line after it; when the
+// connection breaks or closes, ErrClosed; when the request cannot be
+// written, the write's error. Done is called exactly once, and never on
+// the caller's goroutine but for a context already done: with
+// call.OnReader (the caller is the goroutine reading the client) the
+// caller is not held up either by a server that does not read (see
+// sendRaw).
+func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame [][]byte, call Call) {
+	if err := ctx.Err(); err != nil {
+		call.Done(nil, err)
+		return
+	}
+	p := &rawPending{done: call.Done, inline: call.Inline, sent: make(chan struct{})}
+	p.id, _ = jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
+	p.wire = wire
+	p.stop = context.AfterFunc(ctx, func() {
+		if !p.claim() {
+			return
+		}
+		c.forgetRaw(p)
+		// As the SDK client does: off the caller's path, so that a server
+		// that does not read cannot hold the call; and after the request,
+		// when it was sent, so that the server knows the id it names.
+		note := call.Cancelled(wire, ctx.Err().Error())
+		c.notes.Add(1)
+		go func() {
+			defer c.notes.Done()
+			if <-p.sent; p.wrote.Load() {
+				c.WriteLine(note)
+			}
+		}()
+		p.done(nil, ctx.Err())
+	})
+	c.calls.Add(p.wire, Pending{Method: method, Tag: call.Tag, ID: p.id})
+	if c.storing != nil {
+		c.storing()
+	}
+	c.rawWait.Store(p.id, p)
+	switch {
+	case p.claimed.Load():
+		// Cancelled while it was being stored: the cancellation found
+		// nothing to forget.
+		c.forgetRaw(p)
+		close(p.sent)
+		return
+	case c.Broken() || c.isClosed():
+		// Reading stopped before the call was stored, or is stopping: the
+		// end of reading (endRaw) may have missed it.
+		c.failRaw(p)
+		close(p.sent)
+		return
+	}
+	if call.OnReader && len(frame) > 1 {
+		frame = [][]byte{bytes.Join(frame, nil)} // one piece, for TryWrite
+	}
+	c.sendRaw(p, frame, call.OnReader)
+}
+
+// sendRaw writes the request frame of the raw call p, unless the call has
+// ended first, and ends the call when the write fails. With onReader it
+// does not wait, so that a server that stops reading its input does not
+// stop the goroutine reading the client: when another write holds the
+// connection, or the frame (one line) does not fit in the server's pipe
+// at once, what is left of it is written by a goroutine of its own.
+func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
+	// write writes what is left of the frame, holding wmu, and releases it.
+	write := func(left [][]byte) {
+		err := c.writeLocked(left...)
+		c.wmu.Unlock()
+		close(p.sent)
+		c.failedRaw(p, err)
+	}
+	// start begins the write, holding wmu; false when the call has ended.
+	start := func() bool {
+		if p.claimed.Load() {
+			c.wmu.Unlock()
+			close(p.sent)
+			return false
+		}
+		p.wrote.Store(true)
+		return true
+	}
+	tw, try := c.w.(interface{ TryWrite([]byte) (int, error) })
+	if !onReader || !try || !c.wmu.TryLock() {
+		send := func() {
+			c.wmu.Lock()
+			if start() {
+				write(frame)
+			}
+		}
+		if onReader {
+			go send()
+		} else {
+			send()
+		}
+		return
+	}
+	if !start() {
+		return
+	}
+	n, err := tw.TryWrite(frame[0])
+	if err == nil && n < len(frame[0]) {
+		go write([][]byte{frame[0][n:]}) // still holding wmu: the rest of the line comes next
+		return
+	}
+	c.wmu.Unlock()
+	close(p.sent)
+	if err != nil {
+		go c.failedRaw(p, err) // Done may wait (for the server's end)
+	}
+}
+
+// failedRaw ends the raw call p with the error of writing its request, if
+// err is not nil and the call has not ended.
+func (c *Conn) failedRaw(p *rawPending, err error) {
+	if err != nil && p.claim() {
+		p.stop()
+		c.forgetRaw(p)
+		p.done(nil, err)
+	}
+}
+
+// forgetRaw forgets the raw call p: its response, should it come, is
+// dropped.
+func (c *Conn) forgetRaw(p *rawPending) {
+	c.rawWait.Delete(p.id)
+	c.calls.Done(p.wire)
+}
+
+// failRaw ends the raw call p, if it is still waiting, with ErrClosed.
+func (c *Conn) failRaw(p *rawPending) {
+	if !p.claim() {
+		return
+	}
+	p.stop()
+	c.forgetRaw(p)
+	go p.done(nil, ErrClosed) // Done may wait (for the server's end)
+}
+
+// endRaw ends every raw call still waiting, once the connection can no
+// longer deliver their responses: reading has stopped, or the connection
+// is closed. A response delivered before then has ended its call.
+func (c *Conn) endRaw() {
+	c.rawWait.Range(func(_, p any) bool {
+		c.failRaw(p.(*rawPending))
+		return true
+	})
+}
+
+// deliverRaw hands the response of a raw call to it, or drops it when the
+// call is over (cancelled).
+func (c *Conn) deliverRaw(resp *jsonrpc.Response) {
+	v, ok := c.rawWait.LoadAndDelete(resp.ID)
+	if !ok {
+		return
+	}
+	p := v.(*rawPending)
+	if !p.claim() {
+		return
+	}
+	p.stop()
+	if p.inline {
+		p.done(resp, nil)
+		return
+	}
+	go p.done(resp, nil)
+}
+
+// isClosed reports whether Close has been called.
+func (c *Conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}

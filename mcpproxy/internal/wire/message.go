@@ -1,0 +1,297 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// take returns the message of a line (see message), and frees the line
+// when it is to be freed, copying first what the message holds of it.
+func (c *Conn) take(ln *line) jsonrpc.Message {
+	msg := c.message(*ln)
+	if ln.free != nil {
+		msg = detach(msg, ln.data)
+		ln.free()
+		ln.data, ln.free = nil, nil // no pointer into the unmapped range is left for the collector to find
+	}
+	return msg
+}
+
+// bom is the UTF-8 byte order mark, which some writers put before a line.
+var bom = []byte("\xef\xbb\xbf")
+
+// message turns one line into the message to deliver, or nil when there is
+// none: the line was blank, or was malformed and has been answered or
+// logged.
+func (c *Conn) message(ln line) jsonrpc.Message {
+	if ln.over {
+		return c.tooLarge(ln)
+	}
+	data := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(ln.data), bom))
+	if len(data) == 0 {
+		return nil
+	}
+	mapped := ln.free != nil // a line in a mapping of its own
+	env, ok := plainEnvelope(data, c.hooks.Outline)
+	if !ok && !c.server && !utf8.Valid(data) {
+		// A string holding bytes that are not UTF-8, which the scan
+		// refuses and the SDK takes: read as the SDK reads them, each such
+		// byte as U+FFFD, whichever path takes the message (see doc.go).
+		data = jsontext.AppendValidUTF8(make([]byte, 0, len(data)+len(data)/8+8), data)
+		mapped = false
+		env, ok = plainEnvelope(data, c.hooks.Outline)
+	}
+	if ok {
+		if mapped {
+			env.line.Release = releasePages
+		}
+		if msg := c.fromEnvelope(env); msg != nil {
+			return c.offer(msg)
+		}
+	}
+	if c.server && !json.Valid(data) {
+		// The SDK decodes the first value of a line and drops the rest.
+		c.reply(nil, jsonrpc.CodeParseError, "Parse error: "+jsonProblem(data))
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err == nil {
+		if resp, ok := msg.(*jsonrpc.Response); ok && !c.server {
+			// The SDK makes an integer of any number id (8.5 is 8): the id
+			// as written must be one idOf takes, or it names no call.
+			raw, id, exact := responseID(data)
+			if !exact || !c.settle(resp, ResultLine{}) {
+				// Its id is no call's (any more: a call cancelled is
+				// forgotten), and names none of the SDK's.
+				c.stray(raw, id, exact)
+				return nil
+			}
+		}
+		return c.offer(msg)
+	}
+	if c.server {
+		c.answer(data, err)
+		return nil
+	}
+	return c.salvage(data, err)
+}
+
+// offer shows a request from the client to the Take hook, if any, and
+// returns the message to deliver: nil when the hook took it.
+func (c *Conn) offer(msg jsonrpc.Message) jsonrpc.Message {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.hooks.Take != nil && c.hooks.Take(req) {
+		return nil
+	}
+	return msg
+}
+
+// rawEnvelopeMin is the size from which the client side takes a response
+// apart from the read loop.
+const rawEnvelopeMin = 64 << 10
+
+// An envelope is the members of a plain JSON-RPC message, read from its
+// bytes: slices of the line, nil when absent.
+type envelope struct {
+	id, method, params, result []byte
+
+	line ResultLine // of a response's result
+}
+
+// A ResultLine is what the Fix hook is told of the line a result came in.
+type ResultLine struct {
+	// Outline is the outline of the result the Outline hook asks for: its
+	// spans in the result, its depths from the result's members (1); nil
+	// when the line's scan made none (a line under outlineMin bytes, or a
+	// result of more parts than the outline keeps).
+	Outline []jsontext.Part
+	// Release, for a line in a mapping of its own, gives the pages that
+	// lie wholly within a slice of the line back to the system: Fix calls
+	// it on the parts of the result it has read for the last time (a page
+	// released reads as zeros), so that the line's memory shrinks as the
+	// value made from it grows. Nil otherwise.
+	Release func([]byte)
+}
+
+// plainEnvelope reads data as a plain JSON-RPC 2.0 message: a valid object
+// whose members are "jsonrpc":"2.0" and any of id, method, params and
+// result, with no member twice, no null and no escape in the method. The
+// SDK's decoding costs a full scan and copy of the message and a 32 KiB
+// buffer per call; anything but a plain message (errors, extra members,
+// keys in another case, which the SDK matches) reports false and is left
+// to the SDK, as is a message nested deeper than MaxDepth, so that it
+// fails as the SDK fails it.
+//
+// A line of outlineMin bytes or more has its result outlined as ol says.
+func plainEnvelope(data []byte, ol Outline) (envelope, bool) {
+	return scanEnvelope(data, ol, len(data) >= outlineMin)
+}
+
+// scanEnvelope is plainEnvelope, outlining the result as ol says when
+// outlined is set.
+func scanEnvelope(data []byte, ol Outline, outlined bool) (envelope, bool) {
+	var env envelope
+	if data[0] != '{' {
+		return env, false
+	}
+	// One pass validates the line, measures its depth and finds its
+	// members, which are never more than envelopeMembers; for a large
+	// line, it also outlines a result, so that fix finds the large values
+	// in it without reading past them again.
+	lim := jsontext.Limits{Head: envelopeMembers + 1}
+	if outlined && ol.envelope != nil {
+		lim.Outline, lim.Descend = ol.max, ol.envelope
+	}
+	_, sh, err := jsontext.Scan(data, lim)
+	if err != nil || sh.Count > envelopeMembers || sh.Depth > MaxDepth {
+		return env, false
+	}
+	var version []byte
+	for _, c := range sh.Head {
+		k, v := c.Key.Of(data), c.Val.Of(data)
+		var at *[]byte
+		switch {
+		case jsontext.KeyEquals(k, "jsonrpc"):
+			at = &version
+		case jsontext.KeyEquals(k, "id"):
+			at = &env.id
+		case jsontext.KeyEquals(k, "method"):
+			at = &env.method
+		case jsontext.KeyEquals(k, "params"):
+			at = &env.params
+		case jsontext.KeyEquals(k, "result"):
+			at = &env.result
+		}
+		if at == nil || *at != nil || v[0] == 'n' {
+			return env, false
+		}
+		*at = v
+	}
+	if env.result != nil && sh.Outline != nil {
+		env.line.Outline = resultOutline(sh.Outline, offsetIn(data, env.result))
+	}
+	ok := version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
+		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
+		(env.method == nil) != (env.result == nil) && (env.params == nil || env.method != nil)
+	return env, ok
+}
+
+// envelopeMembers is the most members a plain envelope has: jsonrpc, id,
+// method, params and result, each once.
+const envelopeMembers = 5
+
+// outlineMin is the size from which a line's scan outlines its result:
+// below it, reading a result again costs less than the outline.
+const outlineMin = 64 << 10
+
+// An Outline says what a client-side connection outlines of the result of
+// a response line of outlineMin bytes or more as it scans the line, for
+// the Fix hook (see ResultLine): at most max parts, of the containers that
+// descend names (its depths are from the result's members, 1). The zero
+// value outlines nothing.
+type Outline struct {
+	max      int
+	descend  jsontext.Descend
+	envelope jsontext.Descend // descend from the envelope's members
+}
+
+// NewOutline returns the outline of at most max parts that descend names.
+func NewOutline(max int, descend jsontext.Descend) Outline {
+	return Outline{max: max, descend: descend, envelope: func(depth int, key []byte) bool {
+		if depth == 1 {
+			return key != nil && jsontext.KeyEquals(key, "result")
+		}
+		return descend(depth-1, key)
+	}}
+}
+
+// ResultOf returns the result of the plain response line, and its outline
+// as Fix is told it for a line of outlineMin bytes or more, whatever the
+// line's size (nil when the result has more parts than ol keeps); ok is
+// false when line is not a plain response.
+func (ol Outline) ResultOf(line []byte) (result []byte, parts []jsontext.Part, ok bool) {
+	env, ok := scanEnvelope(line, ol, true)
+	if !ok || env.result == nil {
+		return nil, nil, false
+	}
+	return env.result, env.line.Outline, true
+}
+
+// resultOutline returns the parts of the outline of an envelope that are
+// in its result, which starts at offset at: their spans made relative to
+// the result, their depths to its members. It reuses ol's memory.
+func resultOutline(ol []jsontext.Part, at int) []jsontext.Part {
+	out := ol[:0]
+	for _, p := range ol {
+		if p.Depth < 2 {
+			continue
+		}
+		p.Depth--
+		p.Val.Start, p.Val.End = p.Val.Start-at, p.Val.End-at
+		if p.Key != (jsontext.Span{}) {
+			p.Key.Start, p.Key.End = p.Key.Start-at, p.Key.End-at
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// fromEnvelope makes the message the SDK would decode from a plain
+// envelope: a request or notification, or, on the client side, a response
+// to a pending call, which it settles. It returns nil for anything else,
+// which the SDK is left to decode.
+func (c *Conn) fromEnvelope(env envelope) jsonrpc.Message {
+	var id jsonrpc.ID
+	if env.id != nil {
+		var ok bool
+		if id, ok = idOf(env.id); !ok {
+			return nil
+		}
+	}
+	if env.method != nil {
+		req := &jsonrpc.Request{ID: id, Method: string(env.method[1 : len(env.method)-1])}
+		if env.params != nil {
+			req.Params = json.RawMessage(env.params)
+		}
+		return req
+	}
+	if _, pending := c.calls.method(id); c.server || !id.IsValid() || !pending {
+		return nil
+	}
+	// The result is a slice of the line: the SDK would scan it again and
+	// copy it.
+	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(env.result)}
+	if !c.settle(resp, env.line) {
+		// The call ended (cancelled) since it was found pending: its
+		// response goes where that of a call ended before goes (nowhere),
+		// not to the SDK under its number on the wire, which may be one of
+		// the SDK's own ids.
+		return nil
+	}
+	return resp
+}
+
+// settle ends the call a response answers: it gives the response the
+// call's own id in place of the one on the wire, and applies fix (to which
+// it passes what it knows of the result's line). It reports false when
+// the response answers no pending call.
+func (c *Conn) settle(resp *jsonrpc.Response, line ResultLine) bool {
+	call, ok := c.calls.Done(resp.ID)
+	if !ok {
+		return false
+	}
+	resp.ID = call.ID
+	if c.hooks.Fix == nil || resp.Error != nil {
+		return true
+	}
+	res, werr := c.hooks.Fix(call.Method, call.Tag, resp.Result, line)
+	if werr != nil {
+		resp.Result, resp.Error = nil, werr
+		return true
+	}
+	resp.Result = res
+	return true
+}

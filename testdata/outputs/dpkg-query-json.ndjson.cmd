@@ -1,0 +1,1 @@
+dpkg-query -W -f='{"package":"${Package}","version":"${Version}","architecture":"${Architecture}","installed_size":${Installed-Size},"status":"${db:Status-Abbrev}","priority":"${Priority}","section":"${Section}","source":"${source:Package}","multi_arch":"${Multi-Arch}","essential":"${Essential}","maintainer":"${Maintainer}","homepage":"${Homepage}"}\n'

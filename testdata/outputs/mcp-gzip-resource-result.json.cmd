@@ -1,0 +1,1 @@
+python3 testdata/outputs/mcp-capture-everything.py
