@@ -598,6 +598,7 @@ func TestPreviewGolden(t *testing.T) {
 		{"html page", "<!DOCTYPE html>\n<html><head><title>Release notes</title></head><body>\n<h1>Release notes</h1>\n" + strings.Repeat("<h2>v1.2</h2><ul><li><a href=\"#fix\">a fix</a></li></ul>\n", 40) + "<table><tr><td>end</td></tr></table></body></html>\n"},
 		{"markdown notes", "# Runbook\n\nSteps for the release.\n\n## Build\n\n```sh\nmake release\n```\n\n## Hosts\n\n| host | role |\n|------|------|\n" + strings.Repeat("| web-1 | frontend |\n", 80) + "\n## Rollback\n\nRun `make rollback`.\n"},
 		{"unified diff", "diff --git a/go.mod b/go.mod\n--- a/go.mod\n+++ b/go.mod\n@@ -3,2 +3,3 @@\n go 1.26\n-require x v1\n+require x v2\n+require y v1\n"},
+		{"png image", png},
 	}
 	var got bytes.Buffer
 	for _, c := range cases {
