@@ -188,7 +188,7 @@ func yamlSpan(i int, line, part []byte) jsontext.Span {
 	return jsontext.Span{Start: start, End: start + len(part)}
 }
 
-// yamlFlow reads the value of t, a line without its indentation ind (a
+// yamlFeed reads the value of t, a line without its indentation ind (a
 // key line, an item, or a scalar), into f, and returns ind when that value
 // starts a block scalar, else -1.
 func yamlFeed(f *yamlFlow, t []byte, ind int) int {
