@@ -26,11 +26,12 @@
 // the handles r1, r2, …, and its options. [SessionValues.Put] and
 // [SessionValues.PutOutput] (put.go) validate a value once, in the same
 // pass that computes the small index previews need (index.go; index_text.go
-// for the JSON a text holds, index_table.go for a table, index_diff.go,
-// index_yaml.go, index_xml.go, index_html.go and index_markdown.go for a
-// unified diff, YAML, XML, HTML and Markdown), so a preview
-// costs time proportional to the preview, never to the value. No decoded
-// tree of a value is kept. [SessionValues.Observe] and
+// for the JSON a text holds, index_table.go for a table (with
+// index_table_delimited.go and index_table_aligned.go), index_diff.go,
+// index_yaml.go (with index_yaml_line.go), index_xml.go, index_html.go and
+// index_markdown.go for a unified diff, YAML, XML, HTML and Markdown), so a
+// preview costs time proportional to the preview, never to the value. No
+// decoded tree of a value is kept. [SessionValues.Observe] and
 // [SessionValues.Transcript] (observe.go) give what enters the transcript
 // for a result: the result whole when small, else its preview and hint.
 //

@@ -3,6 +3,7 @@ package values
 import (
 	"bytes"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"golang.org/x/net/html"
 )
 
@@ -36,7 +37,7 @@ type headings struct {
 // add records a heading.
 func (h *headings) add(level int, text []byte) {
 	h.n++
-	e := htmlHeading{level, clipString(string(text), htmlTextMax)}
+	e := htmlHeading{level, jsontext.ClipStringTo(string(text), htmlTextMax)}
 	if len(h.head) < htmlHeadingsHead {
 		h.head = append(h.head, e)
 		return
@@ -104,7 +105,7 @@ func detectHTML(b []byte) *htmlDoc {
 				if !end && d.title == "" && level == 0 {
 					inTitle, text = true, text[:0]
 				} else if end && inTitle {
-					d.title = clipString(string(collapseSpace(text)), htmlTextMax)
+					d.title = jsontext.ClipStringTo(string(collapseSpace(text)), htmlTextMax)
 					inTitle = false
 				}
 			case end:

@@ -213,7 +213,7 @@ func xmlName(n xml.Name) string {
 // newXMLElem records e: its name, and its first xmlAttrsKept attributes
 // but name space declarations, values clipped to xmlValueMax bytes.
 func newXMLElem(e xml.StartElement) xmlElem {
-	x := xmlElem{name: clipString(xmlName(e.Name), keyBudget)}
+	x := xmlElem{name: jsontext.ClipStringTo(xmlName(e.Name), keyBudget)}
 	for _, a := range e.Attr {
 		if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
 			continue
@@ -221,17 +221,7 @@ func newXMLElem(e xml.StartElement) xmlElem {
 		if len(x.attrs) == xmlAttrsKept {
 			break
 		}
-		x.attrs = append(x.attrs, xml.Attr{Name: xml.Name{Local: clipString(xmlName(a.Name), keyBudget)}, Value: clipString(a.Value, xmlValueMax)})
+		x.attrs = append(x.attrs, xml.Attr{Name: xml.Name{Local: jsontext.ClipStringTo(xmlName(a.Name), keyBudget)}, Value: jsontext.ClipStringTo(a.Value, xmlValueMax)})
 	}
 	return x
-}
-
-// clipString returns s, or a copy of its head cut on a UTF-8 boundary and
-// "…", of at most n bytes, so that what is kept does not hold a long
-// string.
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:jsontext.HeadCutString(s, n-len(jsontext.Ellipsis))] + jsontext.Ellipsis
 }

@@ -189,10 +189,7 @@ func printSummary(w io.Writer, records []demoRecord) {
 
 // describeArgs shows resolved arguments, clipped when they are long.
 func describeArgs(args []byte, refs []string) string {
-	shown := string(args)
-	if len(args) > demoArgsShown {
-		shown = string(args[:jsontext.HeadCut(args, demoArgsShown)]) + jsontext.Ellipsis
-	}
+	shown := string(jsontext.AppendClipped(nil, args, demoArgsShown+len(jsontext.Ellipsis)))
 	var b strings.Builder
 	b.WriteString(shown)
 	fmt.Fprintf(&b, " (%d bytes", len(args))
@@ -330,9 +327,5 @@ func readCapped(root *os.Root, name string, limit int64) ([]byte, error) {
 
 // clipLine trims a matching line to demoMatchText bytes on a rune boundary.
 func clipLine(line []byte) string {
-	line = bytes.TrimSpace(line)
-	if len(line) <= demoMatchText {
-		return string(line)
-	}
-	return string(line[:jsontext.HeadCut(line, demoMatchText)]) + jsontext.Ellipsis
+	return string(jsontext.AppendClipped(nil, bytes.TrimSpace(line), demoMatchText+len(jsontext.Ellipsis)))
 }

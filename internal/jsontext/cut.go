@@ -90,10 +90,19 @@ const ShownMax = 80
 // ClipString returns s when it fits ShownMax bytes, and otherwise its head
 // clipped to ShownMax bytes with "…". Its cost does not depend on len(s).
 func ClipString(s string) string {
-	if len(s) <= ShownMax {
+	return ClipStringTo(s, ShownMax)
+}
+
+// ClipStringTo is [AppendClipped] of a string: s when it fits budget
+// bytes, and otherwise its longest head that does not split a UTF-8
+// sequence and leaves room for a trailing "…", then "…". The result never
+// exceeds budget bytes when budget ≥ len(Ellipsis). Its cost does not
+// depend on len(s).
+func ClipStringTo(s string, budget int) string {
+	if len(s) <= budget {
 		return s
 	}
-	return string(AppendClipped(nil, []byte(s[:min(len(s), ShownMax+utf8.UTFMax)]), ShownMax))
+	return s[:HeadCutString(s, budget-len(Ellipsis))] + Ellipsis
 }
 
 // QuoteClipped returns ClipString(s) quoted as a Go string, for a message.

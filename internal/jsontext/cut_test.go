@@ -25,3 +25,25 @@ func TestClipStringLengths(t *testing.T) {
 		}
 	}
 }
+
+// ClipStringTo is AppendClipped of a string: the same bytes for every
+// budget and length around it, valid or not, within budget.
+func TestClipStringToMatchesAppendClipped(t *testing.T) {
+	for budget := len(Ellipsis); budget < 16; budget++ {
+		for n := 0; n < budget+8; n++ {
+			for _, unit := range []string{"x", "é", "😀", "\xff", "\xe2\x80"} {
+				s := strings.Repeat(unit, n)
+				got, want := ClipStringTo(s, budget), string(AppendClipped(nil, []byte(s), budget))
+				if got != want {
+					t.Fatalf("ClipStringTo(%d × %q, %d) = %q, AppendClipped gives %q", n, unit, budget, got, want)
+				}
+				if len(got) > budget || (len(s) <= budget) != (got == s) {
+					t.Fatalf("ClipStringTo(%d × %q, %d) = %q: %d bytes", n, unit, budget, got, len(got))
+				}
+				if utf8.ValidString(s) && !utf8.ValidString(got) {
+					t.Fatalf("ClipStringTo(%d × %q, %d) = %q splits a character", n, unit, budget, got)
+				}
+			}
+		}
+	}
+}

@@ -15,9 +15,9 @@
 //     string codec, with one table of the bytes that need no escape, and
 //     [AppendValidUTF8] reads invalid UTF-8 as encoding/json reads it
 //     (str.go);
-//   - [HeadCut], [TailCut], [AppendClipped] and [ClipString] cut UTF-8 text
-//     to a byte budget without splitting a character (cut.go): every
-//     clipper in the module calls them;
+//   - [HeadCut], [TailCut], [AppendClipped], [ClipStringTo] and
+//     [ClipString] cut UTF-8 text to a byte budget without splitting a
+//     character (cut.go): every clipper in the module calls them;
 //   - [ParseUint] is the one decimal integer parser (uint.go).
 //
 // Nothing here recurses: nesting depth is bounded only by memory. Nothing

@@ -106,6 +106,9 @@ func FuzzClip(f *testing.F) {
 			if len(s) > budget && !bytes.HasSuffix(c, []byte(Ellipsis)) {
 				t.Fatalf("clip(%q, %d) = %q: elision not marked", s, budget, c)
 			}
+			if cs := ClipStringTo(string(s), budget); cs != string(c) {
+				t.Fatalf("ClipStringTo(%q, %d) = %q, AppendClipped = %q", s, budget, cs, c)
+			}
 		}
 		if n := HeadCut(s, budget); n < 0 || n > max(budget, 0) || n > len(s) || valid && !utf8.Valid(s[:n]) {
 			t.Fatalf("HeadCut(%q, %d) = %d", s, budget, n)
