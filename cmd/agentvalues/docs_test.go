@@ -160,6 +160,27 @@ func TestDocs(t *testing.T) {
 		}
 	}
 	checkGenerated(t, texts, generated)
+
+	// Commands in code spans of the prose and the tables.
+	span := regexp.MustCompile("`((?:go|agentvalues) [^`]+)`")
+	fenced := regexp.MustCompile("(?s)```.*?\n```\n")
+	for file, text := range texts {
+		for _, m := range span.FindAllStringSubmatch(fenced.ReplaceAllString(string(text), ""), -1) {
+			code := strings.ReplaceAll(strings.ReplaceAll(m[1], "\n", " "), `\|`, "|")
+			if strings.HasPrefix(code, "agentvalues ") && strings.Contains(code, "[") {
+				// A usage line: its flags are the command's.
+				if err := usageFlags(code); err != nil {
+					t.Errorf("%s: `%s`: %v", file, m[1], err)
+				}
+				continue
+			}
+			for _, cmd := range shellCommands(code) {
+				if err := checkCommand(cmd); err != nil {
+					t.Errorf("%s: `%s`: %v", file, m[1], err)
+				}
+			}
+		}
+	}
 }
 
 // normalizeSpace collapses every run of white space to one space.
@@ -334,6 +355,11 @@ func checkGoCommand(args []string) error {
 		}
 		return checkAgentvalues(args[2:])
 	case "test":
+	case "mod":
+		if len(args) < 2 || args[1] != "download" && args[1] != "verify" && args[1] != "tidy" {
+			return fmt.Errorf("go mod %v: not a go mod command this test knows", args[1:])
+		}
+		return nil
 	default:
 		return fmt.Errorf("go %s: a go command this test does not check", args[0])
 	}
@@ -346,12 +372,15 @@ func checkGoCommand(args []string) error {
 			continue
 		}
 		name, val, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !ok && (name == "run" || name == "bench" || name == "count" || name == "benchtime" || name == "cpu" || name == "fuzz" || name == "fuzztime" || name == "timeout") {
+		if !ok && (name == "run" || name == "list" || name == "bench" || name == "count" || name == "benchtime" || name == "cpu" || name == "fuzz" || name == "fuzztime" || name == "timeout") {
 			i++
 			if i == len(args) {
 				return fmt.Errorf("-%s without a value", name)
 			}
 			val = args[i]
+		}
+		if name == "list" {
+			name = "run"
 		}
 		if name == "run" || name == "bench" || name == "fuzz" {
 			patterns[name] = val
@@ -362,6 +391,9 @@ func checkGoCommand(args []string) error {
 	}
 	var funcs []string
 	for _, p := range pkgs {
+		if !strings.HasPrefix(p, ".") {
+			return nil // a package of another module, or of the standard library: not ours to check
+		}
 		dir, all := strings.CutSuffix(p, "/...")
 		dir = filepath.Join(repoRoot, strings.TrimPrefix(dir, "./"))
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -649,24 +681,30 @@ func checkReferenceGrammar(t *testing.T, b docBlock) {
 	}
 }
 
-// checkUsage checks a usage block: its first word after agentvalues is a
-// command, and every -flag it names is one of that command's.
+// checkUsage checks a usage block (see usageFlags).
 func checkUsage(t *testing.T, b docBlock) {
-	f := strings.Fields(b.body)
+	if err := usageFlags(b.body); err != nil {
+		t.Errorf("%s: %v", b, err)
+	}
+}
+
+// usageFlags checks a usage text: its first word after agentvalues is a
+// command, and every -flag it names is one of that command's.
+func usageFlags(usage string) error {
+	f := strings.Fields(usage)
 	if len(f) < 2 || f[0] != "agentvalues" {
-		t.Errorf("%s: a usage block starts with agentvalues COMMAND", b)
-		return
+		return fmt.Errorf("a usage text starts with agentvalues COMMAND")
 	}
 	flags, err := subcommandFlags(f[1])
 	if err != nil {
-		t.Errorf("%s: %v", b, err)
-		return
+		return err
 	}
-	for _, m := range regexp.MustCompile(`(?:^|[\s\[])-([a-z][a-z0-9-]*)`).FindAllStringSubmatch(b.body, -1) {
+	for _, m := range regexp.MustCompile(`(?:^|[\s\[])-([a-z][a-z0-9-]*)`).FindAllStringSubmatch(usage, -1) {
 		if !slices.Contains(flags, m[1]) {
-			t.Errorf("%s: agentvalues %s has no flag -%s", b, f[1], m[1])
+			return fmt.Errorf("agentvalues %s has no flag -%s", f[1], m[1])
 		}
 	}
+	return nil
 }
 
 // checkGenerated runs what each generated block says made it and compares
