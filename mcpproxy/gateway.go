@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	values "github.com/agentvalues/values"
@@ -41,6 +42,7 @@ type Gateway struct {
 	untried      int           // members whose first attempt has not ended
 	tried        chan struct{} // closed once untried is 0
 	startWaitEnd time.Time     // until when a list request waits for untried servers (Options.StartWait)
+	held         atomic.Int32  // list requests waiting so, for tests
 
 	ctx       context.Context // ends the attempts to start servers
 	cancel    context.CancelFunc

@@ -44,6 +44,7 @@ func (g *Gateway) waitStarts(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if slices.Contains(listMethods, method) {
 			if wait := time.Until(g.startWaitEnd); wait > 0 {
+				g.held.Add(1)
 				timer := time.NewTimer(wait)
 				select {
 				case <-g.tried:
@@ -51,6 +52,7 @@ func (g *Gateway) waitStarts(next mcp.MethodHandler) mcp.MethodHandler {
 				case <-ctx.Done():
 				}
 				timer.Stop()
+				g.held.Add(-1)
 			}
 		}
 		return next(ctx, method, req)
