@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -215,20 +216,27 @@ func (g *Gateway) Wait(ctx context.Context) error {
 
 // notReady answers a call of a tool whose name has the prefix of a server
 // that is not served (still starting, waiting for its next attempt, or
-// left out) with an isError result saying so, where the SDK would say only
-// that the tool is unknown. Other requests, and calls of the tools a
-// server being started has offered already, pass.
+// left out) with an isError result saying so, and a prompts/get of such a
+// prompt with an error saying so, where the SDK would say only that the
+// name is unknown. Other requests, and those of the tools a server being
+// started has offered already, pass.
 func (g *Gateway) notReady(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" {
-			return next(ctx, method, req)
-		}
-		params, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-		if !ok {
-			return next(ctx, method, req)
-		}
-		if why := g.notServed(params.Name); why != nil {
-			return errorResult(fmt.Sprintf("%s was not called: %v. Stored values can still be read with read_value.", params.Name, why)), nil
+		switch params := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			if why := g.notServed(params.Name); method == "tools/call" && why != nil {
+				return errorResult(fmt.Sprintf("%s was not called: %v. Stored values can still be read with read_value.", params.Name, why)), nil
+			}
+		case *mcp.GetPromptParams:
+			// The prompts of a server being served are offered after its
+			// tools: one the SDK knows is got.
+			res, err := next(ctx, method, req)
+			if err != nil && method == "prompts/get" {
+				if why := g.notServed(params.Name); why != nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpproxy: prompt %q: %v", params.Name, why)}
+				}
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
@@ -249,6 +257,8 @@ func (g *Gateway) notServed(up string) error {
 		return nil
 	}
 	if m.proxy != nil {
+		// Being served: its tools are offered one by one, and one
+		// offered already is called as on a server served.
 		if offered := m.proxy.offered.Load(); offered != nil && (*offered)[up] != nil {
 			return nil
 		}

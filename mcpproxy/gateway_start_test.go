@@ -123,6 +123,12 @@ func TestGatewayStartsInBackground(t *testing.T) {
 	if !stuck.IsError || !strings.Contains(text(stuck), `the server "stuck" is still starting`) {
 		t.Errorf("a call of the hung server's tool: %s", text(stuck))
 	}
+	if _, err := c.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "stuck__greet"}); err == nil || !strings.Contains(err.Error(), `prompt "stuck__greet": the server "stuck" is still starting`) {
+		t.Errorf("prompts/get of the hung server's prompt: %v", err)
+	}
+	if _, err := c.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "gated__greet", Arguments: map[string]string{"name": "Ada"}}); err != nil {
+		t.Errorf("gated__greet once it is ready: %v", err)
+	}
 	if hung.Process == nil {
 		t.Fatal("the hung server was never started")
 	}
