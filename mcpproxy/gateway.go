@@ -101,8 +101,8 @@ func ValidServerName(name string) error {
 //
 // Each attempt to start a server (its command's start or the HTTP
 // connection, the handshake, the first listing of its tools) has a
-// deadline of its own, startTimeout (2 minutes), counted from the attempt's
-// start. A server's tools, prompts and resources are offered as soon as it
+// deadline of its own, 2 minutes from the attempt's start (never the
+// caller's ctx, nor one that another server's attempt used up). A server's tools, prompts and resources are offered as soon as it
 // is ready, and every session is told (notifications/tools/list_changed,
 // and the prompts' and resources' list_changed) as each one arrives; until
 // then tools/list answers with what is ready, read_value and query_value

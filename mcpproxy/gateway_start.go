@@ -184,9 +184,10 @@ func (g *Gateway) triedOnce(m *member) {
 }
 
 // Wait waits until every server of the gateway has been tried once (each is
-// served, or its first attempt failed or ran out of time) or ctx is done,
-// as ConnectGateway itself did before it started servers in the
-// background. It returns ctx's error if ctx is done first; nil if at least
+// served, or its first attempt failed or ran out of time) or ctx is done:
+// for a caller that wants every server that can start to be served before
+// the agent is (a test, a client that lists its tools once), at the cost
+// of waiting up to startTimeout for a server that hangs. It returns ctx's error if ctx is done first; nil if at least
 // one server is served; otherwise an error wrapping [ErrNoServer] that says
 // why each failed. Servers with a Restart are still tried in the
 // background after Wait returns, and may be served later. Wait may be
