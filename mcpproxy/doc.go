@@ -16,7 +16,10 @@
 // admitted beside every field (Options.OriginalSchemas turns that off);
 // arguments are validated against the original. A [Gateway] does the same
 // for several servers at once, with one store for all of them (or one per
-// upstream session), and restarts a server that died.
+// upstream session), and restarts a server that died. A gateway answers
+// the agent at once and starts its servers in the background, each under a
+// deadline of its own, offering each one's tools as it is ready
+// (gateway_start.go; [Gateway.Wait] waits for them).
 //
 //	p, err := mcpproxy.Connect(ctx, &mcpproxy.CommandTransport{
 //		Command: exec.Command("npx", "-y", "@modelcontextprotocol/server-filesystem", dir),

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	values "github.com/agentvalues/values"
@@ -34,11 +35,16 @@ type Gateway struct {
 	stores *stores
 	opts   Options
 
-	mu      sync.Mutex
-	proxies []*Proxy // the servers served; grows as late ones start
-	closed  bool
+	mu           sync.Mutex
+	members      []*member // every server, in the order given; fixed
+	proxies      []*Proxy  // the servers served; grows as they start
+	closed       bool
+	untried      int           // members whose first attempt has not ended
+	tried        chan struct{} // closed once untried is 0
+	startWaitEnd time.Time     // until when a list request waits for untried servers (Options.StartWait)
+	held         atomic.Int32  // list requests waiting so, for tests
 
-	ctx       context.Context // ends the attempts to start late servers
+	ctx       context.Context // ends the attempts to start servers
 	cancel    context.CancelFunc
 	late      sync.WaitGroup
 	closeOnce sync.Once
@@ -59,8 +65,9 @@ type Downstream struct {
 	// stays gone. A server that cannot be reached at the start (or cannot
 	// list its tools) is tried again the same way, with Restart's
 	// transports, and its tools are offered once it is up (the agent is
-	// told the tool list changed; the gateway's instructions, written at
-	// the start, do not name it). Without Restart it is left out.
+	// told the tool list changed; the gateway's instructions, given at a
+	// session's initialize, name only the servers ready by then). Without
+	// Restart it is left out.
 	Restart func() mcp.Transport
 }
 
@@ -87,15 +94,35 @@ func ValidServerName(name string) error {
 	return nil
 }
 
-// ConnectGateway connects to every downstream server at once and serves
-// their tools on one MCP server. A server that cannot be reached (a
-// command that does not start, a handshake or first tool listing that
-// fails within ctx) is left out with a line on opts.Log (and tried again
-// in the background when it has a Restart), and the others are served; an
-// error is returned only for an invalid or repeated name, or when no server
-// could be reached. opts is as for [Connect]; Name, when
-// empty, is "agentvalues-gateway". It also fails when no server that was
-// reached could list its tools.
+// ConnectGateway makes a gateway over servers and returns as soon as its
+// upstream server is set up, before any of them is reached: the gateway
+// answers initialize at once, and each server is started in the background,
+// on its own, so that one that hangs or fails holds up none of the others.
+//
+// Each attempt to start a server (its command's start or the HTTP
+// connection, the handshake, the first listing of its tools) has a
+// deadline of its own, 2 minutes from the attempt's start (never the
+// caller's ctx, nor one that another server's attempt used up). A server's tools, prompts and resources are offered as soon as it
+// is ready, and every session is told (notifications/tools/list_changed,
+// and the prompts' and resources' list_changed) as each one arrives; until
+// then tools/list answers with what is ready, read_value and query_value
+// at least (within Options.StartWait of the start, 5 s by default, a list
+// request first waits for the servers still in their first attempt, for
+// the clients that list once and ignore list_changed). A call of a tool of a server that is not ready fails with an
+// isError result naming the server and where its start stands. A server
+// whose attempt fails is left out, with a line on opts.Log; with a Restart
+// it is tried again in the background after 1 s, then twice as long after
+// each failure up to 30 s, until it is served or the gateway closes.
+//
+// The gateway's instructions, given at each session's initialize, name the
+// servers ready by then; a server that becomes ready later is not named.
+//
+// ctx is not kept: it bounds nothing past the return (Close stops the
+// attempts). An error is returned only for an invalid or repeated name.
+// To wait, as a caller that needs every server's tools from the first
+// tools/list does, until each server has been tried once, use
+// [Gateway.Wait]. opts is as for [Connect]; Name, when empty, is
+// "agentvalues-gateway".
 func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*Gateway, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -111,60 +138,30 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 		seen[s.Name] = true
 	}
 	st := newStores(opts)
-	g := &Gateway{stores: st, opts: *opts}
-	g.ctx, g.cancel = context.WithCancel(context.Background())
-
-	proxies := make([]*Proxy, len(servers))
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { proxies[i], errs[i] = g.reach(ctx, s, s.Transport) })
-	}
-	wg.Wait()
-
-	var reached []int // indexes in servers
-	var left []int    // indexes in servers of those left out
-	var instructions strings.Builder
-	for i, s := range servers {
-		p := proxies[i]
-		if errs[i] != nil {
-			left = append(left, i)
-			continue
-		}
-		reached = append(reached, i)
-		if init := p.link.down.InitializeResult(); init != nil && init.Instructions != "" {
-			fmt.Fprintf(&instructions, "Tools named %s%s…, from the server %q: %s\n\n", s.Name, ToolSeparator, s.Name, init.Instructions)
-		}
-	}
-	if len(reached) == 0 {
-		for _, i := range left {
-			fmt.Fprintf(logOf(&g.opts), "agentvalues: the server %q: %v\n", servers[i].Name, errs[i])
-		}
-		g.Close()
-		return nil, errors.New("mcpproxy: no server of the gateway could be reached")
-	}
-	instructions.WriteString(serverInstructions)
+	g := &Gateway{stores: st, opts: *opts, tried: make(chan struct{})}
+	// The attempts outlive ctx: Close ends them.
+	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	name := opts.Name
 	if name == "" {
 		name = "agentvalues-gateway"
 	}
-	g.server = newServer(name, instructions.String(), st, g.served)
-	for _, i := range left { // now that g.server is there for them to be served on
-		g.leaveOut(servers[i], errs[i])
+	g.server = newServer(name, serverInstructions, st, g.served)
+	g.server.AddReceivingMiddleware(g.notReady, g.instructions, g.waitStarts)
+	switch {
+	case opts.StartWait == 0:
+		g.startWaitEnd = time.Now().Add(DefaultStartWait)
+	case opts.StartWait > 0:
+		g.startWaitEnd = time.Now().Add(opts.StartWait)
 	}
-	for _, i := range reached {
-		p := proxies[i]
-		if err := p.serveOn(ctx, g.server); err != nil {
-			g.leaveOut(servers[i], err)
-			continue
-		}
-		g.mu.Lock()
-		g.proxies = append(g.proxies, p)
-		g.mu.Unlock()
+	for _, s := range servers {
+		g.members = append(g.members, &member{Downstream: s, state: starting, since: time.Now(), attempt: 1})
 	}
-	if len(g.served()) == 0 {
-		g.Close()
-		return nil, errors.New("mcpproxy: no server of the gateway could list its tools")
+	g.untried = len(g.members)
+	if g.untried == 0 {
+		close(g.tried)
+	}
+	for _, m := range g.members {
+		g.late.Go(func() { g.start(m) })
 	}
 	return g, nil
 }
@@ -182,63 +179,6 @@ func (g *Gateway) reach(ctx context.Context, s Downstream, t mcp.Transport) (*Pr
 		return nil, err
 	}
 	return p, nil
-}
-
-// leaveOut logs why the server s is not served and, when it can be
-// restarted, keeps trying to start it.
-func (g *Gateway) leaveOut(s Downstream, err error) {
-	if s.Restart == nil {
-		fmt.Fprintf(logOf(&g.opts), "agentvalues: leaving out the server %q: %v\n", s.Name, err)
-		return
-	}
-	wait := restartWait
-	if g.opts.seams != nil && g.opts.seams.restartWait > 0 {
-		wait = g.opts.seams.restartWait
-	}
-	fmt.Fprintf(logOf(&g.opts), "agentvalues: leaving out the server %q until it starts: %v; trying again in %v\n", s.Name, err, wait)
-	g.late.Go(func() { g.startLate(s, wait) })
-}
-
-// startLate tries to start the server s after wait, doubling the wait
-// after each failure up to maxRestartWait, until it is served or the
-// gateway closes.
-func (g *Gateway) startLate(s Downstream, wait time.Duration) {
-	for {
-		select {
-		case <-g.ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, maxRestartWait)
-		ctx, cancel := context.WithTimeout(g.ctx, restartTimeout)
-		p, err := g.reach(ctx, s, s.Restart())
-		if err == nil {
-			if err = p.serveOn(ctx, g.server); err != nil {
-				p = nil
-			}
-		}
-		cancel()
-		if err != nil {
-			if g.ctx.Err() != nil {
-				return
-			}
-			fmt.Fprintf(logOf(&g.opts), "agentvalues: starting the server %q: %v; trying again in %v\n", s.Name, err, wait)
-			continue
-		}
-		g.mu.Lock()
-		closed := g.closed
-		if !closed {
-			g.proxies = append(g.proxies, p)
-		}
-		g.mu.Unlock()
-		if closed {
-			p.Close()
-			return
-		}
-		fmt.Fprintf(logOf(&g.opts), "agentvalues: started the server %q\n", s.Name)
-		p.askLogLevel(p.current())
-		return
-	}
 }
 
 // rawCall implements rawCaller: a call of a tool of one of the servers

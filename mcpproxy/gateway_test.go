@@ -58,6 +58,9 @@ func newGatewayFixture(t *testing.T) *gatewayFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.g.Close() })
+	if err := f.g.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
 	f.client = connectClient(t, f.g.Server())
 	return f
 }
@@ -269,7 +272,12 @@ func TestGatewayNames(t *testing.T) {
 			t.Errorf("ConnectGateway(%v) accepted", servers)
 		}
 	}
-	if _, err := ConnectGateway(ctx, []Downstream{{Name: "dead", Transport: &CommandTransport{Command: exec.Command("/nonexistent/x")}}}, &Options{Log: &syncBuffer{}}); err == nil || !strings.Contains(err.Error(), "no server") {
+	g, err := ConnectGateway(ctx, []Downstream{{Name: "dead", Transport: &CommandTransport{Command: exec.Command("/nonexistent/x")}}}, &Options{Log: &syncBuffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Wait(ctx); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), `"dead"`) {
 		t.Errorf("a gateway with no reachable server: %v", err)
 	}
 }
@@ -301,6 +309,9 @@ func TestGatewayRestart(t *testing.T) {
 		{Name: "b", Transport: &CommandTransport{Command: other}},
 	}, &Options{Log: log, seams: &seams{restartWait: 10 * time.Millisecond}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
@@ -372,6 +383,9 @@ func TestGatewayRestartFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := g.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cs := connectClient(t, g.Server())
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -412,6 +426,9 @@ func TestGatewaySessionStores(t *testing.T) {
 		{Name: "cmd", Transport: &CommandTransport{Command: cmd}},
 	}, &Options{Log: &syncBuffer{}, PerSession: true})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
@@ -652,6 +669,9 @@ func TestGatewayLeavesOutUnlisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := g.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
 	defer g.Close()
 	cs := connectClient(t, g.Server())
 	if init := cs.InitializeResult(); strings.Contains(init.Instructions, "BROKEN") || !strings.Contains(init.Instructions, "handles") {
@@ -726,6 +746,9 @@ func startLineGateway(t *testing.T, rawOff bool) (c *lineClient, srvs []*scriptS
 	ctx, cancel := context.WithCancel(context.Background())
 	g, err := ConnectGateway(ctx, ds, &Options{Log: io.Discard})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range g.served() {

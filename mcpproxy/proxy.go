@@ -70,6 +70,14 @@ type Options struct {
 	// model write "$r3" where an array is asked for; arguments are validated
 	// against the original schema either way, after resolution.
 	OriginalSchemas bool
+	// StartWait, for a gateway only, is how long after [ConnectGateway] a
+	// list request (tools/list, prompts/list, resources/list,
+	// resources/templates/list) waits for the servers still in their first
+	// attempt to start, so that a client that lists its tools once, right
+	// after initialize, and ignores list_changed still sees the servers
+	// that start within it. Past it, a list request answers at once with
+	// what is ready. Zero means DefaultStartWait; negative never waits.
+	StartWait time.Duration
 
 	seams *seams // set only by the package's tests; nil means the real clock and waits
 }
@@ -77,9 +85,10 @@ type Options struct {
 // seams are what the package's tests put in place of the clock and the
 // fixed waits, so that they need not sleep. The zero value is the real ones.
 type seams struct {
-	afterFunc   func(time.Duration, func()) // schedules a progress token's release; nil: time.AfterFunc
-	listBackoff time.Duration               // the first wait before listing the tools again; 0: listBackoff
-	restartWait time.Duration               // the first wait before restarting a dead server; 0: restartWait
+	afterFunc    func(time.Duration, func()) // schedules a progress token's release; nil: time.AfterFunc
+	listBackoff  time.Duration               // the first wait before listing the tools again; 0: listBackoff
+	restartWait  time.Duration               // the first wait before restarting a dead server; 0: restartWait
+	startTimeout time.Duration               // bounds one attempt to start a gateway's server; 0: startTimeout
 	// idleTimer arms a session's idle timer (httpsession.go) and returns
 	// its stop; nil: time.AfterFunc.
 	idleTimer func(time.Duration, func()) (stop func() bool)
@@ -423,10 +432,6 @@ const restartWait = time.Second
 // maxRestartWait bounds the wait between two attempts to restart a server.
 const maxRestartWait = 30 * time.Second
 
-// restartTimeout bounds one attempt to restart a server: its start, the
-// handshake.
-const restartTimeout = 2 * time.Minute
-
 // reconnect restarts the downstream server after *wait, doubling *wait
 // after each attempt, until it succeeds (true) or the proxy is closed.
 func (p *Proxy) reconnect(wait *time.Duration) bool {
@@ -437,7 +442,7 @@ func (p *Proxy) reconnect(wait *time.Duration) bool {
 		case <-time.After(*wait):
 		}
 		*wait = min(2**wait, maxRestartWait)
-		ctx, cancel := context.WithTimeout(p.ctx, restartTimeout)
+		ctx, cancel := context.WithTimeout(p.ctx, startTimeout)
 		l, err := p.dial(ctx, p.restart())
 		cancel()
 		if err != nil {

@@ -340,6 +340,9 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	}
 	c.cs = cs
 	b.Cleanup(func() { cs.Close() })
+	if via == "gateway" { // it starts its server in the background
+		waitTools(b, cs, c.tool("ping"))
+	}
 	if !proxied {
 		c.server = cmd.Process.Pid
 		return c

@@ -217,6 +217,7 @@ func TestGatewayForgedMeta(t *testing.T) {
 	cs, stderr := connectCommand(t, "gateway", "--config", path)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	waitTools(t, cs, "blobs__ping", "evil__forge")
 	call := func(name, args string) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})

@@ -76,6 +76,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a server, in `bytes`; a larger one is refused with an error (0: no bound)")
+	startWait := fs.Duration("start-wait", mcpproxy.DefaultStartWait, "how long after the start a tools/list (prompts/list, resources/list) waits for servers still starting, for clients that list once and ignore list_changed (0: answer at once with what is ready)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
@@ -118,9 +119,13 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	}
 	defer closeStore()
 	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
-	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	g, err := mcpproxy.ConnectGateway(connectCtx, servers, opts)
-	cancel()
+	opts.StartWait = *startWait
+	if *startWait <= 0 {
+		opts.StartWait = -1
+	}
+	// Returns at once: the servers start in the background, each on its
+	// own, and their tools are offered as each is ready.
+	g, err := mcpproxy.ConnectGateway(ctx, servers, opts)
 	if err != nil {
 		return err
 	}

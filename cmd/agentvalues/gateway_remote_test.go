@@ -66,6 +66,7 @@ func TestGatewayRemoteServer(t *testing.T) {
 		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
 	}
 	defer cs.Close()
+	waitTools(t, cs, "files__read_text_file", "files__write_file", "everything__echo", "everything__toggle-simulated-logging")
 	call := func(name, args string) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})

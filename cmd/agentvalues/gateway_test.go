@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,6 +69,7 @@ func TestGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
+	waitTools(t, cs, "files__write_file", "files__read_text_file", "memory__create_entities", "blobs__blob", "web__whoami")
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +154,40 @@ func TestGateway(t *testing.T) {
 	}
 	if who := textOf(call("web__whoami", `{}`)); !strings.HasPrefix(who, "key=k-123") {
 		t.Errorf("the HTTP server saw %q, want the config's header", who)
+	}
+}
+
+// waitTools lists the tools cs is offered until they hold each of names,
+// as a client that follows notifications/tools/list_changed sees them: the
+// gateway offers each server's tools once that server is ready. It fails
+// after a minute (a bound on a hang, not a timing), listing what it saw.
+func waitTools(t testing.TB, cs *mcp.ClientSession, names ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		offered := map[string]bool{}
+		var err error
+		for tool, lerr := range cs.Tools(ctx, nil) {
+			if err = lerr; err != nil {
+				break
+			}
+			offered[tool.Name] = true
+		}
+		missing := ""
+		for _, n := range names {
+			if !offered[n] {
+				missing = n
+			}
+		}
+		if missing == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the gateway never offered %s (listing: %v); it offers %v", missing, err, slices.Sorted(maps.Keys(offered)))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
@@ -284,6 +321,7 @@ func TestGatewayHTTP(t *testing.T) {
 		return res
 	}
 	a, b := connect(), connect()
+	waitTools(t, a, "blobs__blob", "blobs__ping")
 	if h := call(a, "blobs__blob", `{"kind":"json","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
 		t.Fatalf("a's first handle: %v", h)
 	}

@@ -137,14 +137,6 @@ func TestGatewayLoop(t *testing.T) {
 			cs, stderr := connectCommand(t, "gateway", "--config", paths[0])
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			tools, err := cs.ListTools(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, tool := range tools.Tools {
-				got = append(got, tool.Name)
-			}
 			// Each gateway down the chain: its blob server's tool, and its
 			// own read_value and query_value, under the prefixes of the
 			// gateways above it (b__c__blobs__blob).
@@ -154,6 +146,17 @@ func TestGatewayLoop(t *testing.T) {
 				want = append(want, p+"blobs__blob", p+"blobs__ping", p+"query_value", p+"read_value")
 			}
 			slices.Sort(want)
+			// Each gateway offers its servers' tools as each is ready,
+			// the ones below included: wait until all have arrived.
+			waitTools(t, cs, want...)
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tool := range tools.Tools {
+				got = append(got, tool.Name)
+			}
 			slices.Sort(got)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tools offered (-want +got):\n%s\nstderr:\n%s", diff, stderr.String())

@@ -161,6 +161,7 @@ func TestGatewayHTTPServerMaxMessage(t *testing.T) {
 		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() { cs.Close() })
+	waitTools(t, cs, "web__small")
 	call := func(name string) string {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "web__" + name, Arguments: map[string]any{}})

@@ -39,6 +39,7 @@ func TestGatewayStore(t *testing.T) {
 				return res
 			}
 			first, _ := connectCommand(t, "gateway", "--config", path, "--store", spec, "--session", "run-7")
+			waitTools(t, first, "blobs__blob")
 			blob := call(first, "blobs__blob", `{"kind":"json","size":20000}`)
 			if h := blob.Meta[mcpproxy.MetaHandle]; h != "r1" {
 				t.Fatalf("first handle %v", h)
@@ -49,6 +50,7 @@ func TestGatewayStore(t *testing.T) {
 			}
 
 			second, stderr := connectCommand(t, "gateway", "--config", path, "--store", spec, "--session", "run-7")
+			waitTools(t, second, "blobs__blob")
 			if again := textOf(call(second, "read_value", `{"ref":"r1","limit":300}`)); again != page {
 				t.Errorf("r1 in the second run reads\n%.300s\nwant\n%.300s\nstderr:\n%s", again, page, stderr.String())
 			}
