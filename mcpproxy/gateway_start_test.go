@@ -129,11 +129,12 @@ func TestGatewayStartsInBackground(t *testing.T) {
 	if _, err := c.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "gated__greet", Arguments: map[string]string{"name": "Ada"}}); err != nil {
 		t.Errorf("gated__greet once it is ready: %v", err)
 	}
-	if hung.Process == nil {
-		t.Fatal("the hung server was never started")
-	}
 	if err := g.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+	// Close has waited for the attempts (g.late): hung is the test's to read.
+	if hung.Process == nil {
+		t.Fatal("the hung server was never started")
 	}
 	// Close ended the hung attempt, and its process.
 	if err := hung.Process.Signal(syscall.Signal(0)); err == nil {

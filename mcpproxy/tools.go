@@ -143,6 +143,25 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 	if len(removed) > 0 {
 		p.server.RemoveTools(removed...)
 	}
+	if len(changed) > 0 {
+		// The tools to be added are published first: the SDK announces
+		// each as it is added, and a client that lists the tools then
+		// may call one at once (a gateway routes it by this map). One
+		// the SDK then refuses is dropped below.
+		next := make(map[string]*mirroredTool, len(current)+len(changed))
+		for _, m := range current {
+			if m.def != nil {
+				next[m.up] = m
+			}
+		}
+		for _, m := range changed {
+			delete(next, m.up)
+			if m.def != nil {
+				next[m.up] = m
+			}
+		}
+		p.offered.Store(&next)
+	}
 	for _, m := range changed {
 		if m.def != nil {
 			if err := p.addTool(m); err != nil {
