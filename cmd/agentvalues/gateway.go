@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -69,8 +68,7 @@ type serverConfig struct {
 // server of the config file downstream, one store for all of them.
 func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("gateway", stderr)
 	configPath := fs.String("config", "", "the mcpServers JSON `file` naming the servers")
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
@@ -79,8 +77,8 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return err
 	}
 	if *configPath == "" || fs.NArg() > 0 {
 		return fmt.Errorf("%w: gateway takes --config FILE and nothing else", errUsage)
