@@ -55,9 +55,22 @@
 // gateway is the proxy for every server of an mcpServers file (the JSON
 // Claude Desktop, Claude Code and Cursor read: "command", "args", "env"
 // and "cwd" for a stdio server, "url" and "headers" for a Streamable HTTP
-// one). It serves all their tools as one MCP server with one store, so a
-// handle from one server is an argument to any other's tools; a tool is
-// offered as SERVER__TOOL. Flags as for proxy, and --config FILE.
+// one, or an SSE one with "type": "sse"). It serves all their tools as one
+// MCP server with one store, so a handle from one server is an argument to
+// any other's tools; a tool is offered as SERVER__TOOL. Flags as for
+// proxy, and --config FILE.
+//
+// In "command", "args", "env" values, "url" and "headers" values,
+// ${VAR} is the gateway's environment variable VAR and ${VAR:-default}
+// is VAR when it is set, default when it is not, as in Claude Code's
+// .mcp.json. A server name outside ASCII letters, digits, '.', '-' and
+// '_' ("My Server") is offered with each run of other characters as one
+// '_' (My_Server__TOOL); the gateway says so on standard error. An entry
+// the gateway cannot use (an unknown "type", no "command" or "url", a URL
+// that is not http or https, a variable with no value and no default) is
+// left out with one line on standard error, and the others are served;
+// the gateway refuses to start only over a file that is not JSON or has
+// no entry it can use.
 package main
 
 import (
