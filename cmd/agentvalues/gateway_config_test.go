@@ -262,3 +262,81 @@ func TestGatewayConfigEntries(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExpandVars checks expandVars against a second reading of the rule:
+// with no variable set, every "${NAME}" stays as written and is named as
+// missing, every "${NAME:-D}" becomes D, and the rest is left alone; with
+// every variable set to a fixed value free of "${", the result holds no
+// more "${" than the input's "${}" and unterminated "${" leave.
+func FuzzExpandVars(f *testing.F) {
+	for _, s := range []string{"", "plain", "${A}", "${A:-b}c", "${A:-${B}}", "${}", "a${", "${A}${B", "$A", "${:-x}", "ü${Ä}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		none := func(string) (string, bool) { return "", false }
+		got, missing := expandVars(s, none)
+		var want strings.Builder
+		var wantMissing []string
+		rest := s
+		for {
+			i := strings.Index(rest, "${")
+			j := -1
+			if i >= 0 {
+				j = strings.IndexByte(rest[i:], '}')
+			}
+			if i < 0 || j < 0 {
+				want.WriteString(rest)
+				break
+			}
+			want.WriteString(rest[:i])
+			inner := rest[i+2 : i+j]
+			rest = rest[i+j+1:]
+			switch name, def, ok := strings.Cut(inner, ":-"); {
+			case inner == "":
+				want.WriteString("${}")
+			case ok:
+				want.WriteString(def)
+			default:
+				want.WriteString("${" + inner + "}")
+				wantMissing = append(wantMissing, name)
+			}
+		}
+		if got != want.String() || !slices.Equal(missing, wantMissing) {
+			t.Fatalf("expandVars(%q) = %q, %q; want %q, %q", s, got, missing, want.String(), wantMissing)
+		}
+
+		all := func(string) (string, bool) { return "v", true }
+		got, missing = expandVars(s, all)
+		if missing != nil {
+			t.Fatalf("expandVars(%q) with every variable set: missing %q", s, missing)
+		}
+		if strings.Count(got, "${") > strings.Count(s, "${") || !strings.Contains(s, "${") && got != s {
+			t.Fatalf("expandVars(%q) with every variable set = %q", s, got)
+		}
+	})
+}
+
+// FuzzServerNames checks that serverNames gives every name one that
+// ValidServerName accepts, no two the same, and keeps a valid name.
+func FuzzServerNames(f *testing.F) {
+	f.Add("My Server", "My_Server", "")
+	f.Add("a b", "a_b_2", "a__b")
+	f.Add("!!!", "", "数据库")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		in := []string{a, b, c}
+		got := serverNames(in)
+		seen := map[string]bool{}
+		for i, n := range got {
+			if err := mcpproxy.ValidServerName(n); err != nil {
+				t.Fatalf("serverNames(%q)[%d] = %q: %v", in, i, n, err)
+			}
+			if mcpproxy.ValidServerName(in[i]) == nil && n != in[i] && !slices.Contains(in[:i], in[i]) {
+				t.Fatalf("serverNames(%q) renamed the valid %q to %q", in, in[i], n)
+			}
+			if seen[n] && !slices.Contains(in[:i], in[i]) {
+				t.Fatalf("serverNames(%q) = %q: %q twice", in, got, n)
+			}
+			seen[n] = true
+		}
+	})
+}
