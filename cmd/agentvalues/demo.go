@@ -19,7 +19,12 @@ import (
 )
 
 // demoCommand runs the scripted agent loop on DIR (default: GOROOT/src).
-func demoCommand(args []string, stdout io.Writer) error {
+func demoCommand(args []string, stdout, stderr io.Writer) error {
+	flags := newFlagSet("demo", stderr)
+	if err := parseFlags(flags, args, stdout, stderr); err != nil {
+		return err
+	}
+	args = flags.Args()
 	if len(args) > 1 {
 		return fmt.Errorf("%w: demo takes at most one DIR", errUsage)
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,35 +40,11 @@ const gatewayEnv = "AGENTVALUES_GATEWAY"
 // nesting gateways deeper than two or three has no use.
 const maxGatewayDepth = 8
 
-// maxConfig bounds the config file a gateway reads.
-const maxConfig = 4 << 20
-
-// A gatewayConfig is the mcpServers file that Claude Desktop, Claude Code,
-// Cursor and other clients read. Members the gateway does not know are
-// ignored, as those clients ignore each other's.
-type gatewayConfig struct {
-	MCPServers map[string]serverConfig `json:"mcpServers"`
-}
-
-// A serverConfig is one entry of mcpServers: a command to start (stdio),
-// or the URL of a Streamable HTTP server.
-type serverConfig struct {
-	Type     string            `json:"type"` // "stdio", "http" or "streamable-http"; empty: by command or url
-	Command  string            `json:"command"`
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
-	Cwd      string            `json:"cwd"`
-	URL      string            `json:"url"`
-	Headers  map[string]string `json:"headers"`
-	Disabled bool              `json:"disabled"`
-}
-
 // gatewayCommand runs the MCP gateway: MCP on stdin/stdout upstream, every
 // server of the config file downstream, one store for all of them.
 func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("gateway", stderr)
 	configPath := fs.String("config", "", "the mcpServers JSON `file` naming the servers")
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
@@ -80,8 +54,8 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return err
 	}
 	if *configPath == "" || fs.NArg() > 0 {
 		return fmt.Errorf("%w: gateway takes --config FILE and nothing else", errUsage)
@@ -100,7 +74,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if err := checkGatewayChain(chain, abs); err != nil {
 		return err
 	}
-	cfg, err := readGatewayConfig(*configPath)
+	cfg, err := readGatewayConfig(*configPath, os.LookupEnv, stderr)
 	if err != nil {
 		return err
 	}
@@ -110,9 +84,6 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
 
 	servers := downstreams(cfg, append(chain, abs), *maxMessage, stderr)
-	if len(servers) == 0 {
-		return fmt.Errorf("gateway: %s names no server to start", *configPath)
-	}
 	opts, closeStore, err := storeFlags.options(*listen != "", *maxPreview, stderr)
 	if err != nil {
 		return err
@@ -137,74 +108,6 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	return nil
-}
-
-// readGatewayConfig reads and checks the config file: every enabled server
-// has a valid name and exactly one of command and url.
-func readGatewayConfig(path string) (*gatewayConfig, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
-	if err != nil {
-		return nil, fmt.Errorf("gateway: reading %s: %w", path, err)
-	}
-	if len(data) > maxConfig {
-		return nil, fmt.Errorf("gateway: %s is over %d bytes; is it the config file?", path, maxConfig)
-	}
-	var cfg gatewayConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("gateway: %s is not an mcpServers config: %w", path, err)
-	}
-	if cfg.MCPServers == nil {
-		return nil, fmt.Errorf(`gateway: %s has no "mcpServers" object`, path)
-	}
-	for name, s := range cfg.MCPServers {
-		if s.Disabled {
-			continue
-		}
-		if err := mcpproxy.ValidServerName(name); err != nil {
-			return nil, fmt.Errorf("gateway: %s: %w", path, err)
-		}
-		switch kind := s.kind(); kind {
-		case "stdio":
-			if s.Command == "" {
-				return nil, fmt.Errorf(`gateway: %s: server %q: a stdio server needs "command"`, path, name)
-			}
-		case "http":
-			if s.URL == "" {
-				return nil, fmt.Errorf(`gateway: %s: server %q: a Streamable HTTP server needs "url"`, path, name)
-			}
-		default:
-			return nil, fmt.Errorf(`gateway: %s: server %q: %s`, path, name, kind)
-		}
-	}
-	return &cfg, nil
-}
-
-// kind is "stdio", "http", or why the entry names neither.
-func (s serverConfig) kind() string {
-	switch strings.ToLower(s.Type) {
-	case "stdio":
-		return "stdio"
-	case "http", "streamable-http", "streamablehttp", "streamable_http":
-		return "http"
-	case "sse":
-		return `the SSE transport (replaced by Streamable HTTP in MCP 2025-03-26) is not supported; give the server's Streamable HTTP URL with "type": "http"`
-	case "":
-		switch {
-		case s.Command != "" && s.URL != "":
-			return `it has both "command" and "url"; say which with "type"`
-		case s.Command != "":
-			return "stdio"
-		case s.URL != "":
-			return "http"
-		}
-		return `it has neither "command" nor "url"`
-	}
-	return fmt.Sprintf("unknown type %q", s.Type)
 }
 
 // gatewayChain reads the chain of config files of the gateways above this
@@ -254,24 +157,24 @@ func checkGatewayChain(chain []string, abs string) error {
 	return nil
 }
 
-// downstreams makes the transports of the enabled servers, in the order of
-// their names. Each can be made again, to restart its server. chain is
-// the configs of the gateways above the servers, this one's last: a stdio
-// server gets it in gatewayEnv.
-func downstreams(cfg *gatewayConfig, chain []string, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
+// downstreams makes the transports of the servers, in their order. Each
+// can be made again, to restart its server. chain is the configs of the
+// gateways above the servers, this one's last: a stdio server gets it in
+// gatewayEnv.
+func downstreams(servers []gatewayServer, chain []string, maxMessage int, stderr io.Writer) []mcpproxy.Downstream {
 	env, _ := json.Marshal(chain)
 	var out []mcpproxy.Downstream
-	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
-		s := cfg.MCPServers[name]
-		if s.Disabled {
-			continue
-		}
+	for _, s := range servers {
 		connect := func() mcp.Transport {
-			if s.kind() != "stdio" {
+			switch s.kind {
+			case "http", "sse":
 				// -max-message bounds its messages as a stdio server's
 				// (BoundedRoundTripper), in place of the SDK's 16 MiB event cap.
-				return &mcp.StreamableClientTransport{Endpoint: s.URL, MaxEventSize: -1,
-					HTTPClient: &http.Client{Transport: &mcpproxy.BoundedRoundTripper{Base: headers(s.Headers), MaxMessage: maxMessage, Log: stderr}}}
+				client := &http.Client{Transport: &mcpproxy.BoundedRoundTripper{Base: headers(s.Headers), MaxMessage: maxMessage, Log: stderr}}
+				if s.kind == "sse" {
+					return &sseTransport{mcp.SSEClientTransport{Endpoint: s.URL, MaxEventSize: -1, HTTPClient: client}}
+				}
+				return &mcp.StreamableClientTransport{Endpoint: s.URL, MaxEventSize: -1, HTTPClient: client}
 			}
 			cmd := exec.Command(s.Command, s.Args...)
 			cmd.Dir = s.Cwd
@@ -284,7 +187,7 @@ func downstreams(cfg *gatewayConfig, chain []string, maxMessage int, stderr io.W
 			cmd.Stderr = stderr // the servers' own diagnostics stay visible
 			return &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
 		}
-		out = append(out, mcpproxy.Downstream{Name: name, Transport: connect(), Restart: connect})
+		out = append(out, mcpproxy.Downstream{Name: s.name, Transport: connect(), Restart: connect})
 	}
 	return out
 }
@@ -301,4 +204,37 @@ func (h headers) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// An sseTransport is an mcp.SSEClientTransport whose connection outlives
+// the context given to Connect. The SDK's transport opens its event stream
+// (the only way an SSE server's messages come) with that context, so the
+// stream ended as soon as the gateway's connect deadline was released;
+// here the context ends the stream only while Connect is under way
+// (bounding a server that never sends its endpoint), and after it the
+// stream lasts until the connection is closed.
+type sseTransport struct{ mcp.SSEClientTransport }
+
+func (t *sseTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	c, err := t.SSEClientTransport.Connect(streamCtx)
+	stop()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &sseConn{Connection: c, cancel: cancel}, nil
+}
+
+// An sseConn ends its event stream when it is closed.
+type sseConn struct {
+	mcp.Connection
+	cancel context.CancelFunc
+}
+
+func (c *sseConn) Close() error {
+	err := c.Connection.Close()
+	c.cancel()
+	return err
 }

@@ -175,7 +175,7 @@ func startEverythingHTTP(t *testing.T) string {
 			t.Fatal(err)
 		}
 		if last = testkit.StartReady(cmd, stderr, "listening on port", time.Minute); last == "" {
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			t.Cleanup(func() { testkit.KillGroup(cmd) }) // npx's node child too
 			return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 		}
 	}

@@ -83,11 +83,45 @@ func TestPreviewFile(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{nil, {"frobnicate"}, {"proxy"}, {"proxy", "-threshold", "x", "--", "true"}, {"preview", "a", "b"}} {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"proxy"}, {"proxy", "-threshold", "x", "--", "true"}, {"preview", "a", "b"},
+		{"proxy", "-x"}, {"gateway", "-nope"}, {"gateway"}, {"demo", "a", "b"}, {"demo", "-x"}, {"help", "frobnicate"}, {"version", "-x"}} {
 		var out, errs bytes.Buffer
 		if code := run(args, strings.NewReader(""), &out, &errs); code != 2 || !strings.Contains(errs.String(), "usage:") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and the usage", args, code, errs.String())
 		}
+	}
+}
+
+// TestHelp checks that -h, -help and --help, on the command and on each
+// subcommand, print the usage to standard output and exit 0.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string // in the output
+	}{
+		{[]string{"-h"}, "  agentvalues gateway [flags] --config FILE"},
+		{[]string{"--help"}, "  agentvalues version"},
+		{[]string{"help"}, "  agentvalues proxy [flags] -- COMMAND"},
+		{[]string{"help", "proxy"}, "usage: agentvalues proxy [flags] -- COMMAND [ARGS...]\n"},
+		{[]string{"proxy", "-h"}, "  -threshold bytes\n"},
+		{[]string{"proxy", "--help"}, "usage: agentvalues proxy [flags] -- COMMAND [ARGS...]\n"},
+		{[]string{"proxy", "-threshold", "5", "-help", "--", "true"}, "usage: agentvalues proxy"},
+		{[]string{"gateway", "-h"}, "  -config file\n"},
+		{[]string{"gateway", "--help"}, "usage: agentvalues gateway [flags] --config FILE\n"},
+		{[]string{"demo", "-h"}, "usage: agentvalues demo [DIR]\n"},
+		{[]string{"demo", "--help"}, "usage: agentvalues demo [DIR]\n"},
+		{[]string{"preview", "-h"}, "  -max-input bytes\n"},
+		{[]string{"version", "-h"}, "usage: agentvalues version\n"},
+		{[]string{"help", "version"}, "usage: agentvalues version\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errs bytes.Buffer
+			code := run(tc.args, strings.NewReader(""), &out, &errs)
+			if code != 0 || errs.Len() > 0 || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q, stdout %q; want 0, nothing and %q", code, errs.String(), out.String(), tc.want)
+			}
+		})
 	}
 }
 

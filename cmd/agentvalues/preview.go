@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,11 +30,10 @@ const defaultMaxInput = 1 << 30
 // PutOutput would never store (a cut JSON array is not JSON), so preview
 // does not show one.
 func previewCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("preview", stderr)
 	maxInput := fs.Int64("max-input", defaultMaxInput, "read at most this many `bytes`; larger input is refused and nothing is previewed (0: no cap)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return err
 	}
 	args = fs.Args()
 	switch {

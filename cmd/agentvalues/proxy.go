@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,8 +26,7 @@ var terminateDuration time.Duration
 // proxyCommand runs the MCP proxy: MCP on stdin/stdout upstream, COMMAND
 // downstream. It returns when the client disconnects or on SIGINT/SIGTERM.
 func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("proxy", stderr)
 	threshold := fs.Int("threshold", mcpproxy.DefaultThreshold, "results larger than this many `bytes` come back as a preview and a hint (0: every result)")
 	maxPreview := fs.Int("max-preview", values.DefaultMaxPreview, "bound on a preview's length in `bytes`")
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
@@ -36,8 +34,8 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or the server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return err
 	}
 	command := fs.Args()
 	if len(command) == 0 {

@@ -45,15 +45,17 @@ type Child struct {
 	waitErr error // how the child ended, once waited
 }
 
-// StartChild starts cmd, whose Stdout must be unset, and collects the lines of
-// its standard output that begin with prefix; other lines are dropped. The
-// child is killed when the test ends, if it is still running.
+// StartChild starts cmd in a process group of its own (on Unix), whose
+// Stdout must be unset, and collects the lines of its standard output that
+// begin with prefix; other lines are dropped. The child and its group are
+// killed when the test ends, if it is still running.
 func StartChild(t testing.TB, cmd *exec.Cmd, prefix string) *Child {
 	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	setGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +95,14 @@ func (c *Child) Reports(t testing.TB, n int, d time.Duration) []string {
 	return got
 }
 
-// Kill kills the child with SIGKILL, waits for it, and returns the steps it
-// reported that Reports did not return.
+// Kill kills the child and its process group with SIGKILL, waits for it,
+// and returns the steps it reported that Reports did not return.
 func (c *Child) Kill(t testing.TB) []string {
 	t.Helper()
-	if err := c.cmd.Process.Kill(); err != nil {
-		t.Fatalf("killing the child: %v", err)
+	if c.waited {
+		t.Fatalf("killing the child: it has already been waited for")
 	}
+	killGroup(c.cmd)
 	var rest []string
 	for r := range c.reports {
 		rest = append(rest, r)
@@ -108,13 +111,13 @@ func (c *Child) Kill(t testing.TB) []string {
 	return rest
 }
 
-// kill kills the child if it has not been waited for, waits for it and
-// returns how it ended.
+// kill kills the child and its group if it has not been waited for, waits
+// for it and returns how it ended.
 func (c *Child) kill() error {
 	if c.waited {
 		return c.waitErr
 	}
-	c.cmd.Process.Kill()
+	killGroup(c.cmd)
 	// Wait closes the pipe: only once the reader is done with it.
 	for range c.reports {
 	}

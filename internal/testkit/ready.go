@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// StartReady starts cmd, whose output (a pipe from StdoutPipe or
-// StderrPipe, taken before) is out, and waits up to wait for a line
-// holding ready. It returns "" once that line came (the rest of out is
-// read and dropped, so that cmd never blocks on a full pipe); else it kills
-// cmd, waits for it and returns what cmd wrote (at most 64 KiB), or the
+// StartReady starts cmd in a process group of its own (on Unix), whose
+// output (a pipe from StdoutPipe or StderrPipe, taken before) is out, and
+// waits up to wait for a line holding ready. It returns "" once that line
+// came (the rest of out is read and dropped, so that cmd never blocks on a
+// full pipe): the caller ends cmd with [KillGroup]. Else it kills cmd's
+// group, waits for cmd and returns what cmd wrote (at most 64 KiB), or the
 // error of Start.
 func StartReady(cmd *exec.Cmd, out io.Reader, ready string, wait time.Duration) string {
+	setGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return err.Error()
 	}
@@ -41,10 +43,19 @@ func StartReady(cmd *exec.Cmd, out io.Reader, ready string, wait time.Duration) 
 			return ""
 		}
 	case <-time.After(wait):
-		cmd.Process.Kill()
+		killGroup(cmd)
 		<-came // its output ends
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	KillGroup(cmd)
 	return seen.String()
+}
+
+// KillGroup kills a command started by [StartReady] or [StartChild] and
+// every process of its process group (those it started and that did not
+// leave the group: npx's node, a shell's commands) with SIGKILL, and
+// waits for the command. Killing the command alone would leave such a
+// process running, holding its port or files, after the test.
+func KillGroup(cmd *exec.Cmd) error {
+	killGroup(cmd)
+	return cmd.Wait()
 }

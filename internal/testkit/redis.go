@@ -80,8 +80,7 @@ func (r *Redis) start(t testing.TB, path string) string {
 // Stop kills the server (as a crash would: nothing is flushed).
 func (r *Redis) Stop() {
 	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
+		KillGroup(r.cmd)
 	}
 }
 
