@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,8 @@ import (
 // The bounds layer (this file), what a server that a network can reach
 // needs, checked before anything else sees the request:
 //
+//   - with a Token, a request must carry it as a bearer token (401 with
+//     WWW-Authenticate; see httpauth.go);
 //   - an Origin header, which only browsers send, must name the listener
 //     or an allowed origin (403; see httporigin.go);
 //   - at most MaxRequests requests other than GET are handled at once
@@ -95,6 +98,15 @@ const (
 // *HTTPOptions, and zero in a field, mean the documented default; a
 // negative number means no bound.
 type HTTPOptions struct {
+	// Token, when not empty, is the bearer token every request must carry
+	// ("Authorization: Bearer <Token>"); a request without it is answered
+	// 401 with "WWW-Authenticate: Bearer" and a JSON-RPC error saying what
+	// is missing, before anything else reads it (see httpauth.go). The
+	// token is compared in constant time. Use printable ASCII without
+	// spaces ([CheckToken] says whether a token is such). Empty means no
+	// authentication: serve so only where every client that can connect
+	// may call (a loopback address), or behind a proxy that authenticates.
+	Token string
 	// MaxMessage bounds a request body in bytes; a longer one is refused
 	// with 413 before it is read. Zero means DefaultMaxMessage.
 	MaxMessage int
@@ -145,6 +157,7 @@ type HTTPOptions struct {
 // httpConfig is HTTPOptions with the defaults filled in; -1 means no
 // bound.
 type httpConfig struct {
+	auth           tokenAuth
 	maxMessage     int64
 	maxBodyBytes   int64
 	maxRequests    int
@@ -163,6 +176,7 @@ func newHTTPConfig(o *HTTPOptions) httpConfig {
 		o = &HTTPOptions{}
 	}
 	c := httpConfig{
+		auth:           newTokenAuth(o.Token),
 		maxMessage:     int64(orDefault(o.MaxMessage, DefaultMaxMessage)),
 		maxBodyBytes:   orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxRequests:    orDefault(o.MaxRequests, DefaultMaxRequests),
@@ -244,6 +258,11 @@ func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer fun
 }
 
 func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if why, challenge := h.cfg.auth.refusal(req); why != "" {
+		h.log.refused("token", "a request without the bearer token (Token): "+why)
+		refuseUnauthorized(w, why, challenge)
+		return
+	}
 	if why := h.badOrigin(req); why != "" {
 		refuseUnread(w)
 		writeHTTPError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why, 0)
@@ -382,13 +401,16 @@ func writeHTTPError(w http.ResponseWriter, status int, id *jsonrpc.ID, code int6
 	if id != nil {
 		body.ID = id.Raw()
 	}
-	data, _ := json.Marshal(body)
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false) // a message may say "Bearer <token>"
+	enc.Encode(body)
 	w.Header().Set("Content-Type", "application/json")
 	if retry > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
 	}
 	w.WriteHeader(status)
-	w.Write(data)
+	w.Write(data.Bytes())
 }
 
 // ServeHTTP serves h (typically a mux with [Proxy.HTTPHandler] at "/mcp") on
