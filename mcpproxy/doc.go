@@ -193,7 +193,8 @@
 //
 //  1. The bounds layer (httpserve.go, httpauth.go, httporigin.go,
 //     httpbody.go): with HTTPOptions.Token, the bearer token is checked
-//     (401 with WWW-Authenticate without it); the Origin is checked (403 for a browser page of another origin, such
+//     (401 with WWW-Authenticate without it); a POST without a session
+//     id must be an initialize (400 otherwise); the Origin is checked (403 for a browser page of another origin, such
 //     as a DNS-rebound one); requests in flight (MaxRequests), open
 //     sessions (MaxSessions) and the bytes of the request bodies held at
 //     once (MaxBodyBytes) are bounded (503 with Retry-After past each); a

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,6 +35,8 @@ import (
 //     or an allowed origin (403; see httporigin.go);
 //   - at most MaxRequests requests other than GET are handled at once
 //     (503, Retry-After); a DELETE is one;
+//   - a POST without a session id must be an initialize (400 otherwise:
+//     every other message belongs to a session);
 //   - at most MaxSessions sessions are open; a request that would open
 //     one more is refused (503, Retry-After). They are counted as the
 //     server has them, so a session the session layer ends gives its place
@@ -295,6 +298,11 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		defer b.release()
+		if req.Header.Get("Mcp-Session-Id") == "" && !opensSession(req, body) {
+			writeHTTPError(w, http.StatusBadRequest, b.id, jsonrpc.CodeInvalidRequest,
+				"Bad Request: the request has no Mcp-Session-Id header: every message but initialize belongs to a session: send it with the Mcp-Session-Id that the initialize response gave (or initialize first)", 0)
+			return
+		}
 		if req, ok = withBody(req, body, b); !ok {
 			return
 		}
@@ -329,6 +337,39 @@ func sdkReads(req *http.Request) bool {
 	}
 	return jsonOK && streamOK
 }
+
+// opensSession reports whether the POST req without a session id, whose
+// body is body, may be served: a single initialize request, which opens a
+// session; a message of protocol 2026-07-28 or later, which has no
+// sessions (server/discover, or a call whose Mcp-Protocol-Version header
+// or _meta names it), which the SDK answers as the protocol asks (with
+// the versions it supports, so that the client falls back to initialize);
+// or a body that is not JSON, which the SDK refuses with 400 saying what
+// is wrong with it. Any other message without a session is answered 400,
+// as the Streamable HTTP specification (2025-06-18, Session Management)
+// asks of a server that requires a session: the SDK alone would open a
+// session for it and answer 200 with an error.
+func opensSession(req *http.Request, body []byte) bool {
+	if jsontext.Valid(body) != nil || req.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+		return true
+	}
+	method, ok := jsontext.Member(body, "method")
+	if _, hasID := jsontext.Member(body, "id"); !ok || !hasID || method[0] != '"' {
+		return false
+	}
+	if params, ok := jsontext.Member(body, "params"); ok {
+		if meta, ok := jsontext.Member(params, "_meta"); ok {
+			if _, ok := jsontext.Member(meta, "io.modelcontextprotocol/protocolVersion"); ok {
+				return true
+			}
+		}
+	}
+	return jsontext.KeyEquals(method, "initialize") || jsontext.KeyEquals(method, "server/discover")
+}
+
+// statelessProtocol is the first protocol version without sessions
+// (SEP-2575), as the SDK compares versions: as strings.
+const statelessProtocol = "2026-07-28"
 
 // sessions counts the server's open sessions; h.mu is held.
 func (h *httpBounds) sessions() int {
