@@ -215,6 +215,11 @@
 //     store) per HTTP session. It is made in one place, with its own idle
 //     timeout and body bound off: the layers above keep both.
 //
+// With Options.SessionStore durable, a session that a client names after
+// the process restarted (or that another process sharing the store began)
+// is continued from its store, its handles naming the same values
+// (httpresume.go).
+//
 // [ServeHTTP] adds the bounds of the connections (httpconn.go): at most
 // MaxConns open (one more is answered 503 and closed), headers within
 // ReadTimeout, an idle keep-alive connection closed after IdleTimeout.

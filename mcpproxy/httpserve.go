@@ -218,7 +218,11 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // [Proxy.Server] sees the stand-in, for arguments of 64 KiB or more, of a
 // call made over HTTP. The handler serves every path it is given; mount it
 // at the endpoint ("/mcp"). Each call makes a handler of its own, with
-// bounds of its own. It is safe for concurrent use.
+// bounds of its own. With Options.SessionStore, a session the client
+// names that this process does not have is continued from its store when
+// the store holds values (see httpresume.go for what is and is not
+// carried over); otherwise an unknown session is answered 404. It is safe
+// for concurrent use.
 func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
 	return newHTTPHandler(p.server, p.stores, opts, p.seams.idleTimer)
 }
@@ -252,12 +256,27 @@ type httpBounds struct {
 // time.AfterFunc.
 func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
 	cfg := newHTTPConfig(opts)
-	return &httpBounds{
+	h := &httpBounds{
 		cfg:    cfg,
 		server: server,
-		next:   newHTTPSessions(server, st, cfg.sessionTimeout, timer),
 		log:    newRefusals(cfg.log),
 	}
+	h.next = newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.full, cfg.log)
+	return h
+}
+
+// full returns why no session may open now (MaxSessions is reached), or
+// "": for a session the session layer continues from its store, which
+// comes with a session id and so takes no place while it is handled.
+func (h *httpBounds) full() string {
+	h.mu.Lock()
+	full := h.cfg.maxSessions >= 0 && h.sessions()+h.pending >= h.cfg.maxSessions
+	h.mu.Unlock()
+	if !full {
+		return ""
+	}
+	h.log.refused("sessions", fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions()))
+	return h.sessionsFull()
 }
 
 func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {

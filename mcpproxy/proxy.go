@@ -57,6 +57,16 @@ type Options struct {
 	// same whatever the number of sessions.
 	PerSession     bool
 	SessionOptions []values.Option
+	// SessionStore, with PerSession, makes the store of a session that has
+	// an ID (one served over Streamable HTTP) in place of
+	// values.New(SessionOptions...): typically values.Open(d, id, …) of a
+	// durable store d, so that the session's values outlive the process.
+	// The HTTP handler then continues such a session, named by a client
+	// after a restart or on another process that shares d (see
+	// [Proxy.HTTPHandler]). Its handles start at r1, or where the session
+	// left them. If it fails, the session gets a store in memory and Log a
+	// line saying why. Nil means values.New for every session.
+	SessionStore func(id string) (*values.SessionValues, error)
 	// Log receives one line for each event a person running the proxy should
 	// know of: the downstream server going away, a downstream tool that cannot
 	// be mirrored. Nil means os.Stderr.
