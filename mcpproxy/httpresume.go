@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,11 +28,19 @@ import (
 // standalone stream (GET) are not carried over (the client opens the
 // stream again). A session whose store holds no value is not continued: it
 // is answered 404, as any unknown session, and the client initializes a
-// new one, losing nothing. A session ended by its DELETE or its idle
-// timeout is continued too if its client names it again: its values are
-// in the store. Continuing a session takes a place under MaxSessions (503
-// past it). Only IDs of the form the SDK makes (26 characters of base32)
-// are looked up. One process should serve a session at a time (route a
+// new one, losing nothing. A session ended by its idle timeout is
+// continued too if its client names it again (its values are in the
+// store), and so is one ended by its DELETE in another process; but not
+// one its client ended with DELETE in this process (the last maxEndedIDs
+// of them are remembered), which stays 404 as the specification asks.
+// Continuing a session takes a place under MaxSessions (503 past it).
+//
+// Whoever names a session's ID continues it, as for any session: the ID
+// is the session's secret (HTTPOptions.Token keeps out those without the
+// token; the user an SDK bearer-token verifier bound the session to is not
+// kept). Only IDs of the form the SDK makes (26 characters of base32) are
+// looked up, one at a time: a request naming an unknown one costs a read
+// of the store. One process should serve a session at a time (route a
 // session's requests to one process): two that append to one session's
 // table at once make it unreadable (values.Open says so).
 
@@ -44,7 +53,7 @@ const resumeVersion = "2025-03-26"
 // holds values, and returns it; nil if there is none to continue. If ok
 // is false the request was refused (w is written).
 func (h *httpSessions) resume(w http.ResponseWriter, r *http.Request, sid string) (s *session, ok bool) {
-	if !sdkSessionID(sid) || r.Method == http.MethodDelete {
+	if !sdkSessionID(sid) || r.Method == http.MethodDelete || h.deleted.has(sid) {
 		return nil, true // a DELETE of a session not here ends nothing here
 	}
 	h.resuming.Lock()
@@ -60,10 +69,12 @@ func (h *httpSessions) resume(w http.ResponseWriter, r *http.Request, sid string
 	if vals.Len() == 0 {
 		return nil, true
 	}
-	if why := h.full(); why != "" {
+	release, why := h.admit()
+	if why != "" {
 		writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy, why, time.Minute)
 		return nil, false
 	}
+	defer release() // the session counts itself once made
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if version == "" {
 		version = resumeVersion
@@ -106,4 +117,42 @@ func sdkSessionID(id string) bool {
 		}
 	}
 	return true
+}
+
+// maxEndedIDs bounds the IDs of sessions ended by their DELETE that a
+// handler remembers so as never to continue them (about 60 bytes each):
+// past it the oldest is forgotten, and a client that names that session
+// again after maxEndedIDs more DELETEs continues it from its store.
+const maxEndedIDs = 4096
+
+// endedIDs are the IDs of the sessions their clients ended, the last
+// maxEndedIDs of them. The zero value is empty.
+type endedIDs struct {
+	mu    sync.Mutex
+	set   map[string]struct{}
+	order []string // oldest first
+}
+
+func (e *endedIDs) add(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.set == nil {
+		e.set = make(map[string]struct{})
+	}
+	if _, ok := e.set[id]; ok {
+		return
+	}
+	if len(e.order) == maxEndedIDs {
+		delete(e.set, e.order[0])
+		e.order = e.order[1:]
+	}
+	e.set[id] = struct{}{}
+	e.order = append(e.order, id)
+}
+
+func (e *endedIDs) has(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.set[id]
+	return ok
 }

@@ -2,6 +2,7 @@ package mcpproxy
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -110,7 +111,34 @@ func TestHTTPContinue(t *testing.T) {
 	if status, body := post(b, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_value","arguments":{"ref":"$r1"}}}`); status != http.StatusOK || !strings.Contains(body, "[1,2,3]") {
 		t.Errorf("b continued once a's place is free: %d %.500s", status, body)
 	}
+	// A session its client ended here is not continued again: 404, as the
+	// specification asks of a session ended.
+	if status, body := post(a, readR1); status != http.StatusNotFound {
+		t.Errorf("the continued session after its DELETE: %d %.300s, want 404", status, body)
+	}
 	if !strings.Contains(f1.log.String(), "agentvalues: continued HTTP session "+a.id+" from its store (1 values)") {
 		t.Errorf("the log says nothing of the session continued:\n%s", f1.log.String())
+	}
+}
+
+// TestEndedIDs: the IDs of ended sessions are remembered up to
+// maxEndedIDs, the oldest forgotten first.
+func TestEndedIDs(t *testing.T) {
+	var e endedIDs
+	id := func(i int) string { return fmt.Sprintf("S%025d", i) }
+	for i := range maxEndedIDs + 1 {
+		e.add(id(i))
+		e.add(id(i)) // twice: counted once
+	}
+	if e.has(id(0)) {
+		t.Error("the oldest ID is remembered past the bound")
+	}
+	for _, i := range []int{1, maxEndedIDs / 2, maxEndedIDs} {
+		if !e.has(id(i)) {
+			t.Errorf("ID %d is forgotten", i)
+		}
+	}
+	if len(e.order) != maxEndedIDs || len(e.set) != maxEndedIDs {
+		t.Errorf("%d ordered, %d in the set; want %d", len(e.order), len(e.set), maxEndedIDs)
 	}
 }

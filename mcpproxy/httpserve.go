@@ -261,22 +261,20 @@ func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer fun
 		server: server,
 		log:    newRefusals(cfg.log),
 	}
-	h.next = newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.full, cfg.log)
+	h.next = newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.admitSession, cfg.log)
 	return h
 }
 
-// full returns why no session may open now (MaxSessions is reached), or
-// "": for a session the session layer continues from its store, which
-// comes with a session id and so takes no place while it is handled.
-func (h *httpBounds) full() string {
-	h.mu.Lock()
-	full := h.cfg.maxSessions >= 0 && h.sessions()+h.pending >= h.cfg.maxSessions
-	h.mu.Unlock()
-	if !full {
-		return ""
+// admitSession takes a place under MaxSessions for a session the session
+// layer continues from its store (which comes with a session id, so the
+// request took none): it returns the func that gives the place back once
+// the session is made (it then counts itself), or why there is none.
+func (h *httpBounds) admitSession() (release func(), why string) {
+	if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
+		fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+		return nil, h.sessionsFull()
 	}
-	h.log.refused("sessions", fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions()))
-	return h.sessionsFull()
+	return func() { h.release(func() { h.pending-- }) }, ""
 }
 
 func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {

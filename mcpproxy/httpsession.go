@@ -58,18 +58,19 @@ type httpSessions struct {
 	st      *stores
 	timeout time.Duration                                  // the idle timeout; <= 0: none
 	timer   func(time.Duration, func()) (stop func() bool) // arms an idle timer
-	full    func() string                                  // why no session may open now, or ""
+	admit   func() (release func(), why string)            // a place under MaxSessions (httpserve.go)
 	log     io.Writer
 
 	resuming  sync.Mutex // one session continued at a time (httpresume.go)
 	continued sync.Map   // session ID -> *mcp.StreamableServerTransport of each continued session
+	deleted   endedIDs   // sessions their clients ended, never continued (httpresume.go)
 }
 
 // newHTTPSessions makes the session layer over server, whose sessions st
 // keeps (newServer), with the idle timeout (<= 0: none); timer, when not
 // nil, arms the idle timers in place of time.AfterFunc.
-func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) func() bool, full func() string, log io.Writer) *httpSessions {
-	h := &httpSessions{server: server, st: st, timeout: timeout, timer: timer, full: full, log: log}
+func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) func() bool, admit func() (func(), string), log io.Writer) *httpSessions {
+	h := &httpSessions{server: server, st: st, timeout: timeout, timer: timer, admit: admit, log: log}
 	if h.timer == nil {
 		h.timer = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
@@ -101,6 +102,9 @@ func (h *httpSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodDelete && h.mayDelete(r, s) {
+		if h.st.sessionStore != nil {
+			h.deleted.add(sid)
+		}
 		h.end(s, errSessionDeleted)
 		w.WriteHeader(http.StatusNoContent)
 		return
