@@ -63,7 +63,7 @@ func (h *httpSessions) resume(w http.ResponseWriter, r *http.Request, sid string
 	}
 	vals, err := h.st.sessionStore(sid)
 	if err != nil || vals == nil {
-		fmt.Fprintf(h.log, "agentvalues: session %s cannot be continued: opening its store: %v\n", sid, err)
+		fmt.Fprintf(h.log, "agentvalues: session %s cannot be continued: opening its store: %v\n", logID(sid), err)
 		return nil, true
 	}
 	if vals.Len() == 0 {
@@ -90,7 +90,7 @@ func (h *httpSessions) resume(w http.ResponseWriter, r *http.Request, sid string
 		NegotiatedProtocolVersion: version,
 	}})
 	if err != nil {
-		fmt.Fprintf(h.log, "agentvalues: session %s cannot be continued: %v\n", sid, err)
+		fmt.Fprintf(h.log, "agentvalues: session %s cannot be continued: %v\n", logID(sid), err)
 		return nil, true
 	}
 	h.continued.Store(sid, t) // before the session is known by its ID
@@ -101,7 +101,7 @@ func (h *httpSessions) resume(w http.ResponseWriter, r *http.Request, sid string
 	s = h.st.session(ss)
 	s.once.Do(func() { s.vals.Store(vals) })
 	s.http.started(h, s, r)
-	fmt.Fprintf(h.log, "agentvalues: continued HTTP session %s from its store (%d values)\n", sid, vals.Len())
+	fmt.Fprintf(h.log, "agentvalues: continued HTTP session %s from its store (%d values)\n", logID(sid), vals.Len())
 	return s, true
 }
 
@@ -155,4 +155,15 @@ func (e *endedIDs) has(id string) bool {
 	defer e.mu.Unlock()
 	_, ok := e.set[id]
 	return ok
+}
+
+// logID is how a log line names the session id: its first characters,
+// enough to tell sessions apart, not the whole id, which is the session's
+// secret (whoever has it can continue the session).
+func logID(id string) string {
+	const shown = 6
+	if len(id) <= shown {
+		return id
+	}
+	return id[:shown] + "…"
 }

@@ -75,7 +75,7 @@ func (s *stores) storeOf(id string) *values.SessionValues {
 	}
 	v, err := s.sessionStore(id)
 	if err != nil || v == nil {
-		fmt.Fprintf(s.log, "agentvalues: the values of session %s are kept in memory only: opening its store: %v\n", id, err)
+		fmt.Fprintf(s.log, "agentvalues: the values of session %s are kept in memory only: opening its store: %v\n", logID(id), err)
 		return s.newStore()
 	}
 	return v
