@@ -64,7 +64,12 @@ type Options struct {
 	// The HTTP handler then continues such a session, named by a client
 	// after a restart or on another process that shares d (see
 	// [Proxy.HTTPHandler]). Its handles start at r1, or where the session
-	// left them. If it fails, the session gets a store in memory and Log a
+	// left them (values.Open numbers them by the session's records): unlike
+	// values.New's, a new session's handles do not start past those handed
+	// out before it, so a client that starts a new session rather than
+	// continuing its old one may find an old handle naming a new value.
+	// A session's values stay in the durable store after it ends, until
+	// the store's own expiry removes them. If it fails, the session gets a store in memory and Log a
 	// line saying why. Nil means values.New for every session.
 	SessionStore func(id string) (*values.SessionValues, error)
 	// Log receives one line for each event a person running the proxy should
