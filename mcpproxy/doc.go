@@ -194,8 +194,10 @@
 // all configured by [HTTPOptions]. A request passes three floors, each of
 // which only sees what the one above let through:
 //
-//  1. The bounds layer (httpserve.go, httporigin.go, httpbody.go): the
-//     Origin is checked (403 for a browser page of another origin, such
+//  1. The bounds layer (httpserve.go, httpauth.go, httporigin.go,
+//     httpbody.go): with HTTPOptions.Token, the bearer token is checked
+//     (401 with WWW-Authenticate without it); a POST without a session
+//     id must be an initialize (400 otherwise); the Origin is checked (403 for a browser page of another origin, such
 //     as a DNS-rebound one); requests in flight (MaxRequests), open
 //     sessions (MaxSessions) and the bytes of the request bodies held at
 //     once (MaxBodyBytes) are bounded (503 with Retry-After past each); a
@@ -215,6 +217,11 @@
 //  3. The SDK's handler: a server session (and with Options.PerSession a
 //     store) per HTTP session. It is made in one place, with its own idle
 //     timeout and body bound off: the layers above keep both.
+//
+// With Options.SessionStore durable, a session that a client names after
+// the process restarted (or that another process sharing the store began)
+// is continued from its store, its handles naming the same values
+// (httpresume.go).
 //
 // [ServeHTTP] adds the bounds of the connections (httpconn.go): at most
 // MaxConns open (one more is answered 503 and closed), headers within

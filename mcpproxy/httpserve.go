@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,10 +29,14 @@ import (
 // The bounds layer (this file), what a server that a network can reach
 // needs, checked before anything else sees the request:
 //
+//   - with a Token, a request must carry it as a bearer token (401 with
+//     WWW-Authenticate; see httpauth.go);
 //   - an Origin header, which only browsers send, must name the listener
 //     or an allowed origin (403; see httporigin.go);
 //   - at most MaxRequests requests other than GET are handled at once
 //     (503, Retry-After); a DELETE is one;
+//   - a POST without a session id must be an initialize (400 otherwise:
+//     every other message belongs to a session);
 //   - at most MaxSessions sessions are open; a request that would open
 //     one more is refused (503, Retry-After). They are counted as the
 //     server has them, so a session the session layer ends gives its place
@@ -95,6 +101,15 @@ const (
 // *HTTPOptions, and zero in a field, mean the documented default; a
 // negative number means no bound.
 type HTTPOptions struct {
+	// Token, when not empty, is the bearer token every request must carry
+	// ("Authorization: Bearer <Token>"); a request without it is answered
+	// 401 with "WWW-Authenticate: Bearer" and a JSON-RPC error saying what
+	// is missing, before anything else reads it (see httpauth.go). The
+	// token is compared in constant time. Use printable ASCII without
+	// spaces ([CheckToken] says whether a token is such). Empty means no
+	// authentication: serve so only where every client that can connect
+	// may call (a loopback address), or behind a proxy that authenticates.
+	Token string
 	// MaxMessage bounds a request body in bytes; a longer one is refused
 	// with 413 before it is read. Zero means DefaultMaxMessage.
 	MaxMessage int
@@ -145,6 +160,7 @@ type HTTPOptions struct {
 // httpConfig is HTTPOptions with the defaults filled in; -1 means no
 // bound.
 type httpConfig struct {
+	auth           tokenAuth
 	maxMessage     int64
 	maxBodyBytes   int64
 	maxRequests    int
@@ -163,6 +179,7 @@ func newHTTPConfig(o *HTTPOptions) httpConfig {
 		o = &HTTPOptions{}
 	}
 	c := httpConfig{
+		auth:           newTokenAuth(o.Token),
 		maxMessage:     int64(orDefault(o.MaxMessage, DefaultMaxMessage)),
 		maxBodyBytes:   orDefault(o.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxRequests:    orDefault(o.MaxRequests, DefaultMaxRequests),
@@ -201,7 +218,11 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // [Proxy.Server] sees the stand-in, for arguments of 64 KiB or more, of a
 // call made over HTTP. The handler serves every path it is given; mount it
 // at the endpoint ("/mcp"). Each call makes a handler of its own, with
-// bounds of its own. It is safe for concurrent use.
+// bounds of its own. With Options.SessionStore, a session the client
+// names that this process does not have is continued from its store when
+// the store holds values (see httpresume.go for what is and is not
+// carried over); otherwise an unknown session is answered 404. It is safe
+// for concurrent use.
 func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
 	return newHTTPHandler(p.server, p.stores, opts, p.seams.idleTimer)
 }
@@ -235,15 +256,33 @@ type httpBounds struct {
 // time.AfterFunc.
 func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
 	cfg := newHTTPConfig(opts)
-	return &httpBounds{
+	h := &httpBounds{
 		cfg:    cfg,
 		server: server,
-		next:   newHTTPSessions(server, st, cfg.sessionTimeout, timer),
 		log:    newRefusals(cfg.log),
 	}
+	h.next = newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.admitSession, cfg.log)
+	return h
+}
+
+// admitSession takes a place under MaxSessions for a session the session
+// layer continues from its store (which comes with a session id, so the
+// request took none): it returns the func that gives the place back once
+// the session is made (it then counts itself), or why there is none.
+func (h *httpBounds) admitSession() (release func(), why string) {
+	if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
+		fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+		return nil, h.sessionsFull()
+	}
+	return func() { h.release(func() { h.pending-- }) }, ""
 }
 
 func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if why, challenge := h.cfg.auth.refusal(req); why != "" {
+		h.log.refused("token", "a request without the bearer token (Token): "+why)
+		refuseUnauthorized(w, why, challenge)
+		return
+	}
 	if why := h.badOrigin(req); why != "" {
 		refuseUnread(w)
 		writeHTTPError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, why, 0)
@@ -276,6 +315,11 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		defer b.release()
+		if req.Header.Get("Mcp-Session-Id") == "" && !opensSession(req, body) {
+			writeHTTPError(w, http.StatusBadRequest, b.id, jsonrpc.CodeInvalidRequest,
+				"Bad Request: the request has no Mcp-Session-Id header: every message but initialize belongs to a session: send it with the Mcp-Session-Id that the initialize response gave (or initialize first)", 0)
+			return
+		}
 		if req, ok = withBody(req, body, b); !ok {
 			return
 		}
@@ -310,6 +354,39 @@ func sdkReads(req *http.Request) bool {
 	}
 	return jsonOK && streamOK
 }
+
+// opensSession reports whether the POST req without a session id, whose
+// body is body, may be served: a single initialize request, which opens a
+// session; a message of protocol 2026-07-28 or later, which has no
+// sessions (server/discover, or a call whose Mcp-Protocol-Version header
+// or _meta names it), which the SDK answers as the protocol asks (with
+// the versions it supports, so that the client falls back to initialize);
+// or a body that is not JSON, which the SDK refuses with 400 saying what
+// is wrong with it. Any other message without a session is answered 400,
+// as the Streamable HTTP specification (2025-06-18, Session Management)
+// asks of a server that requires a session: the SDK alone would open a
+// session for it and answer 200 with an error.
+func opensSession(req *http.Request, body []byte) bool {
+	if jsontext.Valid(body) != nil || req.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+		return true
+	}
+	method, ok := jsontext.Member(body, "method")
+	if _, hasID := jsontext.Member(body, "id"); !ok || !hasID || method[0] != '"' {
+		return false
+	}
+	if params, ok := jsontext.Member(body, "params"); ok {
+		if meta, ok := jsontext.Member(params, "_meta"); ok {
+			if _, ok := jsontext.Member(meta, "io.modelcontextprotocol/protocolVersion"); ok {
+				return true
+			}
+		}
+	}
+	return jsontext.KeyEquals(method, "initialize") || jsontext.KeyEquals(method, "server/discover")
+}
+
+// statelessProtocol is the first protocol version without sessions
+// (SEP-2575), as the SDK compares versions: as strings.
+const statelessProtocol = "2026-07-28"
 
 // sessions counts the server's open sessions; h.mu is held.
 func (h *httpBounds) sessions() int {
@@ -382,13 +459,16 @@ func writeHTTPError(w http.ResponseWriter, status int, id *jsonrpc.ID, code int6
 	if id != nil {
 		body.ID = id.Raw()
 	}
-	data, _ := json.Marshal(body)
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false) // a message may say "Bearer <token>"
+	enc.Encode(body)
 	w.Header().Set("Content-Type", "application/json")
 	if retry > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())))
 	}
 	w.WriteHeader(status)
-	w.Write(data)
+	w.Write(data.Bytes())
 }
 
 // ServeHTTP serves h (typically a mux with [Proxy.HTTPHandler] at "/mcp") on

@@ -2,6 +2,8 @@ package mcpproxy
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -52,16 +54,23 @@ var (
 // httpSessions is the session layer (see the top of this file).
 type httpSessions struct {
 	sdk     http.Handler
+	server  *mcp.Server
 	st      *stores
 	timeout time.Duration                                  // the idle timeout; <= 0: none
 	timer   func(time.Duration, func()) (stop func() bool) // arms an idle timer
+	admit   func() (release func(), why string)            // a place under MaxSessions (httpserve.go)
+	log     io.Writer
+
+	resuming  sync.Mutex // one session continued at a time (httpresume.go)
+	continued sync.Map   // session ID -> *mcp.StreamableServerTransport of each continued session
+	deleted   endedIDs   // sessions their clients ended, never continued (httpresume.go)
 }
 
 // newHTTPSessions makes the session layer over server, whose sessions st
 // keeps (newServer), with the idle timeout (<= 0: none); timer, when not
 // nil, arms the idle timers in place of time.AfterFunc.
-func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) func() bool) *httpSessions {
-	h := &httpSessions{st: st, timeout: timeout, timer: timer}
+func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) func() bool, admit func() (func(), string), log io.Writer) *httpSessions {
+	h := &httpSessions{server: server, st: st, timeout: timeout, timer: timer, admit: admit, log: log}
 	if h.timer == nil {
 		h.timer = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
@@ -75,7 +84,14 @@ func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, time
 func (h *httpSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &streamWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 	defer sw.release()
-	s := h.st.byID(r.Header.Get("Mcp-Session-Id"))
+	sid := r.Header.Get("Mcp-Session-Id")
+	s := h.st.byID(sid)
+	if s == nil && sid != "" && h.st.sessionStore != nil {
+		var ok bool
+		if s, ok = h.resume(sw, r, sid); !ok {
+			return // refused
+		}
+	}
 	if s == nil {
 		h.sdk.ServeHTTP(sw, r)
 		if r.Method == http.MethodPost {
@@ -86,6 +102,9 @@ func (h *httpSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodDelete && h.mayDelete(r, s) {
+		if h.st.sessionStore != nil {
+			h.deleted.add(sid)
+		}
 		h.end(s, errSessionDeleted)
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -94,6 +113,14 @@ func (h *httpSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	counts := r.Method != http.MethodGet // a standalone stream open keeps no session alive
 	s.http.begin(sw, counts)
 	defer s.http.finish(h, s, sw, counts)
+	if t, ok := h.continued.Load(sid); ok { // continued: the SDK's handler does not know it
+		if rebound(r) {
+			http.Error(sw, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+		t.(*mcp.StreamableServerTransport).ServeHTTP(sw, r)
+		return
+	}
 	h.sdk.ServeHTTP(sw, r)
 }
 
@@ -110,7 +137,7 @@ func (h *httpSessions) end(s *session, cause error) {
 // the session s: the checks it makes before it closes a session (the
 // bounds layer in front has checked the Origin).
 func (h *httpSessions) mayDelete(r *http.Request, s *session) bool {
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
+	if rebound(r) {
 		return false // DNS rebinding: the SDK refuses it
 	}
 	if user := s.http.user(); user != "" {
@@ -119,6 +146,14 @@ func (h *httpSessions) mayDelete(r *http.Request, s *session) bool {
 		}
 	}
 	return true
+}
+
+// rebound reports whether r reached a loopback address under a Host that
+// is not loopback, as a DNS-rebound page's request does: the SDK's handler
+// refuses it (403).
+func rebound(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
 }
 
 // isLoopback reports whether the host of addr (a host, or host:port) is

@@ -57,6 +57,21 @@ type Options struct {
 	// same whatever the number of sessions.
 	PerSession     bool
 	SessionOptions []values.Option
+	// SessionStore, with PerSession, makes the store of a session that has
+	// an ID (one served over Streamable HTTP) in place of
+	// values.New(SessionOptions...): typically values.Open(d, id, …) of a
+	// durable store d, so that the session's values outlive the process.
+	// The HTTP handler then continues such a session, named by a client
+	// after a restart or on another process that shares d (see
+	// [Proxy.HTTPHandler]). Its handles start at r1, or where the session
+	// left them (values.Open numbers them by the session's records): unlike
+	// values.New's, a new session's handles do not start past those handed
+	// out before it, so a client that starts a new session rather than
+	// continuing its old one may find an old handle naming a new value.
+	// A session's values stay in the durable store after it ends, until
+	// the store's own expiry removes them. If it fails, the session gets a store in memory and Log a
+	// line saying why. Nil means values.New for every session.
+	SessionStore func(id string) (*values.SessionValues, error)
 	// Log receives one line for each event a person running the proxy should
 	// know of: the downstream server going away, a downstream tool that cannot
 	// be mirrored. Nil means os.Stderr.

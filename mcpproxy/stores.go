@@ -2,6 +2,9 @@ package mcpproxy
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +22,11 @@ type stores struct {
 	shared      *values.SessionValues // nil with a store per session
 	memoryOnly  bool                  // shared is in memory alone: storing in it does no I/O
 	sessionOpts []values.Option       // with a store per session: for values.New
-	live        sessionTable          // the upstream sessions (session.go)
+	// sessionStore, with a store per session, opens that of a session with
+	// an ID (Options.SessionStore); log tells of its failures.
+	sessionStore func(id string) (*values.SessionValues, error)
+	log          io.Writer
+	live         sessionTable // the upstream sessions (session.go)
 
 	// handed is the highest handle number a session's store has handed
 	// out: raised as each request of a session ends (before its response
@@ -34,7 +41,11 @@ type stores struct {
 func newStores(opts *Options) *stores {
 	switch {
 	case opts.PerSession:
-		return &stores{sessionOpts: opts.SessionOptions}
+		log := opts.Log
+		if log == nil {
+			log = os.Stderr
+		}
+		return &stores{sessionOpts: opts.SessionOptions, sessionStore: opts.SessionStore, log: log}
 	case opts.Values != nil:
 		return &stores{shared: opts.Values, memoryOnly: !opts.Values.Durable()}
 	}
@@ -52,8 +63,22 @@ func (s *stores) of(ss *mcp.ServerSession) *values.SessionValues {
 		return s.newStore()
 	}
 	sess := s.session(ss)
-	sess.once.Do(func() { sess.vals.Store(s.newStore()) })
+	sess.once.Do(func() { sess.vals.Store(s.storeOf(ss.ID())) })
 	return sess.vals.Load()
+}
+
+// storeOf makes the store of the session whose ID is id ("": none): by
+// sessionStore when there is one, else (or if it fails) newStore.
+func (s *stores) storeOf(id string) *values.SessionValues {
+	if s.sessionStore == nil || id == "" {
+		return s.newStore()
+	}
+	v, err := s.sessionStore(id)
+	if err != nil || v == nil {
+		fmt.Fprintf(s.log, "agentvalues: the values of session %s are kept in memory only: opening its store: %v\n", logID(id), err)
+		return s.newStore()
+	}
+	return v
 }
 
 // newStore makes a session's store, starting past handed.

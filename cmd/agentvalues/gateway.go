@@ -66,6 +66,10 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if *threshold == 0 {
 		*threshold = -1
 	}
+	httpOpts, err := httpFlags.options(*listen, *maxMessage, os.Getenv)
+	if err != nil {
+		return err
+	}
 	abs, err := filepath.Abs(*configPath)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -101,7 +105,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, "gateway", g, *listen, httpFlags.options(*maxMessage), stderr)
+		return serveHTTP(ctx, "gateway", g, *listen, httpOpts, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {

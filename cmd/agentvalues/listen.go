@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -24,7 +26,13 @@ type httpFlags struct {
 	sessionIdle  *time.Duration
 	readTimeout  *time.Duration
 	origins      *originList
+	tokenFile    *string
+	insecure     *bool
 }
+
+// tokenEnv is the environment variable that gives -listen its bearer token
+// (when -token-file does not).
+const tokenEnv = "AGENTVALUES_TOKEN"
 
 func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 	f := httpFlags{
@@ -35,15 +43,32 @@ func addHTTPFlags(fs *flag.FlagSet) httpFlags {
 		sessionIdle:  fs.Duration("session-idle", mcpproxy.DefaultSessionTimeout, "with -listen: an HTTP session with no request for this long (an open event stream is not one) is ended: its calls are cancelled, downstream too, and its store dropped (0: never)"),
 		readTimeout:  fs.Duration("read-timeout", mcpproxy.DefaultReadTimeout, "with -listen: time allowed for a request's headers, and for its body before it must arrive at 64 KiB/s at least (0: no bound)"),
 		origins:      &originList{},
+		tokenFile:    fs.String("token-file", "", "with -listen: every HTTP request must carry the bearer token this `file` holds (Authorization: Bearer TOKEN; surrounding white space ignored); without it, the token is $"+tokenEnv+", if set"),
+		insecure:     fs.Bool("insecure-no-auth", false, "with -listen: serve an address other than loopback without a bearer token, open to anyone who can reach it"),
 	}
 	fs.Var(f.origins, "allow-origin", "with -listen: a browser `ORIGIN` (https://app.example.com) allowed to call besides the server's own; repeat for more, * for any")
 	return f
 }
 
-// options returns the HTTPOptions the flags give, with maxMessage as the
-// -max-message flag has it (-1: no bound).
-func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
+// options returns the HTTPOptions the flags give for serving at the
+// -listen address listen, with maxMessage as the -max-message flag has it
+// (-1: no bound; nil for no -listen), and getenv reading the environment: the bearer token is
+// that of -token-file, else $AGENTVALUES_TOKEN, else none; without one, an
+// address other than loopback is refused unless -insecure-no-auth.
+func (f httpFlags) options(listen string, maxMessage int, getenv func(string) string) (*mcpproxy.HTTPOptions, error) {
+	if listen == "" {
+		return nil, nil // stdio
+	}
+	token, err := f.token(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if host := listenHost(listen); token == "" && !*f.insecure && !isLoopbackHost(host) {
+		return nil, fmt.Errorf("%w: -listen %s serves %s, which other machines may reach, and no bearer token is set: set %s to a secret (or pass -token-file FILE), and give clients the header Authorization: Bearer <token>; or, to serve it open to anyone, pass -insecure-no-auth",
+			errUsage, listen, hostName(host), tokenEnv)
+	}
 	return &mcpproxy.HTTPOptions{
+		Token:          token,
 		MaxMessage:     maxMessage,
 		MaxSessions:    noBound(*f.maxSessions),
 		MaxRequests:    noBound(*f.maxRequests),
@@ -52,7 +77,70 @@ func (f httpFlags) options(maxMessage int) *mcpproxy.HTTPOptions {
 		SessionTimeout: noBound(*f.sessionIdle),
 		ReadTimeout:    noBound(*f.readTimeout),
 		AllowedOrigins: *f.origins,
+	}, nil
+}
+
+// token returns the bearer token the flags and the environment give, or
+// "" for none.
+func (f httpFlags) token(getenv func(string) string) (string, error) {
+	token, from := getenv(tokenEnv), "$"+tokenEnv
+	if *f.tokenFile != "" {
+		data, err := os.ReadFile(*f.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: -token-file: %v", errUsage, err)
+		}
+		token, from = strings.TrimSpace(string(data)), "-token-file "+*f.tokenFile
+		if token == "" {
+			return "", fmt.Errorf("%w: -token-file %s is empty: it should hold the bearer token", errUsage, *f.tokenFile)
+		}
 	}
+	if token == "" {
+		return "", nil
+	}
+	if err := mcpproxy.CheckToken(token); err != nil {
+		return "", fmt.Errorf("%w: the token of %s: %w", errUsage, from, err)
+	}
+	return token, nil
+}
+
+// listenAddr returns the address -listen ADDR listens on: a bare PORT or
+// :PORT listens on 127.0.0.1.
+func listenAddr(addr string) string {
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	return addr
+}
+
+// listenHost returns the host -listen ADDR listens on ("" for every
+// interface).
+func listenHost(addr string) string {
+	host, _, err := net.SplitHostPort(listenAddr(addr))
+	if err != nil {
+		return listenAddr(addr)
+	}
+	return host
+}
+
+// isLoopbackHost reports whether host is localhost or a loopback address:
+// only processes of this machine can reach it.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// hostName says which interfaces host names, for an error.
+func hostName(host string) string {
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		return "every network interface"
+	}
+	return host
 }
 
 // noBound maps 0, which means no bound on the command line, to -1, which
@@ -87,13 +175,7 @@ type mcpServer interface {
 // connection bounds.
 func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts *mcpproxy.HTTPOptions, stderr io.Writer) error {
 	defer g.Close()
-	if !strings.Contains(addr, ":") {
-		addr = ":" + addr
-	}
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

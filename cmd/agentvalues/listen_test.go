@@ -38,8 +38,16 @@ type listener struct {
 // ends.
 func startListener(t *testing.T, args ...string) *listener {
 	t.Helper()
+	return startListenerEnv(t, nil, args...)
+}
+
+// startListenerEnv is startListener with the variables env (KEY=VALUE) set
+// in the command's environment; AGENTVALUES_TOKEN is unset unless env sets
+// it.
+func startListenerEnv(t *testing.T, env []string, args ...string) *listener {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+	cmd.Env = testkit.ChildEnv(append([]string{runMainEnv + "=1", tokenEnv + "="}, env...)...)
 	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +154,7 @@ func initialize(t *testing.T, url string, headers ...string) string {
 	if r.err != nil || r.status != http.StatusOK || sid == "" {
 		t.Fatalf("initialize: %d %v %.300s", r.status, r.err, r.body)
 	}
-	if r := postString(url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
+	if r := postString(url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, headers...); r.status != http.StatusAccepted {
 		t.Fatalf("notifications/initialized: %d %v %.300s", r.status, r.err, r.body)
 	}
 	return sid

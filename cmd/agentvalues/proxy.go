@@ -47,6 +47,10 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	if *threshold == 0 {
 		*threshold = -1 // 0 on the command line means: preview everything
 	}
+	httpOpts, err := httpFlags.options(*listen, *maxMessage, os.Getenv)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -69,7 +73,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, "proxy", p, *listen, httpFlags.options(*maxMessage), stderr)
+		return serveHTTP(ctx, "proxy", p, *listen, httpOpts, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := p.Run(ctx, upstream); err != nil && ctx.Err() == nil {

@@ -21,60 +21,64 @@ type storeFlags struct {
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
 		spec:    fs.String("store", "", "where values persist: `dir:PATH`, redis://HOST:PORT/DB, rediss://…, redis+cluster://HOST:PORT?addr=HOST:PORT; empty: in memory"),
-		session: fs.String("session", "default", "the session `ID` values persist under with -store; a later run with the same ID continues it (its handles stay valid), on this machine or, with Redis, any other"),
+		session: fs.String("session", "default", "the session `ID` values persist under with -store on stdio; a later run with the same ID continues it (its handles stay valid), on this machine or, with Redis, any other (with -listen each HTTP session persists under its own ID)"),
 	}
 }
 
-// open returns the store the flags name, or nil when values stay in memory,
-// and the func that closes the durable store. listen says whether the
-// command serves HTTP, where each session has its own store in memory.
-func (f storeFlags) open(listen bool, opts ...values.Option) (*values.SessionValues, func(), error) {
+// A durable is a durable store the command opened, closed when it ends.
+type durable interface {
+	values.Durable
+	io.Closer
+}
+
+// durable opens the durable store -store names, or returns nil when values
+// stay in memory.
+func (f storeFlags) durable() (durable, error) {
 	spec := *f.spec
-	if spec == "" || spec == "memory" {
-		return nil, func() {}, nil
-	}
-	if listen {
-		return nil, nil, fmt.Errorf("%w: -store is for stdio; with -listen every HTTP session has a store of its own, in memory", errUsage)
-	}
-	var d interface {
-		values.Durable
-		io.Closer
-	}
-	var err error
 	switch {
+	case spec == "" || spec == "memory":
+		return nil, nil
 	case strings.HasPrefix(spec, "dir:"):
-		d, err = store.OpenDir(strings.TrimPrefix(spec, "dir:"))
+		return store.OpenDir(strings.TrimPrefix(spec, "dir:"))
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"), strings.HasPrefix(spec, "redis+cluster://"):
-		d, err = redisstore.OpenURL(spec)
-	default:
-		return nil, nil, fmt.Errorf("%w: -store %q: want dir:PATH, redis://HOST:PORT/DB, rediss://… or redis+cluster://…", errUsage, spec)
+		return redisstore.OpenURL(spec)
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	vals, err := values.Open(d, *f.session, opts...)
-	if err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	return vals, func() { d.Close() }, nil
+	return nil, fmt.Errorf("%w: -store %q: want dir:PATH, redis://HOST:PORT/DB, rediss://… or redis+cluster://…", errUsage, spec)
 }
 
 // options returns the mcpproxy.Options of proxy and gateway for their
-// store: with listen, a store per HTTP session in memory; else the durable
-// store the flags name, or one in memory; each previews within maxPreview
-// bytes and tells log of what it could not persist. Close the store with
-// the func returned.
+// store, each previewing within maxPreview bytes and telling log of what it
+// could not persist; close the durable store with the func returned. On
+// stdio (listen false): the durable store's session -session, or one store
+// in memory. With listen: a store per HTTP session, in the durable store
+// under the session's ID when -store names one (so that a session a client
+// names again after a restart, or at another process on the same store,
+// continues with its values: see mcpproxy.Options.SessionStore), else in
+// memory.
 func (f storeFlags) options(listen bool, maxPreview int, log io.Writer) (*mcpproxy.Options, func(), error) {
-	vals, closeStore, err := f.open(listen, values.WithMaxPreview(maxPreview), storeErrors(log))
+	d, err := f.durable()
 	if err != nil {
 		return nil, nil, err
+	}
+	closeStore := func() {}
+	if d != nil {
+		closeStore = func() { d.Close() }
 	}
 	opts := &mcpproxy.Options{Log: log}
 	switch {
 	case listen:
 		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(maxPreview)}
-	case vals != nil:
+		if d != nil {
+			opts.SessionStore = func(id string) (*values.SessionValues, error) {
+				return values.Open(d, id, values.WithMaxPreview(maxPreview), storeErrors(log))
+			}
+		}
+	case d != nil:
+		vals, err := values.Open(d, *f.session, values.WithMaxPreview(maxPreview), storeErrors(log))
+		if err != nil {
+			d.Close()
+			return nil, nil, err
+		}
 		opts.Values = vals
 	default:
 		opts.Values = values.New(values.WithMaxPreview(maxPreview))

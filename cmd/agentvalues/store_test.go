@@ -79,7 +79,7 @@ func TestStoreFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"gateway", "--config", path, "--store", "s3://bucket"}, `want dir:PATH`},
-		{[]string{"gateway", "--config", path, "--store", "dir:" + t.TempDir(), "--listen", "0"}, "-store is for stdio"},
+		{[]string{"gateway", "--config", path, "--store", "s3://bucket", "--listen", "0"}, `want dir:PATH`},
 		{[]string{"proxy", "--store", "redis://127.0.0.1:1/0", "--", "x"}, "does not answer"},
 	} {
 		command := gatewayCommand
