@@ -505,7 +505,11 @@ func checkAgentvalues(args []string) error {
 	sub := args[0]
 	switch sub {
 	case "demo", "preview", "proxy", "gateway":
-	case "help", "-h", "--help":
+	case "help", "-h", "--help", "version", "-version", "--version":
+		var out bytes.Buffer
+		if code := run(args, strings.NewReader(""), &out, &out); code != 0 {
+			return fmt.Errorf("agentvalues %s exits %d: %s", strings.Join(args, " "), code, out.String())
+		}
 		return nil
 	default:
 		return fmt.Errorf("agentvalues has no command %q", sub)
