@@ -42,6 +42,7 @@ func TestListenStore(t *testing.T) {
 			}
 			first := startListener(t, "gateway", "--config", path, "--listen", "0", "-store", spec)
 			sid := initialize(t, first.url)
+			waitHTTPTool(t, first.url, sid, "blobs__blob")
 			if body := call(first.url, sid, "blobs__blob", `{"kind":"json","size":2000}`); !strings.Contains(body, `"agentvalues/handle":"r1"`) {
 				t.Fatalf("the first result is not r1: %.500s", body)
 			}
@@ -53,6 +54,7 @@ func TestListenStore(t *testing.T) {
 			if again := call(second.url, sid, "read_value", `{"ref":"r1","limit":300}`); again != page {
 				t.Errorf("r1 after the restart reads\n%.300s\nwant\n%.300s\nstderr:\n%s", again, page, second.stderr())
 			}
+			waitHTTPTool(t, second.url, sid, "blobs__blob")
 			if body := call(second.url, sid, "blobs__blob", `{"kind":"text","size":100}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
 				t.Errorf("the next result after the restart is not r2: %.500s", body)
 			}
@@ -95,6 +97,7 @@ func TestListenStoreSDKClient(t *testing.T) {
 		}
 		return res
 	}
+	waitTools(t, cs, "blobs__blob")
 	if h := call("blobs__blob", `{"kind":"json","size":2000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
 		t.Fatalf("the first handle is %v", h)
 	}
@@ -107,7 +110,23 @@ func TestListenStoreSDKClient(t *testing.T) {
 	if again := textOf(call("read_value", `{"ref":"r1","limit":300}`)); again != page {
 		t.Errorf("r1 after the restart reads\n%.300s\nwant\n%.300s\nstderr:\n%s", again, page, second.stderr())
 	}
+	waitTools(t, cs, "blobs__blob")
 	if h := call("blobs__blob", `{"kind":"text","size":100}`).Meta[mcpproxy.MetaHandle]; h != "r2" {
 		t.Errorf("the next handle after the restart is %v, want r2", h)
+	}
+}
+
+// waitHTTPTool waits until the gateway at url offers the tool name in the
+// session sid: the gateway starts its servers in the background.
+func waitHTTPTool(t *testing.T, url, sid, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		r := postString(url, sid, `{"jsonrpc":"2.0","id":"tools","method":"tools/list"}`)
+		if r.err == nil && strings.Contains(r.body, `"name":"`+name+`"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never offered %s: %d %v %.300s", name, r.status, r.err, r.body)
+		}
 	}
 }
