@@ -36,8 +36,10 @@ import (
 // store's preview bound: only then does it read the body to render a new
 // one.
 //
-// Handles go on after the highest recorded one, so no recorded handle is
-// ever handed out again. A record appended twice (the same handle, key,
+// A new session (one without records) hands out its first handle as New
+// does ([WithFirstHandle], else r1); handles of a session with records go
+// on after the highest recorded one, so no recorded handle is ever handed
+// out again, and those below its lowest recorded one name nothing. A record appended twice (the same handle, key,
 // kind and size) counts once. A lost record ([Record.Lost]) stands for the
 // handle after the highest one recorded before it. A handle recorded
 // without a body, lost, or never recorded is unknown after Open
@@ -50,31 +52,37 @@ import (
 // Open fails with the error of [Durable.Records], and with an error for a
 // record it did not write: a handle not of the form r1, r2, …, two
 // different records for one handle, an unknown kind, malformed Meta, or a
-// handle number more than 2^20 past the number of records (a handle lacks
-// a record only when the store failed to append it, so a real session
-// stays far below that).
+// handle number more than 2^20 plus the number of records past the lowest
+// one recorded (a handle lacks a record only when the store failed to
+// append it, so a real session stays far below that).
 func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 	s := New(opts...)
 	if d == nil {
 		return s, nil
 	}
-	s.base = 0 // the records number the handles (WithFirstHandle is ignored)
 	s.dur = newDurability(d, session, &s.cfg)
 	recs, err := d.Records(session)
 	if err != nil {
 		return nil, fmt.Errorf("values: opening session %q: %w", session, err)
 	}
-	nums, top, err := recordNumbers(recs)
+	if len(recs) == 0 {
+		return s, nil // a new session: its first handle is WithFirstHandle's
+	}
+	// The records number the handles: the session's first recorded
+	// handle is its first (a session started past r1 by WithFirstHandle
+	// has no records below it).
+	nums, base, top, err := recordNumbers(recs)
 	if err != nil {
 		return nil, fmt.Errorf("values: opening session %q: %w", session, err)
 	}
-	table := make([]slot, top)
-	first := make([]int, top) // index+1 in recs of the first record of each handle
+	s.base = base
+	table := make([]slot, top-base)
+	first := make([]int, top-base) // index+1 in recs of the first record of each handle
 	for i := range recs {
-		r, n := &recs[i], nums[i]
+		r, n := &recs[i], nums[i]-base
 		if j := first[n-1]; j != 0 {
 			if p := &recs[j-1]; p.Key != r.Key || p.Kind != r.Kind || p.Size != r.Size {
-				return nil, fmt.Errorf("values: opening session %q: handle %s is recorded twice, differently (records %d and %d); was the session written by two stores at once?", session, handleName(n), j-1, i)
+				return nil, fmt.Errorf("values: opening session %q: handle %s is recorded twice, differently (records %d and %d); was the session written by two stores at once?", session, handleName(base+n), j-1, i)
 			}
 			continue // the same record appended again
 		}
@@ -94,30 +102,45 @@ func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 			s.lost++
 		}
 	}
-	s.table, s.dur.next = table, top+1
+	s.table, s.dur.next = table, top-base+1
 	return s, nil
 }
 
 // recordNumbers returns the handle number of each record, a lost record
-// taking the one after the highest before it, and the highest of all.
-func recordNumbers(recs []Record) (nums []int, top int, err error) {
+// taking the one after the highest before it; the numbers before the
+// lowest handle recorded (base); and the highest of all.
+func recordNumbers(recs []Record) (nums []int, base, top int, err error) {
 	nums = make([]int, len(recs))
+	low := 0
+	for i := range recs {
+		if recs[i].Lost() {
+			continue
+		}
+		n, ok := parseHandle(recs[i].Handle)
+		if !ok {
+			return nil, 0, 0, fmt.Errorf("record %d: %q is not a handle r1, r2, …", i, jsontext.ClipString(recs[i].Handle))
+		}
+		nums[i] = n
+		if low == 0 || n < low {
+			low = n
+		}
+	}
+	if low > 0 {
+		base = low - 1
+	}
+	top = base
 	for i := range recs {
 		if recs[i].Lost() {
 			top++
 			nums[i] = top
 			continue
 		}
-		n, ok := parseHandle(recs[i].Handle)
-		if !ok {
-			return nil, 0, fmt.Errorf("record %d: %q is not a handle r1, r2, …", i, jsontext.ClipString(recs[i].Handle))
+		if nums[i]-base > len(recs)+maxUnrecorded {
+			return nil, 0, 0, fmt.Errorf("record %d: handle %s is more than %d past the %d records from %s; a record was damaged or not written by this package", i, recs[i].Handle, maxUnrecorded, len(recs), handleName(base+1))
 		}
-		if n > len(recs)+maxUnrecorded {
-			return nil, 0, fmt.Errorf("record %d: handle %s is more than %d past the %d records; a record was damaged or not written by this package", i, recs[i].Handle, maxUnrecorded, len(recs))
-		}
-		nums[i], top = n, max(top, n)
+		top = max(top, nums[i])
 	}
-	return nums, top, nil
+	return nums, base, top, nil
 }
 
 // maxUnrecorded is how many handles of a session may lack a record for

@@ -1143,18 +1143,33 @@ func TestDurableReadBackConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// TestDurableIgnoresFirstHandle: a durable session's handles are numbered
-// by its records, from r1, whatever WithFirstHandle says; and they are
-// persisted and read back under those numbers.
-func TestDurableIgnoresFirstHandle(t *testing.T) {
+// TestDurableFirstHandle: a new durable session starts at WithFirstHandle,
+// as New does, so that a gateway's new session never hands out a handle
+// an earlier session's transcript holds; its handles are persisted and read
+// back under those numbers, and a reopened session goes on after its
+// highest, whatever WithFirstHandle says then. Handles below its first
+// name nothing.
+func TestDurableFirstHandle(t *testing.T) {
 	stores(t, func(t *testing.T, st func() values.Durable, reopen func() values.Durable) {
 		s := openSession(st(), testSession, values.WithFirstHandle(50))
-		if h := s.PutOutput([]byte(`{"a":1}`)); h != "r1" || !s.Persisted(h) {
-			t.Fatalf("first handle %s (persisted %v), want r1", h, s.Persisted(h))
+		if h := s.PutOutput([]byte(`{"a":1}`)); h != "r50" || !s.Persisted(h) {
+			t.Fatalf("first handle %s (persisted %v), want r50", h, s.Persisted(h))
 		}
-		again := openSession(reopen(), testSession, values.WithFirstHandle(50))
-		if v, ok := again.Get("r1"); !ok || string(v.JSON()) != `{"a":1}` || again.Next() != "r2" {
-			t.Errorf("reopened: r1 %v, next %s", ok, again.Next())
+		s.PutOutput([]byte("second"))
+		for _, first := range []int{1, 50, 1000} {
+			again := openSession(reopen(), testSession, values.WithFirstHandle(first))
+			if v, ok := again.Get("r50"); !ok || string(v.JSON()) != `{"a":1}` || again.Next() != "r52" || again.Len() != 2 {
+				t.Errorf("reopened with WithFirstHandle(%d): r50 %v, next %s, len %d", first, ok, again.Next(), again.Len())
+			}
+			if _, ok := again.Get("r1"); ok {
+				t.Errorf("reopened: r1 names a value")
+			}
+			if _, _, err := again.Resolve([]byte(`{"x":"$r49"}`)); err != nil {
+				t.Errorf("resolving a handle below the first: %v", err)
+			}
+			if d, _ := again.ResolveDetail([]byte(`{"x":"$r49"}`)); len(d.Refs) != 1 || !errors.Is(d.Refs[0].Err, values.ErrUnknownHandle) {
+				t.Errorf("$r49: %+v", d.Refs)
+			}
 		}
 	})
 }

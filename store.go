@@ -112,8 +112,9 @@ func New(opts ...Option) *SessionValues {
 // gateway with a store per client session starts each new session past
 // every handle handed out before it, so that a handle in the transcript of
 // a session that was lost names nothing in the session that replaces it,
-// instead of another value. [Open] ignores it: a durable session's numbers
-// come from its records.
+// instead of another value. [Open] takes it for a new session (one
+// without records); a session with records goes on after its highest
+// handle, whatever its first.
 func WithFirstHandle(n int) Option { return func(c *config) { c.firstHandle = n } }
 
 // Next returns the handle the next value stored will get.

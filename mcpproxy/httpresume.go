@@ -61,7 +61,7 @@ func (h *httpSessions) resume(w http.ResponseWriter, r *http.Request, sid string
 	if s := h.st.byID(sid); s != nil {
 		return s, true // continued while this request waited
 	}
-	vals, err := h.st.sessionStore(sid)
+	vals, err := h.st.sessionStore(sid, h.st.sessionOptions()...)
 	if err != nil || vals == nil {
 		fmt.Fprintf(h.log, "agentvalues: session %s cannot be continued: opening its store: %v\n", logID(sid), err)
 		return nil, true

@@ -23,7 +23,9 @@ func durableProxy(t *testing.T, dir string, opts *HTTPOptions) (*fixture, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, nil, &Options{PerSession: true, SessionStore: func(id string) (*values.SessionValues, error) { return values.Open(d, id) }})
+	f := newFixture(t, nil, &Options{PerSession: true, SessionStore: func(id string, opts ...values.Option) (*values.SessionValues, error) {
+		return values.Open(d, id, opts...)
+	}})
 	srv := httptest.NewServer(f.proxy.HTTPHandler(opts))
 	stop := func() {
 		srv.Close()

@@ -63,15 +63,15 @@ type Options struct {
 	// durable store d, so that the session's values outlive the process.
 	// The HTTP handler then continues such a session, named by a client
 	// after a restart or on another process that shares d (see
-	// [Proxy.HTTPHandler]). Its handles start at r1, or where the session
-	// left them (values.Open numbers them by the session's records): unlike
-	// values.New's, a new session's handles do not start past those handed
-	// out before it, so a client that starts a new session rather than
-	// continuing its old one may find an old handle naming a new value.
-	// A session's values stay in the durable store after it ends, until
+	// [Proxy.HTTPHandler]). opts are SessionOptions and a
+	// values.WithFirstHandle past every handle handed out so far, for
+	// values.Open: a new session's handles start past those (so that a
+	// client that starts a new session rather than continuing its old one
+	// never finds an old handle naming a new value), a continued one's
+	// where the session left them. A session's values stay in the durable store after it ends, until
 	// the store's own expiry removes them. If it fails, the session gets a store in memory and Log a
 	// line saying why. Nil means values.New for every session.
-	SessionStore func(id string) (*values.SessionValues, error)
+	SessionStore func(id string, opts ...values.Option) (*values.SessionValues, error)
 	// Log receives one line for each event a person running the proxy should
 	// know of: the downstream server going away, a downstream tool that cannot
 	// be mirrored. Nil means os.Stderr.

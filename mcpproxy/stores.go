@@ -24,7 +24,7 @@ type stores struct {
 	sessionOpts []values.Option       // with a store per session: for values.New
 	// sessionStore, with a store per session, opens that of a session with
 	// an ID (Options.SessionStore); log tells of its failures.
-	sessionStore func(id string) (*values.SessionValues, error)
+	sessionStore func(id string, opts ...values.Option) (*values.SessionValues, error)
 	log          io.Writer
 	live         sessionTable // the upstream sessions (session.go)
 
@@ -73,7 +73,7 @@ func (s *stores) storeOf(id string) *values.SessionValues {
 	if s.sessionStore == nil || id == "" {
 		return s.newStore()
 	}
-	v, err := s.sessionStore(id)
+	v, err := s.sessionStore(id, s.sessionOptions()...)
 	if err != nil || v == nil {
 		fmt.Fprintf(s.log, "agentvalues: the values of session %s are kept in memory only: opening its store: %v\n", logID(id), err)
 		return s.newStore()
@@ -83,8 +83,14 @@ func (s *stores) storeOf(id string) *values.SessionValues {
 
 // newStore makes a session's store, starting past handed.
 func (s *stores) newStore() *values.SessionValues {
+	return values.New(s.sessionOptions()...)
+}
+
+// sessionOptions are the options of a new session's store: sessionOpts,
+// and its first handle past handed.
+func (s *stores) sessionOptions() []values.Option {
 	first := int(s.handed.Load()) + 1
-	return values.New(append(slices.Clip(s.sessionOpts), values.WithFirstHandle(first))...)
+	return append(slices.Clip(s.sessionOpts), values.WithFirstHandle(first))
 }
 
 // handedOut notes the handles the store of ss has handed out, once a

@@ -47,6 +47,13 @@ func TestListenStore(t *testing.T) {
 				t.Fatalf("the first result is not r1: %.500s", body)
 			}
 			page := call(first.url, sid, "read_value", `{"ref":"r1","limit":300}`)
+			// A new session's handles start past those handed out before
+			// it, durable or not: an old transcript's "$r1" names nothing
+			// in it.
+			fresh := initialize(t, first.url)
+			if body := call(first.url, fresh, "blobs__blob", `{"kind":"text","size":10}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
+				t.Errorf("a new session's first result is not r2: %.500s", body)
+			}
 			first.cmd.Process.Signal(syscall.SIGTERM)
 			first.cmd.Wait()
 

@@ -69,8 +69,8 @@ func (f storeFlags) options(listen bool, maxPreview int, log io.Writer) (*mcppro
 	case listen:
 		opts.PerSession, opts.SessionOptions = true, []values.Option{values.WithMaxPreview(maxPreview)}
 		if d != nil {
-			opts.SessionStore = func(id string) (*values.SessionValues, error) {
-				return values.Open(d, id, values.WithMaxPreview(maxPreview), storeErrors(log))
+			opts.SessionStore = func(id string, sessionOpts ...values.Option) (*values.SessionValues, error) {
+				return values.Open(d, id, append(sessionOpts, storeErrors(log))...)
 			}
 		}
 	case d != nil:
