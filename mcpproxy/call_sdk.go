@@ -61,6 +61,8 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	callCtx, cancel := context.WithCancel(wire.WithTag(ctx, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
+	callCtx, end := p.begin(callCtx, req.Session) // what the server asks meanwhile goes to this session
+	defer end()
 	l := p.current()
 	res, err := l.down.CallTool(callCtx, params)
 	return p.finishCall(ctx, callCtx, l, m, vals, res, err)

@@ -316,9 +316,16 @@ func (c *ownLine) noteDiscover(req *jsonrpc.Request) {
 	if !ok {
 		return
 	}
-	var m mcp.Meta
-	if json.Unmarshal(raw, &m) != nil {
+	// Each value kept as its JSON: the SDK encodes the client's
+	// capabilities from a struct, in its fields' order, which a value
+	// decoded into a map would lose.
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
 		return
+	}
+	m := make(mcp.Meta, len(members))
+	for k, v := range members {
+		m[k] = v
 	}
 	enc, err := json.Marshal(m)
 	if err != nil {
