@@ -445,7 +445,6 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 		Cancelled: cancelNote,
 		Done: func(resp *jsonrpc.Response, err error) {
 			stop()
-			defer cancel()
 			var res *mcp.CallToolResult
 			switch {
 			case err == nil:
@@ -453,6 +452,39 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			case callCtx.Err() == nil: // not cancelled: the connection's end, or a failed write
 				err = callError(err)
 			}
+			if err == nil && res.NeedsInput() {
+				// The server asks for input (multi round-trip requests,
+				// protocol 2026-07-28): a client at that version is passed
+				// the requests and calls again with the answers (on the
+				// SDK route); for one before it the proxy asks the client
+				// and calls again through the SDK client, off this
+				// goroutine, which may be the one reading the server.
+				if req.serverInfo != nil {
+					defer cancel()
+					done(inputRequired(res), nil)
+					return
+				}
+				go func() {
+					defer cancel()
+					defer context.AfterFunc(p.ctx, cancel)()
+					params := &mcp.CallToolParams{Meta: p.requestMeta(req.meta), Name: m.name, Arguments: json.RawMessage(prepared)}
+					for round := 1; err == nil && res.NeedsInput(); round++ {
+						if round > maxInputRounds {
+							err = fmt.Errorf("mcpproxy: the server asked for input %d times for one call", maxInputRounds)
+							break
+						}
+						params.InputResponses, err = p.fulfilInput(callCtx, res.InputRequests)
+						if err != nil {
+							break
+						}
+						params.RequestState = res.RequestState
+						res, err = l.down.CallTool(wire.WithTag(callCtx, vals), params) // tagged for fixResult
+					}
+					done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+				}()
+				return
+			}
+			defer cancel()
 			done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
 		},
 	})

@@ -41,6 +41,9 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		Meta:      p.requestMeta(req.Params.Meta),
 		Name:      m.name,
 		Arguments: json.RawMessage(prepared),
+		// The answers to the input the server asked for, passed back.
+		InputResponses: req.Params.InputResponses,
+		RequestState:   req.Params.RequestState,
 	}
 	if len(prepared) >= spliceMin {
 		var release func()
@@ -65,5 +68,8 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	defer end()
 	l := p.current()
 	res, err := l.down.CallTool(callCtx, params)
+	if err == nil && res.NeedsInput() {
+		return inputRequired(res), nil
+	}
 	return p.finishCall(ctx, callCtx, l, m, vals, res, err)
 }

@@ -216,15 +216,22 @@
 //     client connected. A session's initialization (when it declares roots
 //     with listChanged) and its notifications/roots/list_changed send
 //     notifications/roots/list_changed to every server, so that each asks
-//     again. At protocol 2026-07-28 a server asks within its result
-//     (multi round-trip requests); the SDK's client fulfils those through
-//     the same handlers, under the call's own context, so the session is
-//     the call's.
+//     again.
+//   - At protocol 2026-07-28 a server asks for input within its result
+//     (multi round-trip requests, inputRequests), and is called again with
+//     the answers. Such a result is passed up as it is, nothing stored: a
+//     client at 2026-07-28 answers it and calls again, the call going down
+//     with the answers; for a client before it, the SDK server asks the
+//     client itself and calls again (once), and the raw call route does the
+//     same through the handlers above (up to maxInputRounds rounds).
 //   - ping is answered by each side itself.
 //   - A request the client cancels (notifications/cancelled) is not
 //     answered on a [LineTransport] served by [Proxy.Run] or
-//     [Gateway.Run], on either route, and the call is cancelled downstream
-//     with the client's reason (call_rawcall.go).
+//     [Gateway.Run], on either route, and the call is cancelled
+//     downstream, with the client's reason on the raw call route
+//     (call_rawcall.go); the SDK route gives the server the SDK's reason
+//     ("context canceled"). Over Streamable HTTP the SDK's handler still
+//     writes the response to a cancelled request on its stream.
 //
 // # Streamable HTTP
 //

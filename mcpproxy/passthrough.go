@@ -162,13 +162,9 @@ type inFlight struct {
 	calls map[uint64]upCall
 }
 
-// upCallKey marks the context of a call in flight downstream with its
-// upCall: a request the SDK client makes under it (a multi round-trip
-// input request, at protocol 2026-07-28) belongs to that call.
-type upCallKey struct{}
-
 // begin records that the session ss makes a call to the server, handled
 // under ctx, and returns the context to make it under; end forgets it.
+// (A server's request names no call: see upstreamFor.)
 func (p *Proxy) begin(ctx context.Context, ss *mcp.ServerSession) (_ context.Context, end func()) {
 	if ss == nil {
 		return ctx, func() {}
@@ -182,7 +178,7 @@ func (p *Proxy) begin(ctx context.Context, ss *mcp.ServerSession) (_ context.Con
 	}
 	f.calls[c.seq] = c
 	f.mu.Unlock()
-	return context.WithValue(ctx, upCallKey{}, c), func() {
+	return ctx, func() {
 		f.mu.Lock()
 		delete(f.calls, c.seq)
 		f.mu.Unlock()

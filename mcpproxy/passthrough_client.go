@@ -23,11 +23,11 @@ import (
 //
 // Which session: the one whose call (tools/call, prompts/get,
 // resources/read, completion/complete, subscriptions) is in flight on that
-// server, where the request goes on that call's own stream. At protocol
-// 2026-07-28 a server asks for input within the call's result (multi
-// round-trip requests), so the call is known exactly. Before it, a request
+// server, where the request goes on that call's own stream. A request
 // names no call: with several calls in flight on the server, from several
-// sessions, it goes to the session of the call that started last. A
+// sessions, it goes to the session of the call that started last. (At
+// protocol 2026-07-28 a server asks within the call's result instead,
+// which goes back to the call's own session: see inputRequired.) A
 // request outside any call goes, for roots/list, to the session whose
 // roots were last announced to the server (its initialization, or its
 // roots list_changed), else to the only live session; with several live
@@ -53,11 +53,7 @@ func downstreamCaps() *mcp.ClientCapabilities {
 // server's request, ctx, or the call it belongs to): see the top of this
 // file.
 func (p *Proxy) upstreamFor(ctx context.Context, method string) (*mcp.ServerSession, context.Context, func(), error) {
-	c, ok := ctx.Value(upCallKey{}).(upCall)
-	if !ok {
-		c, ok = p.inFlight.latest()
-	}
-	if ok {
+	if c, ok := p.inFlight.latest(); ok {
 		out, cancel := context.WithCancel(c.ctx) // its values: over HTTP, the call's stream
 		stop := context.AfterFunc(ctx, cancel)
 		return c.ss, out, func() { stop(); cancel() }, nil
@@ -215,3 +211,54 @@ func rootsChanged(proxies []*Proxy, ss *mcp.ServerSession, starting bool) {
 
 // rootsFrom is the session whose roots were last announced to a server.
 type rootsFrom = atomic.Pointer[mcp.ServerSession]
+
+// inputRequired is what the proxy answers for a call whose result asks
+// for input (protocol 2026-07-28): the server's input requests and state,
+// nothing stored. The SDK server passes it to a client at 2026-07-28,
+// which calls again with the answers; for a client before it, the SDK
+// server asks the client itself and calls the proxy again with them, once.
+func inputRequired(res *mcp.CallToolResult) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Meta: forwardMeta(res.Meta), InputRequests: res.InputRequests, RequestState: res.RequestState}
+}
+
+// maxInputRounds bounds the rounds of input a call on the raw call route
+// fulfils for a client before protocol 2026-07-28 (as the SDK's client
+// bounds its own): past it the call fails with an error saying so.
+const maxInputRounds = 10
+
+// fulfilInput answers the input requests of a result for the session the
+// call belongs to, through the handlers a server's requests take
+// (createMessage, elicit, listRoots).
+func (p *Proxy) fulfilInput(ctx context.Context, requests mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	out := make(mcp.InputResponseMap, len(requests))
+	for id, ir := range requests {
+		var (
+			resp mcp.InputResponse
+			err  error
+		)
+		switch r := ir.(type) {
+		case *mcp.ElicitParams:
+			resp, err = p.elicit(ctx, &mcp.ElicitRequest{Params: r})
+		case *mcp.CreateMessageParams:
+			withTools := &mcp.CreateMessageWithToolsParams{Meta: r.Meta, IncludeContext: r.IncludeContext, MaxTokens: r.MaxTokens, Metadata: r.Metadata,
+				ModelPreferences: r.ModelPreferences, StopSequences: r.StopSequences, SystemPrompt: r.SystemPrompt, Temperature: r.Temperature}
+			for _, m := range r.Messages {
+				if m != nil {
+					withTools.Messages = append(withTools.Messages, &mcp.SamplingMessageV2{Role: m.Role, Content: []mcp.Content{m.Content}})
+				}
+			}
+			resp, err = p.createMessage(ctx, &mcp.CreateMessageWithToolsRequest{Params: withTools})
+		case *mcp.CreateMessageWithToolsParams:
+			resp, err = p.createMessage(ctx, &mcp.CreateMessageWithToolsRequest{Params: r})
+		case *mcp.ListRootsParams:
+			resp, err = p.listRoots(ctx, &mcp.ListRootsRequest{Params: r})
+		default:
+			err = fmt.Errorf("mcpproxy: input request %q: unknown kind %T", id, ir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mcpproxy: fulfilling input request %q: %w", id, err)
+		}
+		out[id] = resp
+	}
+	return out, nil
+}

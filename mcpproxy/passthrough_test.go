@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -143,6 +144,19 @@ type peerClient struct {
 // gives it handlers for sampling and elicitation, and roots.
 func connectPeerClient(t *testing.T, server *mcp.Server, name string, full bool) *peerClient {
 	t.Helper()
+	st, ct := pipeTransports()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := server.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	return connectPeerClientOver(t, ct, name, full, legacyProtocol)
+}
+
+// connectPeerClientOver is connectPeerClient over the transport ct to a
+// server, at protocol version.
+func connectPeerClientOver(t *testing.T, ct mcp.Transport, name string, full bool, version string) *peerClient {
+	t.Helper()
 	pc := &peerClient{updated: make(chan string, 16), asked: make(chan string, 16)}
 	opts := &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { pc.updated <- req.Params.URI },
@@ -167,13 +181,9 @@ func connectPeerClient(t *testing.T, server *mcp.Server, name string, full bool)
 	if full {
 		pc.c.AddRoots(&mcp.Root{URI: "file:///" + name})
 	}
-	st, ct := pipeTransports()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := server.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := pc.c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
+	cs, err := pc.c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,11 +465,86 @@ func TestPassthroughOutsideCalls(t *testing.T) {
 	}
 }
 
-// TestPassthroughInputRequests calls a tool of a server at protocol
-// 2026-07-28, which asks for input within its result (multi round-trip
-// requests): the proxy's client fulfils them through the session of the
-// call, and the server gets the answers on the retried call.
+// TestPassthroughInputRequests calls tools of a server at protocol
+// 2026-07-28 that ask for input within their result (multi round-trip
+// requests), through a proxy, on the SDK route and the raw call route, by
+// clients at 2026-07-28 (passed the requests) and before it (asked them by
+// the proxy's SDK server, or by the raw call route): the session of the
+// call answers, and the server gets the answers on the retried call.
 func TestPassthroughInputRequests(t *testing.T) {
+	for _, version := range []string{legacyProtocol, "2026-07-28"} {
+		for _, raw := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/raw=%v", version, raw), func(t *testing.T) {
+				p, connect := startInputProxy(t, raw)
+				if !raw {
+					connectPeerClientOver(t, connect(), "other", true, version)
+				}
+				c := connectPeerClientOver(t, connect(), "c", true, version)
+				for tool, want := range map[string]string{
+					"confirm":      "confirmed: accept map[name:Ada]",
+					"ask_roots":    "roots: file:///c",
+					"ask_model_in": "model: c answers capital?",
+				} {
+					if res := callTool(t, c.cs, tool, `{}`); res.IsError || !strings.Contains(text(res), want) {
+						t.Errorf("%s: %s", tool, text(res))
+					}
+				}
+				receive(t, c.asked, "elicitation")
+				receive(t, c.asked, "sampling")
+				if n := p.rawN.Load(); (n > 0) != raw {
+					t.Errorf("the raw call route took %d calls", n)
+				}
+			})
+		}
+	}
+}
+
+// startInputProxy starts a proxy of an input server (newInputServer); raw
+// serves it over a LineTransport with Run (the raw call route), and
+// connect returns the transport of the one client; else over the SDK
+// server, each connect a new client's.
+func startInputProxy(t *testing.T, raw bool) (*Proxy, func() mcp.Transport) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sr, pw := io.Pipe()
+	pr, sw := io.Pipe()
+	ss, err := newInputServer().Connect(ctx, &mcp.IOTransport{Reader: sr, Writer: sw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if !raw {
+		return p, func() mcp.Transport {
+			st, ct := pipeTransports()
+			if _, err := p.Server().Connect(ctx, st, nil); err != nil {
+				t.Fatal(err)
+			}
+			return ct
+		}
+	}
+	ur, cw := io.Pipe()
+	cr, uw := io.Pipe()
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		p.Run(ctx, &LineTransport{Reader: ur, Writer: uw})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		cw.Close()
+		<-ran
+	})
+	return p, func() mcp.Transport { return &mcp.IOTransport{Reader: cr, Writer: cw} }
+}
+
+// newInputServer returns a server (at protocol 2026-07-28) whose tool
+// "confirm" asks for input within its result, then answers with it.
+func newInputServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "confirm", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -470,23 +555,27 @@ func TestPassthroughInputRequests(t *testing.T) {
 				"ok": &mcp.ElicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)},
 			}}, nil
 		})
-	st, pt := pipeTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	p, err := Connect(context.Background(), pt, &Options{Log: &syncBuffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	connectPeerClient(t, p.Server(), "other", true)
-	c := connectPeerClient(t, p.Server(), "c", true)
-	if res := callTool(t, c.cs, "confirm", `{}`); res.IsError || !strings.Contains(text(res), "confirmed: accept map[name:Ada]") {
-		t.Errorf("confirm: %s", text(res))
-	}
-	receive(t, c.asked, "elicitation")
+	s.AddTool(&mcp.Tool{Name: "ask_roots", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult); ok {
+				var uris []string
+				for _, root := range r.Roots {
+					uris = append(uris, root.URI)
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "roots: " + strings.Join(uris, " ")}}}, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_model_in", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["q"].(*mcp.CreateMessageWithToolsResult); ok && len(r.Content) == 1 {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "model: " + r.Content[0].(*mcp.TextContent).Text}}}, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"q": &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital?"}}}},
+			}}, nil
+		})
+	return s
 }
 
 // TestPassthroughRouting runs calls of two sessions at once on one server:

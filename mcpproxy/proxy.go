@@ -257,10 +257,14 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		Capabilities:                  downstreamCaps(),
 		CreateMessageWithToolsHandler: p.createMessage,
 		ElicitationHandler:            p.elicit,
-		ToolListChangedHandler:        func(context.Context, *mcp.ToolListChangedRequest) { p.requestRefresh() },
-		PromptListChangedHandler:      func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
-		ResourceListChangedHandler:    func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
-		ResourceUpdatedHandler:        p.resourceUpdated, // passthrough_subscribe.go
+		// A server's input requests within a result (protocol 2026-07-28)
+		// go up in the result, to the SDK server, which passes them to
+		// the client or, for one before 2026-07-28, asks it itself.
+		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { p.requestRefresh() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
+		ResourceUpdatedHandler:     p.resourceUpdated, // passthrough_subscribe.go
 		// Log messages and progress are taken before the SDK sees them
 		// (intake.go).
 	})

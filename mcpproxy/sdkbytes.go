@@ -68,7 +68,11 @@ func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.R
 	}
 	if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
 		// Its resultType, which the SDK encodes after the other members.
-		out = append(out[:len(out)-1], `,"resultType":"`+resultComplete+`"}`...)
+		kind := resultComplete
+		if res.InputRequests != nil {
+			kind = resultInputRequired
+		}
+		out = append(out[:len(out)-1], `,"resultType":"`+kind+`"}`...)
 	}
 	return &jsonrpc.Response{Result: out}
 }
@@ -76,6 +80,10 @@ func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.R
 // resultComplete is the resultType of a complete result (protocol
 // 2026-07-28), as against one that asks the client for input.
 const resultComplete = "complete"
+
+// resultInputRequired is the resultType of a result that asks the client
+// for input (protocol 2026-07-28).
+const resultInputRequired = "input_required"
 
 // encodeResult encodes res as the SDK server does (encoding/json, HTML not
 // escaped around the result's own encoding, which escapes it). A result
