@@ -216,7 +216,9 @@
 //     client connected. A session's initialization (when it declares roots
 //     with listChanged) and its notifications/roots/list_changed send
 //     notifications/roots/list_changed to every server, so that each asks
-//     again.
+//     again. A server's notifications/elicitation/complete goes to the
+//     session its URL elicitation went to (at most maxURLElicitations
+//     remembered per server).
 //   - At protocol 2026-07-28 a server asks for input within its result
 //     (multi round-trip requests, inputRequests), and is called again with
 //     the answers. Such a result is passed up as it is, nothing stored: a

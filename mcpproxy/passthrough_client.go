@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -135,11 +137,64 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	}
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
+	if params.Mode == "url" && params.ElicitationID != "" {
+		p.urlElicits.remember(params.ElicitationID, ss, p.stores.isLive)
+	}
 	res, err := ss.Elicit(ctx, &params)
 	if err != nil {
 		return nil, serverError(err)
 	}
 	return res, nil
+}
+
+// maxURLElicitations bounds the URL elicitations a proxy remembers the
+// session of until the server says it is complete: a server that never
+// says so cannot grow the table past it. At it, those of ended sessions
+// are forgotten first; if all are live, the new one is not remembered and
+// its notifications/elicitation/complete is dropped.
+const maxURLElicitations = 256
+
+// urlElicits is the session each URL elicitation of a server went to, by
+// its elicitationId, until the server's notifications/elicitation/complete.
+type urlElicits struct {
+	mu   sync.Mutex
+	byID map[string]*mcp.ServerSession
+}
+
+// remember records that the URL elicitation id went to ss.
+func (u *urlElicits) remember(id string, ss *mcp.ServerSession, live func(*mcp.ServerSession) bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byID == nil {
+		u.byID = make(map[string]*mcp.ServerSession)
+	}
+	if len(u.byID) >= maxURLElicitations {
+		maps.DeleteFunc(u.byID, func(_ string, s *mcp.ServerSession) bool { return !live(s) })
+	}
+	if len(u.byID) < maxURLElicitations {
+		u.byID[id] = ss
+	}
+}
+
+// take returns the session the URL elicitation id went to, and forgets it.
+func (u *urlElicits) take(id string) *mcp.ServerSession {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ss := u.byID[id]
+	delete(u.byID, id)
+	return ss
+}
+
+// elicitationComplete passes a server's notifications/elicitation/complete
+// to the session its URL elicitation went to; one of no elicitation the
+// proxy passed on is dropped.
+func (p *Proxy) elicitationComplete(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+	if req.Params == nil {
+		return
+	}
+	if ss := p.urlElicits.take(req.Params.ElicitationID); ss != nil && p.stores.isLive(ss) {
+		_ = ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{Meta: forwardMeta(req.Params.Meta), ElicitationID: req.Params.ElicitationID})
+	}
 }
 
 // listRoots passes a server's roots/list to an upstream session.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +107,16 @@ func newPeerServer(name string, versions ...string) *peerServer {
 		got, _ := json.Marshal(res.Content)
 		return "user said: " + res.Action + " " + string(got), nil
 	})
+	tool("ask_url", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "sign in", URL: "https://example.com/sign-in", ElicitationID: "e1"})
+		if err != nil {
+			return "", err
+		}
+		if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "e1"}); err != nil {
+			return "", err
+		}
+		return "url: " + res.Action, nil
+	})
 	tool("roots", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
 		res, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
@@ -134,10 +146,11 @@ func connectPeer(t *testing.T, ps *peerServer) mcp.Transport {
 // A peerClient is a go-sdk client of the proxy that answers sampling,
 // elicitation and roots, and counts what it was asked.
 type peerClient struct {
-	cs      *mcp.ClientSession
-	c       *mcp.Client
-	updated chan string // the URIs of notifications/resources/updated
-	asked   chan string // the methods of the requests it answered
+	cs        *mcp.ClientSession
+	c         *mcp.Client
+	updated   chan string // the URIs of notifications/resources/updated
+	asked     chan string // the methods of the requests it answered
+	completed chan string // the ids of notifications/elicitation/complete
 }
 
 // connectPeerClient connects a client to server at legacyProtocol; full
@@ -157,13 +170,19 @@ func connectPeerClient(t *testing.T, server *mcp.Server, name string, full bool)
 // server, at protocol version.
 func connectPeerClientOver(t *testing.T, ct mcp.Transport, name string, full bool, version string) *peerClient {
 	t.Helper()
-	pc := &peerClient{updated: make(chan string, 16), asked: make(chan string, 16)}
+	pc := &peerClient{updated: make(chan string, 16), asked: make(chan string, 16), completed: make(chan string, 16)}
 	opts := &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { pc.updated <- req.Params.URI },
 		Capabilities:           &mcp.ClientCapabilities{},
 	}
 	if full {
-		opts.Capabilities = nil // roots, with listChanged
+		opts.Capabilities = &mcp.ClientCapabilities{
+			RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		}
+		opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			pc.completed <- req.Params.ElicitationID
+		}
 		opts.CreateMessageHandler = func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			pc.asked <- "sampling/createMessage"
 			q := req.Params.Messages[0].Content.(*mcp.TextContent).Text
@@ -171,6 +190,9 @@ func connectPeerClientOver(t *testing.T, ct mcp.Transport, name string, full boo
 		}
 		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			pc.asked <- "elicitation/create"
+			if req.Params.Mode == "url" {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
 			if req.Params.Message == "sure?" {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 			}
@@ -380,6 +402,7 @@ func TestPassthroughClientRequests(t *testing.T) {
 				{"ask_model", "model said: asker answers capital of France?", "sampling/createMessage"},
 				{"ask_user", `user said: accept {"colors":["blue"]}`, "elicitation/create"},
 				{"roots", "roots: file:///asker", ""},
+				{"ask_url", "url: accept", "elicitation/create"},
 			} {
 				res := callTool(t, c.cs, tc.prefix+call.tool, `{}`)
 				if res.IsError || !strings.Contains(text(res), call.want) {
@@ -391,8 +414,13 @@ func TestPassthroughClientRequests(t *testing.T) {
 					}
 				}
 			}
-			if len(other.asked) != 0 {
-				t.Errorf("another session was asked %d requests", len(other.asked))
+			// The URL elicitation's completion came to the session it
+			// went to.
+			if id := receive(t, c.completed, "elicitation complete"); id != "e1" {
+				t.Errorf("elicitation %q complete", id)
+			}
+			if len(other.asked) != 0 || len(other.completed) != 0 {
+				t.Errorf("another session was asked %d requests, told of %d completions", len(other.asked), len(other.completed))
 			}
 			// A client that declared neither is not asked; the server hears why.
 			for tool, want := range map[string]string{
@@ -615,5 +643,36 @@ func TestPassthroughRouting(t *testing.T) {
 		}
 	}); len(got) != 0 {
 		t.Errorf("first was asked %v", got)
+	}
+}
+
+// TestPassthroughHTTPServer does what the other tests do with a server
+// reached over Streamable HTTP: its requests come on the call's stream,
+// and roots list_changed goes down on a request of its own.
+func TestPassthroughHTTPServer(t *testing.T) {
+	ps := newPeerServer("web", legacyProtocol)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ps.s }, nil))
+	t.Cleanup(srv.Close)
+	g, err := ConnectGateway(context.Background(), []Downstream{
+		{Name: "web", Transport: &mcp.StreamableClientTransport{Endpoint: srv.URL}},
+	}, &Options{Log: &syncBuffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	c := connectPeerClient(t, g.Server(), "c", true)
+	receive(t, ps.rootsChanged, "roots list_changed at the server")
+	for tool, want := range map[string]string{
+		"web__ask_model": "model said: c answers capital of France?",
+		"web__ask_user":  `user said: accept {"colors":["blue"]}`,
+		"web__roots":     "roots: file:///c",
+	} {
+		if res := callTool(t, c.cs, tool, `{}`); res.IsError || !strings.Contains(text(res), want) {
+			t.Errorf("%s: %s", tool, text(res))
+		}
+	}
+	res, err := c.cs.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "web__greet"}, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "G"}})
+	if err != nil || !slices.Equal(res.Completion.Values, []string{"web:Grace"}) {
+		t.Errorf("completion: %v %v", res, err)
 	}
 }

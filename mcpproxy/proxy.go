@@ -130,6 +130,7 @@ type Proxy struct {
 	inFlight    inFlight // the upstream sessions' calls in flight (see passthrough.go)
 	subs        subscriptions
 	rootsFrom   rootsFrom // the session whose roots were last announced to the server
+	urlElicits  urlElicits
 	progressSeq atomic.Uint64
 
 	refresh chan struct{} // a pending list_changed notification
@@ -257,6 +258,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		Capabilities:                  downstreamCaps(),
 		CreateMessageWithToolsHandler: p.createMessage,
 		ElicitationHandler:            p.elicit,
+		ElicitationCompleteHandler:    p.elicitationComplete,
 		// A server's input requests within a result (protocol 2026-07-28)
 		// go up in the result, to the SDK server, which passes them to
 		// the client or, for one before 2026-07-28, asks it itself.
