@@ -258,9 +258,13 @@ func rootsChanged(proxies []*Proxy, ss *mcp.ServerSession, starting bool) {
 		if l.notes == nil || p.ctx == nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, logLevelTimeout)
-		_ = l.notes.Write(ctx, &jsonrpc.Request{Method: "notifications/roots/list_changed", Params: json.RawMessage(`{}`)})
-		cancel()
+		// Off the session's goroutine: a server reached over HTTP takes a
+		// request to tell. Ends with the proxy, or after logLevelTimeout.
+		go func() {
+			ctx, cancel := context.WithTimeout(p.ctx, logLevelTimeout)
+			defer cancel()
+			_ = l.notes.Write(ctx, &jsonrpc.Request{Method: "notifications/roots/list_changed", Params: json.RawMessage(`{}`)})
+		}()
 	}
 }
 
