@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -85,15 +86,20 @@ type rawUpstream struct {
 	work   chan func() // to an idle worker; see run
 
 	mu       sync.Mutex
-	initID   *jsonrpc.ID                       // the initialize request's, until it is answered
-	version  string                            // the protocol version the initialize response gave
-	ready    bool                              // initialized at a version the raw call route takes
-	discover map[jsonrpc.ID][]byte             // server/discover requests awaiting their response: their _meta
-	newMeta  []byte                            // the _meta of the last server/discover the SDK answered
-	newSeen  *rawNewProtocol                   // what the raw call route needs of that discover, once answered
-	closing  bool                              // the connection is closing: no more raw calls
-	inFlight map[jsonrpc.ID]context.CancelFunc // the raw calls being answered
-	sdkCalls map[jsonrpc.ID]struct{}           // the requests handed to the SDK, until their response is written
+	initID   *jsonrpc.ID                            // the initialize request's, until it is answered
+	version  string                                 // the protocol version the initialize response gave
+	ready    bool                                   // initialized at a version the raw call route takes
+	discover map[jsonrpc.ID][]byte                  // server/discover requests awaiting their response: their _meta
+	newMeta  []byte                                 // the _meta of the last server/discover the SDK answered
+	newSeen  *rawNewProtocol                        // what the raw call route needs of that discover, once answered
+	closing  bool                                   // the connection is closing: no more raw calls
+	inFlight map[jsonrpc.ID]context.CancelCauseFunc // the raw calls being answered
+	sdkCalls map[jsonrpc.ID]struct{}                // the requests handed to the SDK, until their response is written
+	// cancelled holds the requests in flight that the client cancelled:
+	// their response is not written (the specification: the receiver of a
+	// cancellation does not answer the request). Each is forgotten as its
+	// response is dropped, so it holds no more than the requests in flight.
+	cancelled map[jsonrpc.ID]struct{}
 }
 
 // rawNewProtocol is what the raw call route keeps of a session initialized at
@@ -106,12 +112,13 @@ type rawNewProtocol struct {
 
 func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 	u := &rawUpstream{
-		caller:   rc,
-		conn:     c,
-		inFlight: make(map[jsonrpc.ID]context.CancelFunc),
-		sdkCalls: make(map[jsonrpc.ID]struct{}),
-		discover: make(map[jsonrpc.ID][]byte),
-		work:     make(chan func()),
+		caller:    rc,
+		conn:      c,
+		inFlight:  make(map[jsonrpc.ID]context.CancelCauseFunc),
+		sdkCalls:  make(map[jsonrpc.ID]struct{}),
+		cancelled: make(map[jsonrpc.ID]struct{}),
+		discover:  make(map[jsonrpc.ID][]byte),
+		work:      make(chan func()),
 	}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
@@ -168,13 +175,17 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 		u.ready = u.version != "" && u.version < protocolRaw
 		u.mu.Unlock()
 	case "notifications/cancelled":
-		// Passed on to the SDK as well, which finds no call of that id.
+		// Passed on to the SDK as well, which cancels a call of its own
+		// of that id. Either way the response is not written.
 		if id, ok := wire.CancelledID(req.Params); ok {
 			u.mu.Lock()
 			cancel := u.inFlight[id]
+			if _, sdk := u.sdkCalls[id]; sdk || cancel != nil {
+				u.cancelled[id] = struct{}{}
+			}
 			u.mu.Unlock()
 			if cancel != nil {
-				cancel()
+				cancel(cancelCause(req.Params))
 			}
 		}
 	}
@@ -182,13 +193,18 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 }
 
 // wrote notes a response the SDK writes: its request is no longer in
-// flight. It also notes the protocol version of the initialize response,
+// flight; it reports false, for the response not to be written, when the
+// client cancelled the request. It also notes the protocol version of the initialize response,
 // when resp is it, and the serverInfo of a server/discover response, and
 // the _meta of its request, when resp is one.
-func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
+func (u *rawUpstream) wrote(resp *jsonrpc.Response) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.sdkCalls, resp.ID)
+	if _, ok := u.cancelled[resp.ID]; ok {
+		delete(u.cancelled, resp.ID)
+		return false
+	}
 	if meta, ok := u.discover[resp.ID]; ok {
 		delete(u.discover, resp.ID)
 		if resp.Error == nil && len(resp.Result) > 0 && jsontext.Valid(resp.Result) == nil {
@@ -204,15 +220,16 @@ func (u *rawUpstream) wrote(resp *jsonrpc.Response) {
 				u.newMeta, u.newSeen = meta, n
 			}
 		}
-		return
+		return true
 	}
 	if u.initID == nil || *u.initID != resp.ID {
-		return
+		return true
 	}
 	u.initID = nil
 	if resp.Error == nil {
 		u.version = initializeVersion(resp.Result)
 	}
+	return true
 }
 
 // maxDiscoverPending bounds the server/discover requests remembered while
@@ -261,11 +278,11 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if run == nil {
 		return false
 	}
-	ctx, cancel := context.WithCancel(u.ctx)
+	ctx, cancel := context.WithCancelCause(u.ctx)
 	u.mu.Lock()
 	if u.closing {
 		u.mu.Unlock()
-		cancel()
+		cancel(nil)
 		return false
 	}
 	u.inFlight[req.ID] = cancel
@@ -275,9 +292,11 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		defer u.calls.Done()
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
+		_, cancelled := u.cancelled[req.ID]
+		delete(u.cancelled, req.ID)
 		u.mu.Unlock()
-		cancel()
-		if u.conn.Broken() {
+		cancel(nil)
+		if cancelled || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
 		}
 		resp.ID = req.ID
@@ -290,6 +309,21 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.run(func() { run(ctx, done) })
 	}
 	return true
+}
+
+// cancelCause is the cause a raw call the client cancelled with params
+// is cancelled with: the reason it gave, which the downstream server is
+// given in turn (wire.Call.Cancelled); context.Canceled without one.
+func cancelCause(params json.RawMessage) error {
+	raw, ok := jsontext.Member(params, "reason") // params are valid JSON: CancelledID read them
+	if !ok || raw[0] != '"' {
+		return context.Canceled
+	}
+	reason := string(jsontext.AppendUnquoted(nil, raw))
+	if reason == "" {
+		return context.Canceled
+	}
+	return errors.New(reason)
 }
 
 // progressTokenKey is the _meta key of a progress token, which the SDK
@@ -411,7 +445,6 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 		Cancelled: cancelNote,
 		Done: func(resp *jsonrpc.Response, err error) {
 			stop()
-			defer cancel()
 			var res *mcp.CallToolResult
 			switch {
 			case err == nil:
@@ -419,6 +452,39 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			case callCtx.Err() == nil: // not cancelled: the connection's end, or a failed write
 				err = callError(err)
 			}
+			if err == nil && res.NeedsInput() {
+				// The server asks for input (multi round-trip requests,
+				// protocol 2026-07-28): a client at that version is passed
+				// the requests and calls again with the answers (on the
+				// SDK route); for one before it the proxy asks the client
+				// and calls again through the SDK client, off this
+				// goroutine, which may be the one reading the server.
+				if req.serverInfo != nil {
+					defer cancel()
+					done(inputRequired(res), nil)
+					return
+				}
+				go func() {
+					defer cancel()
+					defer context.AfterFunc(p.ctx, cancel)()
+					params := &mcp.CallToolParams{Meta: p.requestMeta(req.meta), Name: m.name, Arguments: json.RawMessage(prepared)}
+					for round := 1; err == nil && res.NeedsInput(); round++ {
+						if round > maxInputRounds {
+							err = fmt.Errorf("mcpproxy: the server asked for input %d times for one call", maxInputRounds)
+							break
+						}
+						params.InputResponses, err = p.fulfilInput(callCtx, res.InputRequests)
+						if err != nil {
+							break
+						}
+						params.RequestState = res.RequestState
+						res, err = l.down.CallTool(wire.WithTag(callCtx, vals), params) // tagged for fixResult
+					}
+					done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+				}()
+				return
+			}
+			defer cancel()
 			done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
 		},
 	})

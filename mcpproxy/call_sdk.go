@@ -41,6 +41,9 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		Meta:      p.requestMeta(req.Params.Meta),
 		Name:      m.name,
 		Arguments: json.RawMessage(prepared),
+		// The answers to the input the server asked for, passed back.
+		InputResponses: req.Params.InputResponses,
+		RequestState:   req.Params.RequestState,
 	}
 	if len(prepared) >= spliceMin {
 		var release func()
@@ -61,7 +64,12 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	callCtx, cancel := context.WithCancel(wire.WithTag(ctx, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
+	callCtx, end := p.begin(callCtx, req.Session) // what the server asks meanwhile goes to this session
+	defer end()
 	l := p.current()
 	res, err := l.down.CallTool(callCtx, params)
+	if err == nil && res.NeedsInput() {
+		return inputRequired(res), nil
+	}
 	return p.finishCall(ctx, callCtx, l, m, vals, res, err)
 }

@@ -100,6 +100,8 @@ func (p *Proxy) syncPrompts(ctx context.Context) error {
 			params := *req.Params
 			params.Name = name
 			params.Meta = p.requestMeta(params.Meta) // the protocol's own keys are each side's
+			ctx, end := p.begin(ctx, req.Session)
+			defer end()
 			res, err := p.current().down.GetPrompt(ctx, &params)
 			if err == nil && res != nil {
 				res.Meta = forwardMeta(res.Meta) // and the proxy's (ownMetaPrefix) its own
@@ -112,11 +114,13 @@ func (p *Proxy) syncPrompts(ctx context.Context) error {
 			return res, err
 		})
 		p.prompts[pr.Name] = string(key)
+		p.promptNames.Store(up.Name, name)
 	}
 	var removed []string
 	for name := range p.prompts {
 		if !seen[name] {
 			removed = append(removed, p.prefix+name)
+			p.promptNames.Delete(p.prefix + name)
 			delete(p.prompts, name)
 		}
 	}
@@ -223,6 +227,8 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	}
 	params := *req.Params
 	params.Meta = p.requestMeta(params.Meta)
+	ctx, end := p.begin(ctx, req.Session)
+	defer end()
 	res, err := p.current().down.ReadResource(ctx, &params)
 	if err != nil {
 		return nil, err

@@ -187,6 +187,57 @@
 // costs the proxy one at a time, and log messages no session asked for
 // are dropped unread (intake.go).
 //
+// # The rest of the protocol
+//
+// What is not a tool, prompt or resource passes through in both
+// directions (passthrough_*.go), the server's answer or error returned as
+// it gave it:
+//
+//   - completion/complete goes to the server that offers the prompt
+//     (SERVER__NAME in a gateway) or the resource or template URI its ref
+//     names; a server without the completions capability gives no values
+//     (passthrough.go).
+//   - resources/subscribe and unsubscribe go to the server that offers the
+//     URI, and its notifications/resources/updated to the sessions
+//     subscribed to it. The proxy holds one subscription per URI for all
+//     its sessions: the server is unsubscribed when the last session
+//     unsubscribes (or an update finds none left), and subscribed again
+//     when it is restarted (passthrough_subscribe.go).
+//   - sampling/createMessage, elicitation/create and roots/list from a
+//     server go to an upstream session, and its answer back
+//     (passthrough_client.go). The proxy declares sampling, elicitation and
+//     roots to every server, since it connects before any client does; a
+//     request no session can answer gets a JSON-RPC error saying why (no
+//     client connected, the client did not declare the capability, or
+//     several clients and nothing to tell which). Which session: the one
+//     whose call to that server (tools/call, prompts/get, resources/read,
+//     completion, subscription) is in flight, the request going on that
+//     call's own stream; with calls of several sessions in flight (before
+//     protocol 2026-07-28 a request names no call), the session of the
+//     call that started last. Outside any call, roots/list goes to the
+//     session whose roots were last announced, anything else to the only
+//     client connected. A session's initialization (when it declares roots
+//     with listChanged) and its notifications/roots/list_changed send
+//     notifications/roots/list_changed to every server, so that each asks
+//     again. A server's notifications/elicitation/complete goes to the
+//     session its URL elicitation went to (at most maxURLElicitations
+//     remembered per server).
+//   - At protocol 2026-07-28 a server asks for input within its result
+//     (multi round-trip requests, inputRequests), and is called again with
+//     the answers. Such a result is passed up as it is, nothing stored: a
+//     client at 2026-07-28 answers it and calls again, the call going down
+//     with the answers; for a client before it, the SDK server asks the
+//     client itself and calls again (once), and the raw call route does the
+//     same through the handlers above (up to maxInputRounds rounds).
+//   - ping is answered by each side itself.
+//   - A request the client cancels (notifications/cancelled) is not
+//     answered on a [LineTransport] served by [Proxy.Run] or
+//     [Gateway.Run], on either route, and the call is cancelled
+//     downstream, with the client's reason on the raw call route
+//     (call_rawcall.go); the SDK route gives the server the SDK's reason
+//     ("context canceled"). Over Streamable HTTP the SDK's handler still
+//     writes the response to a cancelled request on its stream.
+//
 // # Streamable HTTP
 //
 // [Proxy.HTTPHandler] and [Gateway.HTTPHandler] serve the proxy over

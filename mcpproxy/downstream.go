@@ -43,7 +43,8 @@ const rawStructuredBase64Key = "agentvalues/raw-structured-content-base64"
 type rawTransport struct {
 	mcp.Transport
 	p    *Proxy
-	conn *ownLine // set by Connect when the connection is the proxy's own
+	conn *ownLine       // set by Connect when the connection is the proxy's own
+	c    mcp.Connection // set by Connect
 }
 
 // An ownLine is the proxy's own line connection to its server (a
@@ -68,7 +69,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 			Splices: t.p.splices,
 			Log:     t.p.log,
 		})
-		t.conn = own
+		t.conn, t.c = own, lc
 		return lc, nil
 	}
 	rc := &rawConn{Connection: c, fix: t.p.fixResult, splices: t.p.splices}
@@ -76,6 +77,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		rc.sse = newStandalone(st, t.p.log) // see downstream_sse.go
 		rc.in, rc.done = make(chan readResult), make(chan struct{})
 	}
+	t.c = rc
 	return rc, nil
 }
 

@@ -789,10 +789,18 @@ func TestGatewayRawCall(t *testing.T) {
 				c.initialize(t)
 				c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"b__result","arguments":{"case":%q}}}`, name))
 				if name == "hang" {
+					// Cancelled: not answered; a ping after it is.
 					waitFor(t, func() bool { return len(srvs[1].lines(`"hang"`)) == 1 })
 					c.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`)
+					c.send(t, `{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+					for !strings.Contains(lines[i], `"id":"p"`) {
+						if lines[i] = c.next(t); strings.Contains(lines[i], `"id":"s"`) {
+							t.Errorf("rawOff=%v: the cancelled call was answered: %s", rawOff, lines[i])
+						}
+					}
+				} else {
+					lines[i] = c.next(t)
 				}
-				lines[i] = c.next(t)
 				if took() == rawOff {
 					t.Errorf("rawOff=%v: raw path taken: %v", rawOff, took())
 				}

@@ -150,6 +150,11 @@ type Proxy struct {
 	nextRestart time.Time // when the next attempt is due, after a failed one
 
 	progress    sync.Map // downstream progress token -> progressRoute
+	promptNames sync.Map // upstream prompt name -> its name on the server (see passthrough.go)
+	inFlight    inFlight // the upstream sessions' calls in flight (see passthrough.go)
+	subs        subscriptions
+	rootsFrom   rootsFrom // the session whose roots were last announced to the server
+	urlElicits  urlElicits
 	progressSeq atomic.Uint64
 
 	refresh chan struct{} // a pending list_changed notification
@@ -196,13 +201,27 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 // and query_value tools over each session's store; log levels its sessions
 // set go to the servers of proxies.
 func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *mcp.Server {
+	subscribe, unsubscribe := subscribeVia(st, proxies, true), subscribeVia(st, proxies, false)
 	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
-			Logging:   &mcp.LoggingCapabilities{},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		// The rest of the protocol, passed through (passthrough.go).
+		CompletionHandler: completeVia(st, proxies),
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			return subscribe(ctx, req.Params.URI, req.Session)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			return unsubscribe(ctx, req.Params.URI, req.Session)
+		},
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { rootsChanged(proxies(), req.Session, true) },
+		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
+			rootsChanged(proxies(), req.Session, false)
 		},
 	})
 	server.AddReceivingMiddleware(st.noteHanded)
@@ -258,15 +277,24 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		p.seams.restartWait = restartWait
 	}
 	p.client = mcp.NewClient(&mcp.Implementation{Name: "agentvalues", Version: version}, &mcp.ClientOptions{
-		// No roots: the proxy has none of its own to offer, so a server that
-		// takes its directories from roots falls back to its command line.
-		Capabilities:               &mcp.ClientCapabilities{},
+		// Sampling, elicitation and roots are the upstream clients', passed
+		// on (passthrough_client.go).
+		Capabilities:                  downstreamCaps(),
+		CreateMessageWithToolsHandler: p.createMessage,
+		ElicitationHandler:            p.elicit,
+		ElicitationCompleteHandler:    p.elicitationComplete,
+		// A server's input requests within a result (protocol 2026-07-28)
+		// go up in the result, to the SDK server, which passes them to
+		// the client or, for one before 2026-07-28, asks it itself.
+		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { p.requestRefresh() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { p.requestRefresh() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { p.requestRefresh() },
+		ResourceUpdatedHandler:     p.resourceUpdated, // passthrough_subscribe.go
 		// Log messages and progress are taken before the SDK sees them
 		// (intake.go).
 	})
+	p.client.AddReceivingMiddleware(p.clientRequests)
 	l, err := p.dial(ctx, downstream)
 	if err != nil {
 		return nil, err
@@ -303,10 +331,11 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 // ended.
 type link struct {
 	down      *mcp.ClientSession
-	conn      *ownLine      // the connection, when it is the proxy's own
-	transport mcp.Transport // as connected, to describe a dead server
-	ended     chan struct{} // closed by watchDownstream once it knows why the link ended
-	gone      error         // why it ended, for a server that went away; under Proxy.mu
+	conn      *ownLine       // the connection, when it is the proxy's own
+	notes     mcp.Connection // the connection, to send notifications the SDK client has no method for
+	transport mcp.Transport  // as connected, to describe a dead server
+	ended     chan struct{}  // closed by watchDownstream once it knows why the link ended
+	gone      error          // why it ended, for a server that went away; under Proxy.mu
 }
 
 // dial connects to the downstream server over t.
@@ -321,7 +350,7 @@ func (p *Proxy) dial(ctx context.Context, t mcp.Transport) (*link, error) {
 		}
 		return nil, fmt.Errorf("mcpproxy: connecting to the downstream server: %w", err)
 	}
-	return &link{down: down, conn: rt.conn, transport: t, ended: make(chan struct{})}, nil
+	return &link{down: down, conn: rt.conn, notes: rt.c, transport: t, ended: make(chan struct{})}, nil
 }
 
 // requestRefresh asks followToolList to list the downstream tools, prompts
@@ -483,6 +512,7 @@ func (p *Proxy) reconnect(wait *time.Duration) bool {
 		fmt.Fprintf(p.log, "agentvalues: restarted %s\n", p.serverName())
 		p.requestRefresh() // its tools may have changed
 		go p.askLogLevel(l)
+		go p.resubscribe(l)
 		return true
 	}
 }

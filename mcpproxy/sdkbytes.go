@@ -68,7 +68,11 @@ func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.R
 	}
 	if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
 		// Its resultType, which the SDK encodes after the other members.
-		out = append(out[:len(out)-1], `,"resultType":"`+resultComplete+`"}`...)
+		kind := resultComplete
+		if res.InputRequests != nil {
+			kind = resultInputRequired
+		}
+		out = append(out[:len(out)-1], `,"resultType":"`+kind+`"}`...)
 	}
 	return &jsonrpc.Response{Result: out}
 }
@@ -76,6 +80,10 @@ func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.R
 // resultComplete is the resultType of a complete result (protocol
 // 2026-07-28), as against one that asks the client for input.
 const resultComplete = "complete"
+
+// resultInputRequired is the resultType of a result that asks the client
+// for input (protocol 2026-07-28).
+const resultInputRequired = "input_required"
 
 // encodeResult encodes res as the SDK server does (encoding/json, HTML not
 // escaped around the result's own encoding, which escapes it). A result
@@ -316,9 +324,16 @@ func (c *ownLine) noteDiscover(req *jsonrpc.Request) {
 	if !ok {
 		return
 	}
-	var m mcp.Meta
-	if json.Unmarshal(raw, &m) != nil {
+	// Each value kept as its JSON: the SDK encodes the client's
+	// capabilities from a struct, in its fields' order, which a value
+	// decoded into a map would lose.
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
 		return
+	}
+	m := make(mcp.Meta, len(members))
+	for k, v := range members {
+		m[k] = v
 	}
 	enc, err := json.Marshal(m)
 	if err != nil {

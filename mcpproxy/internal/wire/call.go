@@ -98,7 +98,7 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 		// As the SDK client does: off the caller's path, so that a server
 		// that does not read cannot hold the call; and after the request,
 		// when it was sent, so that the server knows the id it names.
-		note := call.Cancelled(wire, ctx.Err().Error())
+		note := call.Cancelled(wire, cancelReason(ctx))
 		c.notes.Add(1)
 		go func() {
 			defer c.notes.Done()
@@ -251,4 +251,14 @@ func (c *Conn) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// cancelReason is the reason a cancellation of a call made under ctx gives:
+// the cause ctx was cancelled with, when it has one of its own (the
+// reason the client gave for cancelling its request), else ctx's error.
+func cancelReason(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return cause.Error()
+	}
+	return ctx.Err().Error()
 }

@@ -99,8 +99,10 @@ type Hooks struct {
 	// delivered; when it reports true the request is not delivered: the
 	// layer above answers it.
 	Take func(req *jsonrpc.Request) bool
-	// Wrote (server side) is shown each response before Write writes it.
-	Wrote func(resp *jsonrpc.Response)
+	// Wrote (server side) is shown each response before Write writes it,
+	// and reports whether to write it: false drops it (the response to a
+	// request the client cancelled).
+	Wrote func(resp *jsonrpc.Response) bool
 	// ReadEnded (server side) is called once the peer's side of the
 	// stream has ended, after the read loop has stopped.
 	ReadEnded func()
@@ -267,8 +269,8 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.hooks.Wrote != nil {
-		c.hooks.Wrote(resp) // first: its id is free once the client can see it
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.hooks.Wrote != nil && !c.hooks.Wrote(resp) { // first: its id is free once the client can see it
+		return nil
 	}
 	req, _ := msg.(*jsonrpc.Request)
 	var wire jsonrpc.ID
