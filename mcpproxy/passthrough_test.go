@@ -236,6 +236,9 @@ func connectPeerGateway(t *testing.T, a, b *peerServer) *Gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	if err := g.Wait(context.Background()); err != nil { // the servers start in the background
+		t.Fatal(err)
+	}
 	return g
 }
 
@@ -660,6 +663,9 @@ func TestPassthroughHTTPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	if err := g.Wait(context.Background()); err != nil { // roots are announced to the servers connected
+		t.Fatal(err)
+	}
 	c := connectPeerClient(t, g.Server(), "c", true)
 	receive(t, ps.rootsChanged, "roots list_changed at the server")
 	for tool, want := range map[string]string{
