@@ -315,7 +315,11 @@ func (g *Gateway) instructionsText() string {
 	var b strings.Builder
 	for _, m := range ready { // m.proxy is fixed once served
 		if init := m.proxy.current().down.InitializeResult(); init != nil && init.Instructions != "" {
-			fmt.Fprintf(&b, "Tools named %s%s…, from the server %q: %s\n\n", m.Name, ToolSeparator, m.Name, init.Instructions)
+			if m.proxy.prefixNames {
+				fmt.Fprintf(&b, "Tools named %s%s…, from the server %q: %s\n\n", m.Name, ToolSeparator, m.Name, init.Instructions)
+			} else { // its tools keep their names, but where two servers offer one (gateway_names.go)
+				fmt.Fprintf(&b, "From the server %q (its tools keep their names, or are %s%s… where another server offers the same name): %s\n\n", m.Name, m.Name, ToolSeparator, init.Instructions)
+			}
 		}
 	}
 	b.WriteString(serverInstructions)
