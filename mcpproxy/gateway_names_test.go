@@ -164,6 +164,18 @@ func TestGatewayNameCollidesLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
+	var ss *mcp.ServerSession
+	open := func() { // the gate opens
+		if ss, err = namedServer("late", []string{"search", "other"}, nil).Connect(ctx, st, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { // before Close, which waits for late's attempt
+		if ss == nil {
+			open()
+		}
+		ss.Close()
+	}()
 	c := connectStartClient(t, g.Server())
 	waitFor(t, func() bool { return slices.Contains(c.toolNames(t), "search") })
 	calls(t, c.cs, map[string]string{"search": "early:search"})
@@ -171,11 +183,7 @@ func TestGatewayNameCollidesLater(t *testing.T) {
 		<-c.tools
 	}
 
-	ss, err := namedServer("late", []string{"search", "other"}, nil).Connect(ctx, st, nil) // the gate opens
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
+	open()
 	await(t, c.tools, "tools/list_changed")
 	waitFor(t, func() bool { return slices.Contains(c.toolNames(t), "other") })
 	want := []string{"early__search", "late__search", "mine", "other", "query_value", "read_value"}

@@ -63,6 +63,10 @@ type serverConfig struct {
 	URL      string            `json:"url"`
 	Headers  map[string]string `json:"headers"`
 	Disabled bool              `json:"disabled"`
+	// Prefix offers every tool and prompt of this server as SERVER__NAME
+	// (mcpproxy.Downstream.PrefixNames); by default only names that two
+	// servers offer are.
+	Prefix bool `json:"prefix"`
 }
 
 // gatewayCommand runs the MCP gateway: MCP on stdin/stdout upstream, every
@@ -77,6 +81,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	startWait := fs.Duration("start-wait", mcpproxy.DefaultStartWait, "how long after the start a tools/list (prompts/list, resources/list) waits for servers still starting, for clients that list once and ignore list_changed (0: answer at once with what is ready)")
+	prefixNames := fs.Bool("prefix-names", false, "offer every tool and prompt as SERVER__NAME, not only those two servers offer (a server's entry can ask for it with \"prefix\": true)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
@@ -120,6 +125,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	defer closeStore()
 	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
 	opts.StartWait = *startWait
+	opts.PrefixNames = *prefixNames
 	if *startWait <= 0 {
 		opts.StartWait = -1
 	}
@@ -284,7 +290,7 @@ func downstreams(cfg *gatewayConfig, chain []string, maxMessage int, stderr io.W
 			cmd.Stderr = stderr // the servers' own diagnostics stay visible
 			return &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
 		}
-		out = append(out, mcpproxy.Downstream{Name: name, Transport: connect(), Restart: connect})
+		out = append(out, mcpproxy.Downstream{Name: name, Transport: connect(), Restart: connect, PrefixNames: s.Prefix})
 	}
 	return out
 }
