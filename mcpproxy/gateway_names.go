@@ -72,6 +72,8 @@ type offer struct {
 	live   *mirroredTool // for a tool: as registered under up
 }
 
+// newNames makes the naming of a gateway over the servers named servers
+// (none for a lone proxy), which logs to log.
 func newNames(servers []string, log io.Writer) *names {
 	n := &names{servers: servers, log: log}
 	n.tools = nameTable{what: "tool", byProxy: map[*Proxy]map[string]*offer{}, byUp: map[string]*offer{}, collided: map[string]string{},
@@ -338,6 +340,17 @@ func (n *names) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// known reports whether a call of the tool up reaches a tool (the
+// gateway's own included), or is answered by resolve (a name offered bare
+// before and prefixed now).
+func (n *names) known(up string) bool {
+	if up == readValueTool().Name || up == queryValueTool().Name {
+		return true
+	}
+	o, _, err := n.route(&n.tools, up)
+	return o != nil || err != nil
 }
 
 // toolOwner returns the proxy whose tool is registered under up, or nil.

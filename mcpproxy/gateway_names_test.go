@@ -178,7 +178,10 @@ func TestGatewayNameCollidesLater(t *testing.T) {
 	}()
 	c := connectStartClient(t, g.Server())
 	waitFor(t, func() bool { return slices.Contains(c.toolNames(t), "search") })
-	calls(t, c.cs, map[string]string{"search": "early:search"})
+	calls(t, c.cs, map[string]string{
+		"search": "early:search",
+		"other":  `error: other was not called: no server offers a tool of that name now, and the servers "late" are not ready`,
+	})
 	for len(c.tools) > 0 { // the notifications of early's start
 		<-c.tools
 	}

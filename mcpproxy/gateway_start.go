@@ -225,7 +225,11 @@ func (g *Gateway) notReady(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch params := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
-			if why := g.notServed(params.Name); method == "tools/call" && why != nil {
+			why := g.notServed(params.Name)
+			if why == nil && method == "tools/call" && !g.names.known(params.Name) {
+				why = g.unready() // a bare name: maybe of a server not ready
+			}
+			if method == "tools/call" && why != nil {
 				return errorResult(fmt.Sprintf("%s was not called: %v. Stored values can still be read with read_value.", params.Name, why)), nil
 			}
 		case *mcp.GetPromptParams:
@@ -277,6 +281,23 @@ func (g *Gateway) notServed(up string) error {
 		return fmt.Errorf("the server %q could not be started (%v); the next attempt is in %v", m.Name, m.err, max(time.Until(m.next), 0).Round(time.Second))
 	}
 	return fmt.Errorf("the server %q is left out: %v", m.Name, m.err)
+}
+
+// unready says which servers are not served, for a call of a tool no
+// server offers, or returns nil when every server is served.
+func (g *Gateway) unready() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var names []string
+	for _, m := range g.members {
+		if m.state != served {
+			names = append(names, fmt.Sprintf("%q", m.Name))
+		}
+	}
+	if len(names) == 0 || g.closed {
+		return nil
+	}
+	return fmt.Errorf("no server offers a tool of that name now, and the servers %s are not ready (still starting, or failed and to be tried again); their tools are offered once they are, and the tool list is announced as changed", strings.Join(names, ", "))
 }
 
 // instructions gives each session, at its initialize (or server/discover),
