@@ -353,6 +353,17 @@ func (n *names) known(up string) bool {
 	return o != nil || err != nil
 }
 
+// prompt returns the proxy whose prompt a request naming the prompt up
+// (prompts/get, completion/complete) reaches, and the prompt's name on its
+// server; nil when none does.
+func (n *names) prompt(up string) (*Proxy, string) {
+	o, _, _ := n.route(&n.prompts, up)
+	if o == nil {
+		return nil, ""
+	}
+	return o.p, o.name
+}
+
 // toolOwner returns the proxy whose tool is registered under up, or nil.
 func (n *names) toolOwner(up string) *Proxy {
 	n.mu.Lock()

@@ -127,6 +127,16 @@ func TestGatewayBareNames(t *testing.T) {
 			t.Errorf("prompt %s: %v %+v", name, err, res)
 		}
 	}
+	for up, want := range map[string]string{"a__hello": "a hello", "b__hello": "b hello", "only_a": "a only_a", "a__only_a": "a only_a", "hello": " "} {
+		p, name := g.names.prompt(up)
+		got := " "
+		if p != nil {
+			got = p.gatewayName() + " " + name
+		}
+		if got != want {
+			t.Errorf("names.prompt(%q) = %q, want %q", up, got, want)
+		}
+	}
 	if _, err := c.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "hello"}); err == nil || !strings.Contains(err.Error(), "a__hello or b__hello") {
 		t.Errorf("prompt hello, offered by both: %v", err)
 	}
