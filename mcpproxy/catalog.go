@@ -14,8 +14,8 @@ import (
 
 // Prompts and resources are offered upstream as the downstream server lists
 // them, and followed through its list_changed notifications like its
-// tools. A prompt is named with the proxy's prefix, as a tool is
-// (SERVER__PROMPT in a gateway). A resource keeps its URI, which names what
+// tools. A prompt is named as a tool is (its own name, or SERVER__PROMPT
+// in a gateway where two servers offer it: gateway_names.go). A resource keeps its URI, which names what
 // it is; when two servers of a gateway list the same URI, the one added to
 // the gateway first keeps it and the other's is left out with a line in
 // the log. A resource read is stored like a tool result: each text or
@@ -77,56 +77,54 @@ func (p *Proxy) syncCatalog(ctx context.Context) error {
 }
 
 func (p *Proxy) syncPrompts(ctx context.Context) error {
-	seen := map[string]bool{}
+	listed := map[string]*mcp.Prompt{}
+	keys := map[string]string{}
 	for pr, err := range p.current().down.Prompts(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcpproxy: listing the downstream prompts: %w", err)
 		}
-		if pr == nil || seen[pr.Name] {
+		if pr == nil || listed[pr.Name] != nil {
 			continue
 		}
-		seen[pr.Name] = true
 		key, _ := json.Marshal(pr)
-		if p.prompts[pr.Name] == string(key) {
-			continue
+		listed[pr.Name], keys[pr.Name] = pr, string(key)
+	}
+	p.names.setPrompts(p, listed, keys)
+	return nil
+}
+
+// addPrompt offers the downstream prompt pr upstream under the name up.
+// The SDK panics on a prompt it rejects; a downstream server's list is
+// input, so that becomes an error.
+func (p *Proxy) addPrompt(pr *mcp.Prompt, up string) (err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			err = fmt.Errorf("%v", e)
 		}
-		up := *pr
-		up.Name = p.prefix + pr.Name
-		name := pr.Name
-		p.server.AddPrompt(&up, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			if err := p.downstreamErr(); err != nil {
-				return nil, err
-			}
-			params := *req.Params
-			params.Name = name
-			params.Meta = p.requestMeta(params.Meta) // the protocol's own keys are each side's
-			ctx, end := p.begin(ctx, req.Session)
-			defer end()
-			res, err := p.current().down.GetPrompt(ctx, &params)
-			if err == nil && res != nil {
-				res.Meta = forwardMeta(res.Meta) // and the proxy's (ownMetaPrefix) its own
-				for _, m := range res.Messages {
-					if m != nil {
-						dropOwnKeys([]mcp.Content{m.Content})
-					}
+	}()
+	def := *pr
+	def.Name = up
+	name := pr.Name
+	p.server.AddPrompt(&def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if err := p.downstreamErr(); err != nil {
+			return nil, err
+		}
+		params := *req.Params
+		params.Name = name
+		params.Meta = p.requestMeta(params.Meta) // the protocol's own keys are each side's
+		ctx, end := p.begin(ctx, req.Session)
+		defer end()
+		res, err := p.current().down.GetPrompt(ctx, &params)
+		if err == nil && res != nil {
+			res.Meta = forwardMeta(res.Meta) // and the proxy's (ownMetaPrefix) its own
+			for _, m := range res.Messages {
+				if m != nil {
+					dropOwnKeys([]mcp.Content{m.Content})
 				}
 			}
-			return res, err
-		})
-		p.prompts[pr.Name] = string(key)
-		p.promptNames.Store(up.Name, name)
-	}
-	var removed []string
-	for name := range p.prompts {
-		if !seen[name] {
-			removed = append(removed, p.prefix+name)
-			p.promptNames.Delete(p.prefix + name)
-			delete(p.prompts, name)
 		}
-	}
-	if len(removed) > 0 {
-		p.server.RemovePrompts(removed...)
-	}
+		return res, err
+	})
 	return nil
 }
 
@@ -227,8 +225,6 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	}
 	params := *req.Params
 	params.Meta = p.requestMeta(params.Meta)
-	ctx, end := p.begin(ctx, req.Session)
-	defer end()
 	res, err := p.current().down.ReadResource(ctx, &params)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,11 @@
 // admitted beside every field (Options.OriginalSchemas turns that off);
 // arguments are validated against the original. A [Gateway] does the same
 // for several servers at once, with one store for all of them (or one per
-// upstream session), and restarts a server that died. A gateway answers
+// upstream session), and restarts a server that died. A gateway offers a
+// tool or prompt under its own name, and as SERVER__NAME only where two
+// servers offer the same name (or when asked to: Options.PrefixNames,
+// Downstream.PrefixNames), deciding again as the servers' lists change
+// (gateway_names.go); calls are routed by those names. A gateway answers
 // the agent at once and starts its servers in the background, each under a
 // deadline of its own, offering each one's tools as it is ready
 // (gateway_start.go; [Gateway.Wait] waits for them).

@@ -25,15 +25,27 @@ import (
 // [Proxy] of its own (tool list, progress, its going away); they share the
 // store and the upstream server.
 //
-// Tool names: every downstream tool is offered as NAME__TOOL, where NAME
-// is the name the server was added under, so that two servers' tools
-// never collide and the rule does not depend on which tools a server
-// lists when. [ConnectGateway] refuses a server name that could make two
-// tools' names equal (see [ValidServerName]).
+// Tool names: a downstream tool (or prompt) is offered under its own name
+// when no other server of the gateway offers one of the same name. Where
+// two do, each is offered as NAME__TOOL, NAME being the name its server
+// was added under, and one line in the log names the servers; the rule
+// does not depend on the order the servers start in. A name is decided
+// again as servers start and their lists change, and the agent is told the
+// list changed: a tool offered bare may become NAME__TOOL when another
+// server offering the same name starts later, and a call of the bare name
+// then fails with an error naming the prefixed ones. NAME__TOOL is also
+// accepted for a tool offered bare, so it can always be used.
+// read_value and query_value of a server, and names of the form
+// OTHER__REST where OTHER is a server of the gateway, are always prefixed.
+// Options.PrefixNames (and Downstream.PrefixNames, for one server) offer
+// every name as NAME__TOOL. [ConnectGateway] refuses a server name that
+// could make two prefixed names equal (see [ValidServerName]). Resources
+// keep their URIs. The rules are in gateway_names.go.
 type Gateway struct {
 	server *mcp.Server
 	stores *stores
 	opts   Options
+	names  *names // the names tools and prompts are offered under
 
 	mu           sync.Mutex
 	members      []*member // every server, in the order given; fixed
@@ -69,6 +81,10 @@ type Downstream struct {
 	// session's initialize, name only the servers ready by then). Without
 	// Restart it is left out.
 	Restart func() mcp.Transport
+	// PrefixNames offers every tool and prompt of this server as
+	// NAME__TOOL, whether or not another server offers the same name (see
+	// [Gateway]).
+	PrefixNames bool
 }
 
 // ToolSeparator stands between a server's name and its tool's name in the
@@ -139,6 +155,11 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	}
 	st := newStores(opts)
 	g := &Gateway{stores: st, opts: *opts, tried: make(chan struct{})}
+	serverNames := make([]string, len(servers))
+	for i, s := range servers {
+		serverNames[i] = s.Name
+	}
+	g.names = newNames(serverNames, logOf(opts))
 	// The attempts outlive ctx: Close ends them.
 	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	name := opts.Name
@@ -147,6 +168,7 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	}
 	g.server = newServer(name, serverInstructions, st, g.served)
 	g.server.AddReceivingMiddleware(g.notReady, g.instructions, g.waitStarts)
+	g.server.AddReceivingMiddleware(g.names.resolve) // before notReady: a stale or aliased name
 	switch {
 	case opts.StartWait == 0:
 		g.startWaitEnd = time.Now().Add(DefaultStartWait)
@@ -174,6 +196,7 @@ func (g *Gateway) reach(ctx context.Context, s Downstream, t mcp.Transport) (*Pr
 		return nil, err
 	}
 	p.restart = s.Restart
+	p.names, p.prefixNames = g.names, s.PrefixNames || g.opts.PrefixNames
 	if err := p.probeTools(ctx); err != nil {
 		p.current().down.Close()
 		return nil, err
@@ -182,12 +205,12 @@ func (g *Gateway) reach(ctx context.Context, s Downstream, t mcp.Transport) (*Pr
 }
 
 // rawCall implements rawCaller: a call of a tool of one of the servers
-// takes that server's raw call route.
+// takes that server's raw call route. An alias (SERVER__NAME of a tool
+// offered bare) and a name not offered take the SDK route, where
+// names.resolve answers them.
 func (g *Gateway) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
-	for _, p := range g.served() {
-		if strings.HasPrefix(req.name, p.prefix) {
-			return p.rawCall(req)
-		}
+	if p := g.names.toolOwner(req.name); p != nil {
+		return p.rawCall(req)
 	}
 	return nil
 }

@@ -225,7 +225,11 @@ func (g *Gateway) notReady(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch params := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
-			if why := g.notServed(params.Name); method == "tools/call" && why != nil {
+			why := g.notServed(params.Name)
+			if why == nil && method == "tools/call" && !g.names.known(params.Name) {
+				why = g.unready() // a bare name: maybe of a server not ready
+			}
+			if method == "tools/call" && why != nil {
 				return errorResult(fmt.Sprintf("%s was not called: %v. Stored values can still be read with read_value.", params.Name, why)), nil
 			}
 		case *mcp.GetPromptParams:
@@ -247,6 +251,14 @@ func (g *Gateway) notReady(next mcp.MethodHandler) mcp.MethodHandler {
 // server is not served, or returns nil: the server is served, the tool is
 // offered already, or no server's prefix matches.
 func (g *Gateway) notServed(up string) error {
+	// Who offers up, asked before g.mu (the names' lock is never taken
+	// under it): the names registry adds a tool or prompt to the SDK and
+	// registers it under one hold of its lock, so a call that comes as
+	// soon as the SDK announces one waits here for its registration.
+	owner := g.names.toolOwner(up)
+	if owner == nil {
+		owner, _ = g.names.prompt(up)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	i := slices.IndexFunc(g.members, func(m *member) bool { return strings.HasPrefix(up, m.Name+ToolSeparator) })
@@ -257,12 +269,10 @@ func (g *Gateway) notServed(up string) error {
 	if m.state == served {
 		return nil
 	}
-	if m.proxy != nil {
+	if m.proxy != nil && owner == m.proxy {
 		// Being served: its tools are offered one by one, and one
 		// offered already is called as on a server served.
-		if offered := m.proxy.offered.Load(); offered != nil && (*offered)[up] != nil {
-			return nil
-		}
+		return nil
 	}
 	if g.closed {
 		return errors.New("the gateway is shut down")
@@ -277,6 +287,23 @@ func (g *Gateway) notServed(up string) error {
 		return fmt.Errorf("the server %q could not be started (%v); the next attempt is in %v", m.Name, m.err, max(time.Until(m.next), 0).Round(time.Second))
 	}
 	return fmt.Errorf("the server %q is left out: %v", m.Name, m.err)
+}
+
+// unready says which servers are not served, for a call of a tool no
+// server offers, or returns nil when every server is served.
+func (g *Gateway) unready() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var names []string
+	for _, m := range g.members {
+		if m.state != served {
+			names = append(names, fmt.Sprintf("%q", m.Name))
+		}
+	}
+	if len(names) == 0 || g.closed {
+		return nil
+	}
+	return fmt.Errorf("no server offers a tool of that name now, and the servers %s are not ready (still starting, or failed and to be tried again); their tools are offered once they are, and the tool list is announced as changed", strings.Join(names, ", "))
 }
 
 // instructions gives each session, at its initialize (or server/discover),
@@ -315,7 +342,11 @@ func (g *Gateway) instructionsText() string {
 	var b strings.Builder
 	for _, m := range ready { // m.proxy is fixed once served
 		if init := m.proxy.current().down.InitializeResult(); init != nil && init.Instructions != "" {
-			fmt.Fprintf(&b, "Tools named %s%s…, from the server %q: %s\n\n", m.Name, ToolSeparator, m.Name, init.Instructions)
+			if m.proxy.prefixNames {
+				fmt.Fprintf(&b, "Tools named %s%s…, from the server %q: %s\n\n", m.Name, ToolSeparator, m.Name, init.Instructions)
+			} else { // its tools keep their names, but where two servers offer one (gateway_names.go)
+				fmt.Fprintf(&b, "From the server %q (its tools keep their names, or are %s%s… where another server offers the same name): %s\n\n", m.Name, m.Name, ToolSeparator, init.Instructions)
+			}
 		}
 	}
 	b.WriteString(serverInstructions)

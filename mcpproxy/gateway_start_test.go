@@ -112,11 +112,14 @@ func TestGatewayStartsInBackground(t *testing.T) {
 	await(t, c.tools, "tools/list_changed")
 	await(t, c.prompts, "prompts/list_changed")
 	await(t, c.resource, "resources/list_changed")
-	if names := c.toolNames(t); !slices.Contains(names, "gated__count") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "stuck") }) {
+	if names := c.toolNames(t); !slices.Contains(names, "count") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "stuck") }) {
 		t.Errorf("tools once gated is ready: %v", names)
 	}
-	if res := callTool(t, c.cs, "gated__count", `{"n":3}`); res.IsError || !strings.Contains(text(res), `"n":3`) {
-		t.Errorf("gated__count once it is ready: %s", text(res))
+	if res := callTool(t, c.cs, "count", `{"n":3}`); res.IsError || !strings.Contains(text(res), `"n":3`) {
+		t.Errorf("count once gated is ready: %s", text(res))
+	}
+	if res := callTool(t, c.cs, "gated__count", `{"n":4}`); res.IsError || !strings.Contains(text(res), `"n":4`) {
+		t.Errorf("gated__count, its prefixed name, once it is ready: %s", text(res))
 	}
 	// The hung server is still in its first attempt: nothing waited on it.
 	stuck := callTool(t, c.cs, "stuck__anything", `{}`)
@@ -173,9 +176,9 @@ func TestGatewaySlowServerKeepsOthers(t *testing.T) {
 	}
 	defer g.Close()
 	c := connectStartClient(t, g.Server())
-	waitFor(t, func() bool { return slices.Contains(c.toolNames(t), "files__count") })
-	if res := callTool(t, c.cs, "files__count", `{"n":2}`); res.IsError || !strings.Contains(text(res), `"n":2`) {
-		t.Errorf("files__count with the caller's context gone: %s", text(res))
+	waitFor(t, func() bool { return slices.Contains(c.toolNames(t), "count") })
+	if res := callTool(t, c.cs, "count", `{"n":2}`); res.IsError || !strings.Contains(text(res), `"n":2`) {
+		t.Errorf("count with the caller's context gone: %s", text(res))
 	}
 	if strings.Contains(log.String(), `"files"`) {
 		t.Errorf("the log names the healthy server:\n%s", log.String())
@@ -276,7 +279,7 @@ func TestGatewayStartWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	if names := <-listed; !slices.Contains(names, "gated__count") {
+	if names := <-listed; !slices.Contains(names, "count") {
 		t.Errorf("tools/list held for gated answered %v", names)
 	}
 	res := callTool(t, c.cs, "dead__count", `{}`)

@@ -231,7 +231,8 @@ func TestGatewayLateStart(t *testing.T) {
 
 // TestGatewayHTTPServerNotifies adds a tool to the server behind "web",
 // which tells its clients on the standalone stream of Streamable HTTP: the
-// gateway follows, and offers the tool.
+// gateway follows, and offers the tool (under its own name, which no other
+// server offers; web__fresh is accepted too).
 func TestGatewayHTTPServerNotifies(t *testing.T) {
 	f := newGatewayFixture(t)
 	f.web.AddTool(&mcp.Tool{Name: "fresh", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -240,14 +241,17 @@ func TestGatewayHTTPServerNotifies(t *testing.T) {
 		})
 	waitFor(t, func() bool {
 		for tool, err := range f.client.Tools(context.Background(), nil) {
-			if err == nil && tool.Name == "web__fresh" {
+			if err == nil && tool.Name == "fresh" { // no other server offers it
 				return true
 			}
 		}
 		return false
 	})
+	if res := f.call(t, "fresh", `{}`); res.IsError || !strings.HasPrefix(text(res), "new") {
+		t.Errorf("fresh: %s", text(res))
+	}
 	if res := f.call(t, "web__fresh", `{}`); res.IsError || !strings.HasPrefix(text(res), "new") {
-		t.Errorf("web__fresh: %s", text(res))
+		t.Errorf("web__fresh, the prefixed name of a tool offered bare: %s", text(res))
 	}
 }
 
@@ -391,9 +395,9 @@ func TestGatewayRestartFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLog(t, log, "trying again in 4ms")
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: json.RawMessage(`{}`)})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "a__echo was not called") || !strings.Contains(text(res), "restarting it failed") {
-		t.Errorf("a__echo while a is down: %v %s", err, text(res))
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{}`)})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "echo was not called") || !strings.Contains(text(res), "restarting it failed") {
+		t.Errorf("echo while a is down: %v %s", err, text(res))
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- g.Close() }()

@@ -93,14 +93,14 @@ func serverError(err error) error {
 }
 
 // promptOwner returns the proxy that offers the prompt named up upstream,
-// and the prompt's name on its server; nil when none does.
+// and the prompt's name on its server; nil when none does. The proxies
+// share one names registry (a gateway's, or a lone proxy's own), which
+// follows renames and takes SERVER__NAME for a prompt offered bare.
 func promptOwner(proxies []*Proxy, up string) (*Proxy, string) {
-	for _, p := range proxies {
-		if name, ok := p.promptNames.Load(up); ok {
-			return p, name.(string)
-		}
+	if len(proxies) == 0 {
+		return nil, ""
 	}
-	return nil, ""
+	return proxies[0].names.prompt(up)
 }
 
 // resourceOwner returns the proxy that offers the resource whose URI is

@@ -93,6 +93,11 @@ type Options struct {
 	// that start within it. Past it, a list request answers at once with
 	// what is ready. Zero means DefaultStartWait; negative never waits.
 	StartWait time.Duration
+	// PrefixNames, for a gateway only, offers every server's tools and
+	// prompts as SERVER__NAME, as Downstream.PrefixNames does for one
+	// server. By default a name is offered as it is unless two servers
+	// offer it (see [Gateway]).
+	PrefixNames bool
 
 	seams *seams // set only by the package's tests; nil means the real clock and waits
 }
@@ -130,17 +135,20 @@ type Proxy struct {
 	client  *mcp.Client
 	server  *mcp.Server
 	restart func() mcp.Transport // makes the transport to restart a dead server with; nil: none
-	prefix  string               // before the name of every tool offered upstream
+	prefix  string               // a gateway's server: its name and ToolSeparator, for the names that need it
+	names   *names               // decides the upstream names of its tools and prompts (gateway_names.go)
+
+	prefixNames bool // offer every tool and prompt as prefix+name (Downstream.PrefixNames)
 
 	tools   map[string]*mirroredTool                 // by name, downstream tools seen; owned by syncTools
 	offered atomic.Pointer[map[string]*mirroredTool] // by upstream name, the tools offered; published by syncTools
 	rawOff  bool                                     // tests set it to keep every call on the SDK route
 	rawN    atomic.Int64                             // calls taken by the raw call route, for tests
 
-	// Owned by syncCatalog: the downstream prompts by name, resources by URI
-	// and resource templates by URI template offered, as their definitions'
-	// JSON ("" for one left out).
-	prompts, resources, templates map[string]string
+	// Owned by syncCatalog: the downstream resources by URI and resource
+	// templates by URI template offered, as their definitions' JSON ("" for
+	// one left out).
+	resources, templates map[string]string
 
 	mu     sync.Mutex
 	link   *link // the connection to the downstream server
@@ -150,7 +158,6 @@ type Proxy struct {
 	nextRestart time.Time // when the next attempt is due, after a failed one
 
 	progress    sync.Map // downstream progress token -> progressRoute
-	promptNames sync.Map // upstream prompt name -> its name on the server (see passthrough.go)
 	inFlight    inFlight // the upstream sessions' calls in flight (see passthrough.go)
 	subs        subscriptions
 	rootsFrom   rootsFrom // the session whose roots were last announced to the server
@@ -253,7 +260,6 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 
 		originalSchemas: opts.OriginalSchemas,
 		tools:           make(map[string]*mirroredTool),
-		prompts:         make(map[string]string),
 		resources:       make(map[string]string),
 		templates:       make(map[string]string),
 		refresh:         make(chan struct{}, 1),
@@ -310,6 +316,9 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 	p.mu.Lock()
 	p.server = server
 	p.mu.Unlock()
+	if p.names == nil {
+		p.names = newNames(nil, p.log) // a lone proxy's
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.syncTools(ctx); err != nil {
 		p.cancel()
@@ -516,6 +525,9 @@ func (p *Proxy) reconnect(wait *time.Duration) bool {
 		return true
 	}
 }
+
+// gatewayName is the name of a gateway's server, or "" for a lone proxy.
+func (p *Proxy) gatewayName() string { return strings.TrimSuffix(p.prefix, ToolSeparator) }
 
 // serverName names the downstream server in the log.
 func (p *Proxy) serverName() string {

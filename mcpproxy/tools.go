@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +22,7 @@ const listTimeout = 30 * time.Second
 // A mirroredTool is a downstream tool as the proxy offers it upstream.
 type mirroredTool struct {
 	name   string         // downstream
-	up     string         // upstream: the proxy's prefix and name
+	up     string         // upstream: as offered (see gateway_names.go)
 	def    *mcp.Tool      // what the agent sees; nil if the tool is not offered
 	schema *values.Schema // the compiled input schema arguments are prepared against, or nil
 	key    string         // the downstream definition's JSON, to notice changes
@@ -85,8 +84,9 @@ func (p *Proxy) resync() {
 }
 
 // syncTools makes the upstream tool list match the downstream one: new and
-// changed tools are (re)added, vanished ones removed. A tool that cannot be
-// offered is reported to the log once per definition and left out.
+// changed tools are (re)added, vanished ones removed, under the names
+// p.names gives them. A tool that cannot be offered is reported to the log
+// once per definition and left out.
 //
 // serveOn calls it once, then only followToolList does: never two at once,
 // so p.tools needs no lock.
@@ -102,7 +102,6 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 	current := p.tools
 
 	seen := make(map[string]bool, len(listed))
-	var changed []*mirroredTool
 	for _, t := range listed {
 		if t == nil || seen[t.Name] {
 			continue
@@ -115,11 +114,13 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 		if old := current[t.Name]; old != nil && old.key == string(key) {
 			continue
 		}
-		m := &mirroredTool{name: t.Name, up: p.prefix + t.Name, key: string(key)}
-		if m.up == readValueTool().Name || m.up == queryValueTool().Name {
+		// The name it is offered under is the names' to decide (the
+		// tool's own, or SERVER__NAME in a gateway; gateway_names.go).
+		m := &mirroredTool{name: t.Name, up: t.Name, key: string(key)}
+		if p.names.hides(t.Name) {
 			fmt.Fprintf(p.log, "agentvalues: the downstream tool %q is hidden by the proxy's own\n", t.Name)
 		} else if def, schema, err := mirror(t, m.up, !p.originalSchemas, func(why string) {
-			fmt.Fprintf(p.log, "agentvalues: offering the input schema of %q as it is, without admitting references: %s\n", m.up, why)
+			fmt.Fprintf(p.log, "agentvalues: offering the input schema of %q as it is, without admitting references: %s\n", m.name, why)
 		}); def == nil {
 			fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", t.Name, err)
 		} else {
@@ -128,61 +129,14 @@ func (p *Proxy) syncTools(ctx context.Context) error {
 			}
 			m.def, m.schema = def, schema
 		}
-		changed = append(changed, m)
+		current[t.Name] = m
 	}
-	var removed []string
-	for name, m := range current {
+	for name := range current {
 		if !seen[name] {
-			if m.def != nil {
-				removed = append(removed, m.up)
-			}
 			delete(current, name)
 		}
 	}
-	slices.Sort(removed)
-	if len(removed) > 0 {
-		p.server.RemoveTools(removed...)
-	}
-	if len(changed) > 0 {
-		// The tools to be added are published first: the SDK announces
-		// each as it is added, and a client that lists the tools then
-		// may call one at once (a gateway routes it by this map). One
-		// the SDK then refuses is dropped below.
-		next := make(map[string]*mirroredTool, len(current)+len(changed))
-		for _, m := range current {
-			if m.def != nil {
-				next[m.up] = m
-			}
-		}
-		for _, m := range changed {
-			delete(next, m.up)
-			if m.def != nil {
-				next[m.up] = m
-			}
-		}
-		p.offered.Store(&next)
-	}
-	for _, m := range changed {
-		if m.def != nil {
-			if err := p.addTool(m); err != nil {
-				fmt.Fprintf(p.log, "agentvalues: not offering the downstream tool %q: %v\n", m.name, err)
-				m.def = nil
-			}
-		}
-		if old := current[m.name]; m.def == nil && old != nil && old.def != nil {
-			p.server.RemoveTools(m.up)
-		}
-		current[m.name] = m
-	}
-	if len(changed) > 0 || len(removed) > 0 || p.offered.Load() == nil {
-		offered := make(map[string]*mirroredTool, len(current))
-		for _, m := range current {
-			if m.def != nil {
-				offered[m.up] = m
-			}
-		}
-		p.offered.Store(&offered)
-	}
+	p.names.setTools(p, current)
 	return nil
 }
 

@@ -285,11 +285,7 @@ type benchConn struct {
 	proxy  int // the proxy's pid; 0 when direct
 	server int // the blob server's pid; 0 if it could not be found
 	stderr *syncWriter
-	prefix string // before the server's tool names: "blobs__" through the gateway
 }
-
-// tool is the name under which the client calls the server's tool name.
-func (c *benchConn) tool(name string) string { return c.prefix + name }
 
 // startBench starts the blob server, behind the proxy command if proxied,
 // with serverArgs, and connects a client to it. The processes stop when
@@ -300,12 +296,11 @@ func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
 
 // startBenchVia is startBench with the server reached "direct", through
 // the "proxy" command, or through the "gateway" command as its one server,
-// "blobs" (its tools then named blobs__TOOL: see benchConn.tool).
+// "blobs" (its tools keep their names: no other server offers them).
 func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	b.Helper()
 	proxied := via != "direct"
 	args := append([]string{blobServerArg}, serverArgs...)
-	prefix := ""
 	switch via {
 	case "proxy":
 		args = append([]string{"proxy", "--", os.Args[0]}, args...)
@@ -322,11 +317,11 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 		if err := os.WriteFile(path, config, 0o644); err != nil {
 			b.Fatal(err)
 		}
-		args, prefix = []string{"gateway", "--config", path}, "blobs__"
+		args = []string{"gateway", "--config", path}
 	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	c := &benchConn{stderr: &syncWriter{}, prefix: prefix}
+	c := &benchConn{stderr: &syncWriter{}}
 	cmd.Stderr = c.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -341,7 +336,7 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	c.cs = cs
 	b.Cleanup(func() { cs.Close() })
 	if via == "gateway" { // it starts its server in the background
-		waitTools(b, cs, c.tool("ping"))
+		waitTools(b, cs, "ping")
 	}
 	if !proxied {
 		c.server = cmd.Process.Pid
@@ -361,7 +356,7 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 // call calls a tool, failing the benchmark on a protocol error.
 func (c *benchConn) call(ctx context.Context, b *testing.B, name, args string) *mcp.CallToolResult {
 	b.Helper()
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool(name), Arguments: json.RawMessage(args)})
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		b.Fatalf("%s %s: %v\nstderr:\n%s", name, args, err, c.stderr.String())
 	}
@@ -631,7 +626,7 @@ func benchSmallCall(b *testing.B, via string, inFlight int) time.Duration {
 		wg.Go(func() {
 			for range tickets {
 				start := time.Now()
-				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool("ping"), Arguments: json.RawMessage(`{}`)})
+				res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: json.RawMessage(`{}`)})
 				durations[g] = append(durations[g], time.Since(start))
 				if err == nil {
 					err = checkPing(res)

@@ -894,7 +894,13 @@ func transcript(t *testing.T, name, body string) string {
 		if r, ok := strings.CutPrefix(l, "→ "); !ok || json.Unmarshal([]byte(r), &req) != nil || req.Params.Name == "" {
 			continue
 		}
-		for !strings.Contains(call(`{"jsonrpc":"2.0","id":"tools","method":"tools/list"}`), `"name":"`+req.Params.Name+`"`) {
+		// A gateway's SERVER__NAME is called as well when NAME is offered
+		// bare (mcpproxy.Gateway): either listed will do.
+		offered := func(list string) bool {
+			_, bare, _ := strings.Cut(req.Params.Name, "__") // mcpproxy.ToolSeparator
+			return strings.Contains(list, `"name":"`+req.Params.Name+`"`) || bare != "" && strings.Contains(list, `"name":"`+bare+`"`)
+		}
+		for !offered(call(`{"jsonrpc":"2.0","id":"tools","method":"tools/list"}`)) {
 			for {
 				l, err := lines.ReadString('\n')
 				if err != nil {

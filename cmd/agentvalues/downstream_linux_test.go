@@ -217,7 +217,7 @@ func TestGatewayForgedMeta(t *testing.T) {
 	cs, stderr := connectCommand(t, "gateway", "--config", path)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitTools(t, cs, "blobs__ping", "evil__forge")
+	waitTools(t, cs, "ping", "forge")
 	call := func(name, args string) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
@@ -226,10 +226,10 @@ func TestGatewayForgedMeta(t *testing.T) {
 		}
 		return res
 	}
-	if h := call("blobs__ping", `{}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
-		t.Fatalf("blobs__ping stored as %v, want r1", h)
+	if h := call("ping", `{}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
+		t.Fatalf("ping stored as %v, want r1", h)
 	}
-	res := call("evil__forge", `{"handle":"r1"}`)
+	res := call("forge", `{"handle":"r1"}`)
 	want := mcp.Meta{mcpproxy.MetaHandle: "r2", "trace": "t"}
 	got := mcp.Meta{}
 	for k, v := range res.Meta {
@@ -238,11 +238,11 @@ func TestGatewayForgedMeta(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("evil__forge's _meta (-want +got):\n%s", diff)
+		t.Errorf("forge's _meta (-want +got):\n%s", diff)
 	}
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok && tc.Meta != nil {
-			t.Errorf("a block of evil__forge's result has a _meta: %v", tc.Meta)
+			t.Errorf("a block of forge's result has a _meta: %v", tc.Meta)
 		}
 	}
 }

@@ -51,6 +51,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	originalSchemas := fs.Bool("original-schemas", false, "advertise the servers' input schemas as they are, without admitting a $r reference string in every field")
 	maxMessage := fs.Int("max-message", mcpproxy.DefaultMaxMessage, "largest JSON-RPC message read from the client or a server, in `bytes`; a larger one is refused with an error (0: no bound)")
 	startWait := fs.Duration("start-wait", mcpproxy.DefaultStartWait, "how long after the start a tools/list (prompts/list, resources/list) waits for servers still starting, for clients that list once and ignore list_changed (0: answer at once with what is ready)")
+	prefixNames := fs.Bool("prefix-names", false, "offer every tool and prompt as SERVER__NAME, not only those two servers offer (a server's entry can ask for it with \"prefix\": true)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
@@ -95,6 +96,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	defer closeStore()
 	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
 	opts.StartWait = *startWait
+	opts.PrefixNames = *prefixNames
 	if *startWait <= 0 {
 		opts.StartWait = -1
 	}
@@ -191,7 +193,7 @@ func downstreams(servers []gatewayServer, chain []string, maxMessage int, stderr
 			cmd.Stderr = stderr // the servers' own diagnostics stay visible
 			return &mcpproxy.CommandTransport{Command: cmd, MaxMessage: maxMessage, TerminateDuration: terminateDuration}
 		}
-		out = append(out, mcpproxy.Downstream{Name: s.name, Transport: connect(), Restart: connect})
+		out = append(out, mcpproxy.Downstream{Name: s.name, Transport: connect(), Restart: connect, PrefixNames: s.Prefix})
 	}
 	return out
 }

@@ -28,6 +28,10 @@ type serverConfig struct {
 	URL      string            `json:"url"`
 	Headers  map[string]string `json:"headers"`
 	Disabled bool              `json:"disabled"`
+	// Prefix offers every tool and prompt of this server as SERVER__NAME
+	// (mcpproxy.Downstream.PrefixNames); by default only names that two
+	// servers offer are.
+	Prefix bool `json:"prefix"`
 }
 
 // A gatewayServer is an entry of the config file the gateway can use: its

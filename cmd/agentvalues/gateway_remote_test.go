@@ -66,7 +66,7 @@ func TestGatewayRemoteServer(t *testing.T) {
 		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
 	}
 	defer cs.Close()
-	waitTools(t, cs, "files__read_text_file", "files__write_file", "everything__echo", "everything__toggle-simulated-logging")
+	waitTools(t, cs, "read_text_file", "write_file", "echo", "toggle-simulated-logging")
 	call := func(name, args string) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
@@ -79,18 +79,18 @@ func TestGatewayRemoteServer(t *testing.T) {
 		return res
 	}
 
-	read := call("files__read_text_file", `{"path":`+quote(in)+`}`)
+	read := call("read_text_file", `{"path":`+quote(in)+`}`)
 	rh, _ := read.Meta[mcpproxy.MetaHandle].(string)
 	if rh == "" || len(textOf(read)) > 8<<10 {
 		t.Fatalf("a %d-byte file came back as %d bytes, handle %q", text.Len(), len(textOf(read)), rh)
 	}
-	echo := call("everything__echo", `{"message":"$`+rh+`"}`)
+	echo := call("echo", `{"message":"$`+rh+`"}`)
 	eh, _ := echo.Meta[mcpproxy.MetaHandle].(string)
 	if eh == "" || !strings.Contains(textOf(echo), eh+" holds the full value") {
-		t.Fatalf("everything__echo of %s: handle %q, %.300s", rh, eh, textOf(echo))
+		t.Fatalf("echo of %s: handle %q, %.300s", rh, eh, textOf(echo))
 	}
 	out := filepath.Join(dir, "echo.txt")
-	call("files__write_file", `{"path":`+quote(out)+`,"content":"$`+eh+`"}`)
+	call("write_file", `{"path":`+quote(out)+`,"content":"$`+eh+`"}`)
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestGatewayRemoteServer(t *testing.T) {
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}
-	call("everything__toggle-simulated-logging", `{}`)
+	call("toggle-simulated-logging", `{}`)
 	select {
 	case m := <-logs:
 		if m.Logger != "everything" && !strings.HasPrefix(m.Logger, "everything/") {
@@ -116,7 +116,7 @@ func TestGatewayRemoteServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("no log message from everything\nstderr:\n%s", stderr.String())
 	}
-	call("everything__toggle-simulated-logging", `{}`) // off again
+	call("toggle-simulated-logging", `{}`) // off again
 
 	// Its resource templates, read through the gateway, are stored.
 	var templates []string

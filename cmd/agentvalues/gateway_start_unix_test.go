@@ -91,9 +91,9 @@ func TestGatewayStartup(t *testing.T) {
 		}
 	}
 
-	waitTools(t, cs, "blobs__ping")
-	if res := call("blobs__ping"); res.IsError {
-		t.Fatalf("blobs__ping: %s", textOf(res))
+	waitTools(t, cs, "ping") // blobs's, the one server that offers it so far
+	if res := call("ping"); res.IsError {
+		t.Fatalf("ping: %s", textOf(res))
 	}
 	stillStarting("late") // blocked on the FIFO until the test opens it
 	stillStarting("stuck")
@@ -115,8 +115,17 @@ func TestGatewayStartup(t *testing.T) {
 		}
 		offered = slices.ContainsFunc(tools.Tools, func(tool *mcp.Tool) bool { return tool.Name == "late__ping" })
 	}
-	if res := call("late__ping"); res.IsError {
-		t.Errorf("late__ping once it started: %s", textOf(res))
+	// late offers ping too: both are prefixed now, and the bare name
+	// says which to call.
+	waitTools(t, cs, "blobs__ping", "late__ping")
+	for _, name := range []string{"late__ping", "blobs__ping"} {
+		if res := call(name); res.IsError {
+			t.Errorf("%s once late started: %s", name, textOf(res))
+		}
 	}
+	if res := call("ping"); !res.IsError || !strings.Contains(textOf(res), "offered as blobs__ping or late__ping") {
+		t.Errorf("ping once two servers offer it: %s", textOf(res))
+	}
+	waitStderr(t, stderr, `the servers "blobs" and "late" each offer a tool named "ping": it is offered as blobs__ping, late__ping`)
 	stillStarting("stuck")
 }

@@ -69,7 +69,7 @@ func TestGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	waitTools(t, cs, "files__write_file", "files__read_text_file", "memory__create_entities", "blobs__blob", "web__whoami")
+	waitTools(t, cs, "write_file", "read_text_file", "create_entities", "blob", "whoami")
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestGateway(t *testing.T) {
 	byName := map[string]bool{}
 	for _, tool := range tools.Tools {
 		byName[tool.Name] = true
-		if tool.Name == "memory__create_entities" {
+		if tool.Name == "create_entities" {
 			// A real third-party schema, rewritten: "$r1" where an array
 			// of objects is asked for.
 			raw, _ := json.Marshal(tool.InputSchema)
@@ -93,7 +93,7 @@ func TestGateway(t *testing.T) {
 			t.Errorf("the gateway offers %s", tool.Name)
 		}
 	}
-	for _, name := range []string{"files__write_file", "files__read_text_file", "memory__create_entities", "blobs__blob", "web__whoami", "read_value", "query_value"} {
+	for _, name := range []string{"write_file", "read_text_file", "create_entities", "blob", "whoami", "read_value", "query_value"} {
 		if !byName[name] {
 			t.Fatalf("the gateway does not offer %s; it offers %v\nstderr:\n%s", name, byName, stderr.String())
 		}
@@ -113,13 +113,13 @@ func TestGateway(t *testing.T) {
 		}
 		return res
 	}
-	blob := call("blobs__blob", `{"kind":"text","size":300000}`)
+	blob := call("blob", `{"kind":"text","size":300000}`)
 	h, _ := blob.Meta[mcpproxy.MetaHandle].(string)
 	if h == "" || len(textOf(blob)) > 8<<10 {
 		t.Fatalf("a 300 kB log came back as %d bytes, handle %q", len(textOf(blob)), h)
 	}
 	out := filepath.Join(dir, "copy.log")
-	call("files__write_file", `{"path":`+quote(out)+`,"content":"$`+h+`"}`)
+	call("write_file", `{"path":`+quote(out)+`,"content":"$`+h+`"}`)
 	want, err := makeBlob(blobText, 300000)
 	if err != nil {
 		t.Fatal(err)
@@ -133,9 +133,9 @@ func TestGateway(t *testing.T) {
 	}
 	// Between two third-party servers: what the filesystem server reads,
 	// the memory server keeps, byte for byte, in its file.
-	read := call("files__read_text_file", `{"path":`+quote(out)+`}`)
+	read := call("read_text_file", `{"path":`+quote(out)+`}`)
 	rh, _ := read.Meta[mcpproxy.MetaHandle].(string)
-	call("memory__create_entities", `{"entities":[{"name":"copy.log","entityType":"file","observations":["$`+rh+`"]}]}`)
+	call("create_entities", `{"entities":[{"name":"copy.log","entityType":"file","observations":["$`+rh+`"]}]}`)
 	kept, err := os.ReadFile(memoryFile)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestGateway(t *testing.T) {
 	if len(entity.Observations) != 1 || entity.Observations[0] != string(want) {
 		t.Errorf("the memory server kept %d observations of %s, want the %d-byte log", len(entity.Observations), rh, len(want))
 	}
-	if who := textOf(call("web__whoami", `{}`)); !strings.HasPrefix(who, "key=k-123") {
+	if who := textOf(call("whoami", `{}`)); !strings.HasPrefix(who, "key=k-123") {
 		t.Errorf("the HTTP server saw %q, want the config's header", who)
 	}
 }
@@ -321,13 +321,13 @@ func TestGatewayHTTP(t *testing.T) {
 		return res
 	}
 	a, b := connect(), connect()
-	waitTools(t, a, "blobs__blob", "blobs__ping")
-	if h := call(a, "blobs__blob", `{"kind":"json","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
+	waitTools(t, a, "blob", "ping")
+	if h := call(a, "blob", `{"kind":"json","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
 		t.Fatalf("a's first handle: %v", h)
 	}
-	call(a, "blobs__ping", `{}`)
+	call(a, "ping", `{}`)
 	// b's store starts past the handles a had when it was made.
-	if h := call(b, "blobs__blob", `{"kind":"text","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r3" {
+	if h := call(b, "blob", `{"kind":"text","size":20000}`).Meta[mcpproxy.MetaHandle]; h != "r3" {
 		t.Fatalf("b's first handle: %v", h)
 	}
 	if res := call(b, "read_value", `{"ref":"r1","limit":200}`); !res.IsError {
@@ -336,7 +336,7 @@ func TestGatewayHTTP(t *testing.T) {
 	if res := call(b, "read_value", `{"ref":"r2"}`); !res.IsError || !strings.Contains(textOf(res), "r2") {
 		t.Errorf("b read a's r2: %.200s", textOf(res))
 	}
-	if res := call(b, "blobs__blob", `{"kind":"$r2","size":1}`); !res.IsError || !strings.Contains(textOf(res), "was not called") {
+	if res := call(b, "blob", `{"kind":"$r2","size":1}`); !res.IsError || !strings.Contains(textOf(res), "was not called") {
 		t.Errorf("b passed a's r2: %.200s", textOf(res))
 	}
 
@@ -360,7 +360,7 @@ func TestGatewayHTTP(t *testing.T) {
 	if code, _ := post("evil.example", initialize); code != http.StatusForbidden {
 		t.Errorf("a request for another Host: status %d, want 403", code)
 	}
-	stateless := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"blobs__ping","arguments":{}}}`
+	stateless := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"ping","arguments":{}}}`
 	if code, body := post("", stateless); !strings.Contains(body, "is not supported by this server") {
 		t.Errorf("a request outside a session: %d %s", code, body)
 	}

@@ -85,7 +85,9 @@ func writeGatewayConfig(t *testing.T, path string, gateways ...string) {
 		"blobs": map[string]any{"command": os.Args[0], "args": []string{blobServerArg}},
 	}
 	for _, g := range gateways {
-		servers[strings.TrimSuffix(filepath.Base(g), ".json")] = map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", g}}
+		// "prefix": each gateway's tools are NAME__TOOL one level up,
+		// whether or not they collide (one per level would, read_value's).
+		servers[strings.TrimSuffix(filepath.Base(g), ".json")] = map[string]any{"command": os.Args[0], "args": []string{"gateway", "--config", g}, "prefix": true}
 	}
 	data, err := json.Marshal(map[string]any{"mcpServers": servers})
 	if err != nil {
@@ -139,11 +141,11 @@ func TestGatewayLoop(t *testing.T) {
 			defer cancel()
 			// Each gateway down the chain: its blob server's tool, and its
 			// own read_value and query_value, under the prefixes of the
-			// gateways above it (b__c__blobs__blob).
-			want := []string{"blobs__blob", "blobs__ping", "query_value", "read_value"}
+			// gateways above it (b__c__blob).
+			want := []string{"blob", "ping", "query_value", "read_value"}
 			for i := 1; i < len(names); i++ {
 				p := strings.Join(names[1:i+1], "__") + "__"
-				want = append(want, p+"blobs__blob", p+"blobs__ping", p+"query_value", p+"read_value")
+				want = append(want, p+"blob", p+"ping", p+"query_value", p+"read_value")
 			}
 			slices.Sort(want)
 			// Each gateway offers its servers' tools as each is ready,

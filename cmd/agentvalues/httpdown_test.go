@@ -161,10 +161,10 @@ func TestGatewayHTTPServerMaxMessage(t *testing.T) {
 		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
 	}
 	t.Cleanup(func() { cs.Close() })
-	waitTools(t, cs, "web__small")
+	waitTools(t, cs, "small")
 	call := func(name string) string {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "web__" + name, Arguments: map[string]any{}})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
 		if err != nil {
 			t.Fatalf("%s: %v\nstderr:\n%s", name, err, stderr.String())
 		}
@@ -193,7 +193,7 @@ func TestGatewayHTTPServerMaxMessage(t *testing.T) {
 		// The SDK client numbers its calls from 1: initialize, tools/list,
 		// small, then these.
 		size := server.messageSize(strconv.Itoa(4+i), tc.idFirst)
-		want := fmt.Sprintf("web__%s ran, but the proxy could not take its result: the downstream server's response was dropped: the message is %d bytes, over the limit of 1048576", tc.name, size)
+		want := fmt.Sprintf("%s ran, but the proxy could not take its result: the downstream server's response was dropped: the message is %d bytes, over the limit of 1048576", tc.name, size)
 		if got := call(tc.name); got != want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, want)
 		}

@@ -183,7 +183,7 @@ func startNotifyGateway(t *testing.T) *notifyGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitTools(t, cs, "n__flood")
+	waitTools(t, cs, "flood")
 	cs.Close()
 	return g
 }
@@ -249,17 +249,17 @@ func (g *notifyGateway) client(t *testing.T, get bool) (cs *mcp.ClientSession, p
 	return cs, progress
 }
 
-// callProgress calls n__progress for n notifications with a progress token
+// callProgress calls progress for n notifications with a progress token
 // and checks that all n arrive.
 func callProgress(t *testing.T, cs *mcp.ClientSession, progress chan *mcp.ProgressNotificationParams, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	params := &mcp.CallToolParams{Name: "n__progress", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}
+	params := &mcp.CallToolParams{Name: "progress", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}
 	params.SetProgressToken("tok")
 	res, err := cs.CallTool(ctx, params)
 	if err != nil || res.IsError {
-		t.Fatalf("n__progress: %v %v", err, res)
+		t.Fatalf("progress: %v %v", err, res)
 	}
 	for i := range n {
 		select {
@@ -382,9 +382,9 @@ func TestGatewayHTTPSessionStopsReading(t *testing.T) {
 	b, progress := g.client(t, true)
 	before := g.peak(t)
 	const n, size = 1000, 100 << 10 // 100 MiB of log messages, far past what the sockets hold
-	res, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "n__flood", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d,"size":%d}`, n, size))})
+	res, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "flood", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d,"size":%d}`, n, size))})
 	if err != nil || res.IsError {
-		t.Fatalf("n__flood: %v %v", err, res)
+		t.Fatalf("flood: %v %v", err, res)
 	}
 	callProgress(t, b, progress, 3)
 	grew := g.peak(t) - before
@@ -422,9 +422,9 @@ func TestGatewayHTTPNotificationFlood(t *testing.T) {
 	ctx := context.Background()
 	before := g.peak(t)
 	const n, size = 2000, 100 << 10 // 200 MiB
-	res, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "n__flood", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d,"size":%d}`, n, size))})
+	res, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "flood", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d,"size":%d}`, n, size))})
 	if err != nil || res.IsError {
-		t.Fatalf("n__flood: %v %v", err, res)
+		t.Fatalf("flood: %v %v", err, res)
 	}
 	grew := g.peak(t) - before
 	t.Logf("peak RSS grew by %d MiB while the server sent %d MiB of log messages nobody asked for", grew>>20, n*size>>20)
@@ -457,10 +457,10 @@ func TestGatewayHTTPDeleteCancelsCalls(t *testing.T) {
 		t.Fatalf("the standalone stream: %v %v", err, stream)
 	}
 	defer stream.Body.Close() // never read
-	readResponse(t, s.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"n__flood","arguments":{"n":300,"size":102400}}}`))
+	readResponse(t, s.post(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flood","arguments":{"n":300,"size":102400}}}`))
 	call := make(chan error, 1)
 	go func() {
-		resp, err := s.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"n__never","arguments":{}}}`)
+		resp, err := s.do(context.Background(), http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"never","arguments":{}}}`)
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()

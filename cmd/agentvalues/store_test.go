@@ -39,8 +39,8 @@ func TestGatewayStore(t *testing.T) {
 				return res
 			}
 			first, _ := connectCommand(t, "gateway", "--config", path, "--store", spec, "--session", "run-7")
-			waitTools(t, first, "blobs__blob")
-			blob := call(first, "blobs__blob", `{"kind":"json","size":20000}`)
+			waitTools(t, first, "blob")
+			blob := call(first, "blob", `{"kind":"json","size":20000}`)
 			if h := blob.Meta[mcpproxy.MetaHandle]; h != "r1" {
 				t.Fatalf("first handle %v", h)
 			}
@@ -50,11 +50,11 @@ func TestGatewayStore(t *testing.T) {
 			}
 
 			second, stderr := connectCommand(t, "gateway", "--config", path, "--store", spec, "--session", "run-7")
-			waitTools(t, second, "blobs__blob")
+			waitTools(t, second, "blob")
 			if again := textOf(call(second, "read_value", `{"ref":"r1","limit":300}`)); again != page {
 				t.Errorf("r1 in the second run reads\n%.300s\nwant\n%.300s\nstderr:\n%s", again, page, stderr.String())
 			}
-			if h := call(second, "blobs__blob", `{"kind":"text","size":100}`).Meta[mcpproxy.MetaHandle]; h != "r2" {
+			if h := call(second, "blob", `{"kind":"text","size":100}`).Meta[mcpproxy.MetaHandle]; h != "r2" {
 				t.Errorf("the second run's first handle is %v, want r2", h)
 			}
 			if err := second.Close(); err != nil { // a directory is open in one process at a time
