@@ -175,17 +175,25 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 		u.ready = u.version != "" && u.version < protocolRaw
 		u.mu.Unlock()
 	case "notifications/cancelled":
-		// Passed on to the SDK as well, which cancels a call of its own
-		// of that id. Either way the response is not written.
+		// Either way the response is not written. A raw call knows by its
+		// context's cause that the client cancelled it, and the SDK is not
+		// told: it handles notifications apart from the reading, so it
+		// could take the cancellation for a later request that reuses
+		// the id. A request of the SDK's is noted in cancelled, for wrote
+		// to drop its response, and the SDK cancels its handler.
 		if id, ok := wire.CancelledID(req.Params); ok {
 			u.mu.Lock()
 			cancel := u.inFlight[id]
-			if _, sdk := u.sdkCalls[id]; sdk || cancel != nil {
+			_, sdk := u.sdkCalls[id]
+			if sdk {
 				u.cancelled[id] = struct{}{}
 			}
 			u.mu.Unlock()
 			if cancel != nil {
-				cancel(cancelCause(req.Params))
+				cancel(clientCancelled{cancelCause(req.Params)})
+			}
+			if !sdk {
+				return true // not the SDK's request: nothing for it to cancel
 			}
 		}
 	}
@@ -292,9 +300,9 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		defer u.calls.Done()
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
-		_, cancelled := u.cancelled[req.ID]
-		delete(u.cancelled, req.ID)
 		u.mu.Unlock()
+		var byClient clientCancelled
+		cancelled := errors.As(context.Cause(ctx), &byClient)
 		cancel(nil)
 		if cancelled || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
@@ -310,6 +318,14 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	}
 	return true
 }
+
+// clientCancelled is the cause of a raw call's context when the client
+// cancelled the call: its response is not written. It unwraps to the
+// reason, which the downstream server is given.
+type clientCancelled struct{ reason error }
+
+func (c clientCancelled) Error() string { return c.reason.Error() }
+func (c clientCancelled) Unwrap() error { return c.reason }
 
 // cancelCause is the cause a raw call the client cancelled with params
 // is cancelled with: the reason it gave, which the downstream server is

@@ -206,7 +206,7 @@ func TestGatewayConfigEntries(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "gateway", "--config", path)
+	cmd := exec.Command(os.Args[0], "gateway", "-prefix-names", "--config", path) // the names of servers, as prefixes
 	cmd.Env = testkit.ChildEnv(runMainEnv+"=1", "AV_TEST_BIN="+os.Args[0], "AV_TEST_SECRET=s3cret", "AV_TEST_EMPTY=",
 		"AV_TEST_SSE_URL="+srv.URL, "AV_TEST_TOKEN=sse-token")
 	stderr := &syncWriter{}

@@ -42,8 +42,8 @@ func TestListenStore(t *testing.T) {
 			}
 			first := startListener(t, "gateway", "--config", path, "--listen", "0", "-store", spec)
 			sid := initialize(t, first.url)
-			waitHTTPTool(t, first.url, sid, "blobs__blob")
-			if body := call(first.url, sid, "blobs__blob", `{"kind":"json","size":2000}`); !strings.Contains(body, `"agentvalues/handle":"r1"`) {
+			waitHTTPTool(t, first.url, sid, "blob")
+			if body := call(first.url, sid, "blob", `{"kind":"json","size":2000}`); !strings.Contains(body, `"agentvalues/handle":"r1"`) {
 				t.Fatalf("the first result is not r1: %.500s", body)
 			}
 			page := call(first.url, sid, "read_value", `{"ref":"r1","limit":300}`)
@@ -51,7 +51,7 @@ func TestListenStore(t *testing.T) {
 			// it, durable or not: an old transcript's "$r1" names nothing
 			// in it.
 			fresh := initialize(t, first.url)
-			if body := call(first.url, fresh, "blobs__blob", `{"kind":"text","size":10}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
+			if body := call(first.url, fresh, "blob", `{"kind":"text","size":10}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
 				t.Errorf("a new session's first result is not r2: %.500s", body)
 			}
 			first.cmd.Process.Signal(syscall.SIGTERM)
@@ -61,8 +61,8 @@ func TestListenStore(t *testing.T) {
 			if again := call(second.url, sid, "read_value", `{"ref":"r1","limit":300}`); again != page {
 				t.Errorf("r1 after the restart reads\n%.300s\nwant\n%.300s\nstderr:\n%s", again, page, second.stderr())
 			}
-			waitHTTPTool(t, second.url, sid, "blobs__blob")
-			if body := call(second.url, sid, "blobs__blob", `{"kind":"text","size":100}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
+			waitHTTPTool(t, second.url, sid, "blob")
+			if body := call(second.url, sid, "blob", `{"kind":"text","size":100}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
 				t.Errorf("the next result after the restart is not r2: %.500s", body)
 			}
 			if !strings.Contains(second.stderr(), "continued HTTP session "+sid[:6]+"… from its store") {
@@ -104,8 +104,8 @@ func TestListenStoreSDKClient(t *testing.T) {
 		}
 		return res
 	}
-	waitTools(t, cs, "blobs__blob")
-	if h := call("blobs__blob", `{"kind":"json","size":2000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
+	waitTools(t, cs, "blob")
+	if h := call("blob", `{"kind":"json","size":2000}`).Meta[mcpproxy.MetaHandle]; h != "r1" {
 		t.Fatalf("the first handle is %v", h)
 	}
 	page := textOf(call("read_value", `{"ref":"r1","limit":300}`))
@@ -117,8 +117,8 @@ func TestListenStoreSDKClient(t *testing.T) {
 	if again := textOf(call("read_value", `{"ref":"r1","limit":300}`)); again != page {
 		t.Errorf("r1 after the restart reads\n%.300s\nwant\n%.300s\nstderr:\n%s", again, page, second.stderr())
 	}
-	waitTools(t, cs, "blobs__blob")
-	if h := call("blobs__blob", `{"kind":"text","size":100}`).Meta[mcpproxy.MetaHandle]; h != "r2" {
+	waitTools(t, cs, "blob")
+	if h := call("blob", `{"kind":"text","size":100}`).Meta[mcpproxy.MetaHandle]; h != "r2" {
 		t.Errorf("the next handle after the restart is %v, want r2", h)
 	}
 }
