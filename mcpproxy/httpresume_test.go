@@ -61,7 +61,7 @@ func TestHTTPContinue(t *testing.T) {
 		t.Fatalf("the first value of a durable session is %s, want r1", h)
 	}
 	b := openHTTPSession(t, url1)
-	put(b, []int{1, 2, 3})
+	hb := put(b, []int{1, 2, 3})      // r1 or r2: a new session starts past the handles handed out before it
 	empty := openHTTPSession(t, url1) // stores nothing
 
 	// Another process over the same store, once the first has stopped. The
@@ -110,7 +110,7 @@ func TestHTTPContinue(t *testing.T) {
 		t.Fatalf("DELETE of the continued session: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if status, body := post(b, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_value","arguments":{"ref":"$r1"}}}`); status != http.StatusOK || !strings.Contains(body, "[1,2,3]") {
+	if status, body := post(b, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_value","arguments":{"ref":"`+hb+`"}}}`); status != http.StatusOK || !strings.Contains(body, "[1,2,3]") {
 		t.Errorf("b continued once a's place is free: %d %.500s", status, body)
 	}
 	// A session its client ended here is not continued again: 404, as the
