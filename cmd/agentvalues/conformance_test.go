@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -11,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +112,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, target := range []string{"proxy", "gateway"} {
 		var passed, total int
-		for _, scenario := range sortedKeys(results["direct"]) {
+		for _, scenario := range slices.Sorted(maps.Keys(results["direct"])) {
 			if results["direct"][scenario] != "" {
 				t.Logf("%s fails against the server directly: %s", scenario, results["direct"][scenario])
 				continue
@@ -147,7 +147,8 @@ func startConformanceServer(t *testing.T, server string) string {
 	addr := l.Addr().String()
 	l.Close() // the server listens there next; nothing else here takes a port it did not ask for
 	cmd := exec.Command(server, "-http", addr, "-stateless=false")
-	cmd.Stderr = &syncWriter{}
+	stderr := &syncWriter{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,14 +156,24 @@ func startConformanceServer(t *testing.T, server string) string {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	// It says so just before it listens (main.go of the everything-server:
+	// log.Printf, then http.ListenAndServe); then it binds at once, so a
+	// few tries, counted, find it listening.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !stderr.waitFor(ctx, "Conformance server listening at "+addr) {
+		t.Fatalf("the everything-server did not start:\n%s", stderr.String())
+	}
+	for try := 0; ; try++ {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the everything-server does not listen on %s", addr)
+		if try == 10000 {
+			t.Fatalf("the everything-server does not listen on %s: %v", addr, err)
 		}
+		runtime.Gosched()
 	}
 	return "http://" + addr + "/mcp"
 }
@@ -209,13 +220,4 @@ func runConformance(t *testing.T, node, prefix, url string) map[string]string {
 		}
 	}
 	return results
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return slices.Clip(keys)
 }

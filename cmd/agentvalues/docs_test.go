@@ -580,8 +580,9 @@ func checkTOMLConfig(t *testing.T, b docBlock) {
 		URL     string
 	}{}
 	var table string
+	header := regexp.MustCompile(`^\[mcp_servers\.([A-Za-z0-9_-]+)\]$`)
 	for _, l := range strings.Split(strings.TrimSuffix(b.body, "\n"), "\n") {
-		if m := regexp.MustCompile(`^\[mcp_servers\.([A-Za-z0-9_-]+)\]$`).FindStringSubmatch(l); m != nil {
+		if m := header.FindStringSubmatch(l); m != nil {
 			table = m[1]
 			continue
 		}

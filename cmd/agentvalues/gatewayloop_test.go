@@ -99,21 +99,15 @@ func writeGatewayConfig(t *testing.T, path string, gateways ...string) {
 }
 
 // waitStderr waits until the command's standard error holds each of want,
-// failing after a minute (a bound on a hang, not a timing).
+// woken by each write, failing after a minute (a bound on a hang, not a
+// timing).
 func waitStderr(t *testing.T, stderr *syncWriter, want ...string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(stderr.String(), w) {
-				missing = w
-			}
-		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr never said %q:\n%s", missing, stderr.String())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, w := range want {
+		if !stderr.waitFor(ctx, w) {
+			t.Fatalf("stderr never said %q:\n%s", w, stderr.String())
 		}
 	}
 }
