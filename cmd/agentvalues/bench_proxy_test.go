@@ -325,7 +325,7 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	cmd.Stderr = c.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	client := e2eClient(nil)
 	// mcpproxy's transport, not mcp.CommandTransport, which cannot read a
 	// message longer than 16 MiB; unbounded, since the client is not what
 	// is measured.

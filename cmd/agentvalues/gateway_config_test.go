@@ -213,7 +213,7 @@ func TestGatewayConfigEntries(t *testing.T) {
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
+	cs, err := e2eClient(nil).Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connecting to the gateway: %v\nstderr:\n%s", err, stderr.String())
 	}

@@ -113,7 +113,7 @@ func TestGatewayEverythingClientRequests(t *testing.T) {
 			elicits := make(chan *mcp.ElicitParams, 4)
 			rootsAsked := make(chan struct{}, 16)
 			logs := make(chan string, 256)
-			client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+			client := e2eClient(&mcp.ClientOptions{
 				CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 					samples <- req.Params
 					return &mcp.CreateMessageResult{Model: "e2e-model-7", Role: "assistant", StopReason: "endTurn",

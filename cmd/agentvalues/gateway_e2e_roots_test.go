@@ -71,7 +71,7 @@ func TestGatewayFilesystemRoots(t *testing.T) {
 			config := writeConfig(t, map[string]any{
 				"files": map[string]any{"command": files[0], "args": files[1:]},
 			})
-			client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+			client := e2eClient(nil)
 			client.AddRoots(fileRoot(dirs[0]))
 			cs, stderr := connectGateway(t, over, config, client)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -68,7 +68,7 @@ func TestGatewayStartup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	changed := make(chan struct{}, 64)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+	cs, err := e2eClient(&mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	}).Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -157,15 +158,50 @@ func TestGateway(t *testing.T) {
 	}
 }
 
-// waitTools lists the tools cs is offered until they hold each of names,
-// as a client that follows notifications/tools/list_changed sees them: the
-// gateway offers each server's tools once that server is ready. It fails
-// after a minute (a bound on a hang, not a timing), listing what it saw.
+// toolNotices holds, for each session of a client made by e2eClient, a
+// channel that holds a value once notifications/tools/list_changed has
+// come since waitTools last looked (*mcp.ClientSession to chan struct{}).
+var toolNotices sync.Map
+
+// toolNoticesOf returns the channel of toolNotices for cs.
+func toolNoticesOf(cs *mcp.ClientSession) chan struct{} {
+	ch, _ := toolNotices.LoadOrStore(cs, make(chan struct{}, 1))
+	return ch.(chan struct{})
+}
+
+// e2eClient returns a client of the end-to-end tests with opts (nil for
+// none) whose sessions waitTools follows: a ToolListChangedHandler of opts
+// still runs, after the session's notice is recorded.
+func e2eClient(opts *mcp.ClientOptions) *mcp.Client {
+	var o mcp.ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	next := o.ToolListChangedHandler
+	o.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+		select {
+		case toolNoticesOf(req.Session) <- struct{}{}:
+		default: // one notice not yet seen is enough: waitTools lists anew
+		}
+		if next != nil {
+			next(ctx, req)
+		}
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &o)
+}
+
+// waitTools lists the tools cs is offered, again after each
+// notifications/tools/list_changed, until they hold each of names, as a
+// client that follows the notice sees them: the gateway offers each
+// server's tools once that server is ready, and says so. cs must be a
+// session of a client made by e2eClient. It fails after a minute without
+// the tools (a bound on a hang, not a timing), listing what it saw.
 func waitTools(t testing.TB, cs *mcp.ClientSession, names ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for {
+	notices := toolNoticesOf(cs)
+	for lists := 1; ; lists++ {
 		offered := map[string]bool{}
 		var err error
 		for tool, lerr := range cs.Tools(ctx, nil) {
@@ -184,9 +220,10 @@ func waitTools(t testing.TB, cs *mcp.ClientSession, names ...string) {
 			return
 		}
 		select {
+		case <-notices:
 		case <-ctx.Done():
-			t.Fatalf("the gateway never offered %s (listing: %v); it offers %v", missing, err, slices.Sorted(maps.Keys(offered)))
-		case <-time.After(20 * time.Millisecond):
+			t.Fatalf("the gateway never offered %s: %d listings, each after a tools/list_changed but the first (the client must be made by e2eClient); the last (error %v) offered %v",
+				missing, lists, err, slices.Sorted(maps.Keys(offered)))
 		}
 	}
 }
@@ -232,7 +269,7 @@ func TestProxyHTTP(t *testing.T) {
 	defer cancel()
 	var sessions []*mcp.ClientSession
 	for range 2 {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		cs, err := e2eClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +342,7 @@ func TestGatewayHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	connect := func() *mcp.ClientSession {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		cs, err := e2eClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

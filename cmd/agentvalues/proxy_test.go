@@ -83,7 +83,7 @@ func connectCommand(t *testing.T, args ...string) (*mcp.ClientSession, *syncWrit
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
+	cs, err := e2eClient(nil).Connect(ctx, &mcpproxy.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connecting to agentvalues %s: %v\nstderr:\n%s", args[0], err, stderr.String())
 	}

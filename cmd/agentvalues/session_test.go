@@ -179,7 +179,7 @@ func startNotifyGateway(t *testing.T) *notifyGateway {
 		t.Fatalf("the gateway did not serve within a minute:\n%s", g.stderr())
 	}
 	// The tests' raw sessions call n's tools at once: wait until it is served.
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url}, nil)
+	cs, err := e2eClient(nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
