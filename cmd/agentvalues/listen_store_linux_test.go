@@ -65,9 +65,7 @@ func TestListenStore(t *testing.T) {
 			if body := call(second.url, sid, "blob", `{"kind":"text","size":100}`); !strings.Contains(body, `"agentvalues/handle":"r2"`) {
 				t.Errorf("the next result after the restart is not r2: %.500s", body)
 			}
-			if !strings.Contains(second.stderr(), "continued HTTP session "+sid[:6]+"… from its store") {
-				t.Errorf("the gateway did not log the session continued; stderr:\n%s", second.stderr())
-			}
+			second.waitStderr(t, "continued HTTP session "+sid[:6]+"… from its store")
 			other := initialize(t, second.url)
 			if body := call(second.url, other, "read_value", `{"ref":"r1"}`); !strings.Contains(body, `"isError":true`) {
 				t.Errorf("another session reads r1: %.300s", body)
@@ -91,7 +89,7 @@ func TestListenStoreSDKClient(t *testing.T) {
 	first := startListener(t, "gateway", "--config", path, "--listen", "0", "-store", spec, "-start-wait", "10m")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: first.url}, nil)
+	cs, err := e2eClient(nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: first.url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

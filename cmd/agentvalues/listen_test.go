@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,9 +29,25 @@ import (
 
 // A listener is the command as a child serving HTTP.
 type listener struct {
-	cmd    *exec.Cmd
-	url    string // http://127.0.0.1:PORT/mcp
-	stderr func() string
+	cmd  *exec.Cmd
+	url  string      // http://127.0.0.1:PORT/mcp
+	errs *syncWriter // its standard error (and its servers'), as it arrives
+}
+
+// stderr returns what the command has written to its standard error so
+// far.
+func (l *listener) stderr() string { return l.errs.String() }
+
+// waitStderr waits until the command has written s to its standard error,
+// failing the test after a minute (a bound on a hang, not a timing): a
+// line logged as a reply is sent may arrive after the reply.
+func (l *listener) waitStderr(t *testing.T, s string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !l.errs.waitFor(ctx, s) {
+		t.Errorf("stderr never said %q:\n%s", s, l.stderr())
+	}
 }
 
 // startListener runs the command with args (which serve over HTTP) and
@@ -48,29 +65,35 @@ func startListenerEnv(t *testing.T, env []string, args ...string) *listener {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = testkit.ChildEnv(append([]string{runMainEnv + "=1", tokenEnv + "="}, env...)...)
-	errFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	// A pipe of our own, not exec's: cmd.Wait does not wait for the
+	// command's servers, which hold it too, to close it.
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = errFile
-	if err := cmd.Start(); err != nil {
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
 		t.Fatal(err)
 	}
-	l := &listener{cmd: cmd, stderr: func() string { b, _ := os.ReadFile(errFile.Name()); return string(b) }}
+	l := &listener{cmd: cmd, errs: &syncWriter{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not a timing
+	defer cancel()
+	go func() {
+		io.Copy(l.errs, r)
+		r.Close()
+		cancel() // the command, and its servers, have ended
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
-		errFile.Close()
 	})
-	for i := 0; l.url == ""; i++ {
-		if _, u, ok := strings.Cut(l.stderr(), " at http://"); ok && strings.Contains(u, "\n") {
-			l.url = "http://" + strings.TrimSpace(u[:strings.IndexByte(u, '\n')])
-			break
-		}
-		if cmd.ProcessState != nil || i > 6000 {
-			t.Fatalf("agentvalues %s never said where it serves; stderr:\n%s", args[0], l.stderr())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if l.errs.waitFor(ctx, " at http://") {
+		l.url = servingAt.FindStringSubmatch(l.stderr())[1] // one write, one line
+	} else {
+		t.Fatalf("agentvalues %s never said where it serves; stderr:\n%s", args[0], l.stderr())
 	}
 	return l
 }
@@ -293,9 +316,7 @@ func TestHTTPBodyMemory(t *testing.T) {
 	if grew > 4*once+64<<20 {
 		t.Errorf("the proxy's peak grew by %d MiB for eight 200 MiB calls at once; want about two bodies held (%d MiB each)", grew>>20, once>>20)
 	}
-	if !strings.Contains(l.stderr(), "agentvalues: refused 1 over HTTP since the last such line: the request bodies being handled hold 512 MiB, the most this server holds at once (MaxBodyBytes)") {
-		t.Errorf("the refusals were not logged; stderr:\n%s", l.stderr())
-	}
+	l.waitStderr(t, "agentvalues: refused 1 over HTTP since the last such line: the request bodies being handled hold 512 MiB, the most this server holds at once (MaxBodyBytes)")
 	if r := postString(l.url, sid, `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"ping","arguments":{}}}`); r.status != http.StatusOK || !strings.Contains(r.body, `"result"`) {
 		t.Errorf("a call after: %d %v %.300s", r.status, r.err, r.body)
 	}
@@ -402,9 +423,7 @@ func TestHTTPSessionCap(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !strings.Contains(l.stderr(), "sessions open, the most this server keeps") && !strings.Contains(l.stderr(), "3 sessions are open, the most this server keeps (MaxSessions)") {
-		t.Errorf("the refusal was not logged; stderr:\n%s", l.stderr())
-	}
+	l.waitStderr(t, "3 sessions are open, the most this server keeps (MaxSessions)")
 }
 
 // TestHTTPSlowClients: connections past -max-conns are answered 503 and
@@ -450,9 +469,7 @@ func TestHTTPSlowClients(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if !strings.Contains(l.stderr(), "3 connections are open, the most this server keeps (MaxConns)") {
-			t.Errorf("the refusal was not logged; stderr:\n%s", l.stderr())
-		}
+		l.waitStderr(t, "3 connections are open, the most this server keeps (MaxConns)")
 	})
 	t.Run("read timeout", func(t *testing.T) {
 		t.Parallel()
