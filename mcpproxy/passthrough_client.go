@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -82,6 +83,36 @@ func (p *Proxy) upstreamFor(ctx context.Context, method string) (*mcp.ServerSess
 	return ss, ctx, func() {}, nil
 }
 
+// protocolAsksInResult is the first protocol version at which a server
+// asks its client only within a call's result (input requests), never in
+// a request of its own: the SDK's server refuses to send one to a client
+// that speaks it.
+const protocolAsksInResult = "2026-07-28"
+
+// askable returns the error for a server's request method that the client
+// of ss cannot be sent, as it speaks protocolAsksInResult or later (the
+// proxy does not turn a request of a server that speaks an earlier
+// version into input requests of the call's result); nil when it can be.
+func askable(ss *mcp.ServerSession, method string) error {
+	if init := ss.InitializeParams(); init != nil && init.ProtocolVersion >= protocolAsksInResult {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"agentvalues: cannot answer %s: the client speaks protocol %s, where a server asks within a call's result, and the proxy does not turn the request of a server of an earlier version into that", method, init.ProtocolVersion)}
+	}
+	return nil
+}
+
+// upstreamError returns the error to answer a server's request method
+// with when the upstream session answered err: a JSON-RPC error as the
+// client worded it, else an internal error that says which request failed
+// (never one of code 0, which is no code).
+func upstreamError(method string, err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("agentvalues: cannot answer %s: %v", method, err)}
+}
+
 // notDeclared is the error for a request whose session's client did not
 // declare capability: invalid params, as the SDK's client answers one it
 // has no handler for (a method-not-found error would lose the message).
@@ -107,6 +138,9 @@ func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToo
 		return nil, err
 	}
 	defer done()
+	if err := askable(ss, method); err != nil {
+		return nil, err
+	}
 	caps := clientCaps(ss)
 	switch {
 	case caps == nil || caps.Sampling == nil:
@@ -118,7 +152,7 @@ func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToo
 	params.Meta = forwardMeta(params.Meta)
 	res, err := ss.CreateMessageWithTools(ctx, &params)
 	if err != nil {
-		return nil, serverError(err)
+		return nil, upstreamError(method, err)
 	}
 	return res, nil
 }
@@ -132,6 +166,9 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 		return nil, err
 	}
 	defer done()
+	if err := askable(ss, method); err != nil {
+		return nil, err
+	}
 	if caps := clientCaps(ss); caps == nil || caps.Elicitation == nil {
 		return nil, notDeclared(method, "elicitation")
 	}
@@ -142,7 +179,7 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	}
 	res, err := ss.Elicit(ctx, &params)
 	if err != nil {
-		return nil, serverError(err)
+		return nil, upstreamError(method, err)
 	}
 	return res, nil
 }
@@ -205,6 +242,9 @@ func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.
 		return nil, err
 	}
 	defer done()
+	if err := askable(ss, method); err != nil {
+		return nil, err
+	}
 	if clientCaps(ss) == nil {
 		return nil, notDeclared(method, "roots")
 	}
@@ -217,7 +257,7 @@ func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.
 	params.Meta = forwardMeta(params.Meta)
 	res, err := ss.ListRoots(ctx, &params)
 	if err != nil {
-		return nil, serverError(err)
+		return nil, upstreamError(method, err)
 	}
 	return res, nil
 }

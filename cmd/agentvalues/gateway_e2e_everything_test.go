@@ -45,12 +45,12 @@ var servingAt = regexp.MustCompile(` at (http://\S+)`)
 const clientProtocol = "2025-11-25"
 
 // connectGateway runs this test binary as `agentvalues gateway --config
-// config` and connects client to it at clientProtocol: over its standard
-// input and output when over is "stdio", else over Streamable HTTP
-// (--listen on a free port of 127.0.0.1). The command's standard error,
-// where its servers write theirs, is collected. The session is closed,
-// then the command stopped, when the test ends.
-func connectGateway(t *testing.T, over, config string, client *mcp.Client) (*mcp.ClientSession, *syncWriter) {
+// config` and connects client to it at the protocol version: over its
+// standard input and output when over is "stdio", else over Streamable
+// HTTP (--listen on a free port of 127.0.0.1). The command's standard
+// error, where its servers write theirs, is collected. The session is
+// closed, then the command stopped, when the test ends.
+func connectGateway(t *testing.T, over, config string, client *mcp.Client, version string) (*mcp.ClientSession, *syncWriter) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,12 +80,12 @@ func connectGateway(t *testing.T, over, config string, client *mcp.Client) (*mcp
 		}
 		transport = &mcp.StreamableClientTransport{Endpoint: m[1]}
 	}
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: clientProtocol})
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connecting to the gateway over %s: %v\nstderr:\n%s", over, err, stderr.String())
 	}
-	if v := cs.InitializeResult().ProtocolVersion; v != clientProtocol {
-		t.Fatalf("the gateway over %s speaks %s, want %s", over, v, clientProtocol)
+	if v := cs.InitializeResult().ProtocolVersion; v != version {
+		t.Fatalf("the gateway over %s speaks %s, want %s", over, v, version)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs, stderr
@@ -141,7 +141,7 @@ func TestGatewayEverythingClientRequests(t *testing.T) {
 				}
 			})
 			client.AddRoots(&mcp.Root{URI: "file:///e2e/alpha", Name: "alpha"})
-			cs, stderr := connectGateway(t, over, config, client)
+			cs, stderr := connectGateway(t, over, config, client, clientProtocol)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			waitTools(t, cs, "trigger-sampling-request", "trigger-elicitation-request", "get-roots-list")
@@ -239,5 +239,51 @@ func TestGatewayEverythingClientRequests(t *testing.T) {
 				t.Errorf("get-roots-list after the roots changed: %.500s", got)
 			}
 		})
+	}
+}
+
+// TestGatewayEverythingNewClient runs server-everything behind the gateway
+// for a client at protocol 2026-07-28, which takes a server's requests
+// only within a call's result: the server's sampling and elicitation
+// requests, which the gateway cannot pass to it, are refused with a
+// JSON-RPC error that says why (the server words it into its tool's
+// error), not an error of code 0.
+func TestGatewayEverythingNewClient(t *testing.T) {
+	t.Parallel()
+	everything := everythingServer.command(t)
+	config := writeConfig(t, map[string]any{
+		"everything": map[string]any{"command": everything[0], "args": everything[1:]},
+	})
+	asked := make(chan string, 4)
+	client := e2eClient(&mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			asked <- "sampling"
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "x"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- "elicitation"
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	const newProtocol = "2026-07-28"
+	cs, stderr := connectGateway(t, "stdio", config, client, newProtocol)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitTools(t, cs, "trigger-sampling-request", "trigger-elicitation-request")
+	for _, tc := range []struct{ tool, args, method string }{
+		{"trigger-sampling-request", `{"prompt":"p"}`, "sampling/createMessage"},
+		{"trigger-elicitation-request", `{}`, "elicitation/create"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: json.RawMessage(tc.args)})
+		if err != nil {
+			t.Fatalf("%s: %v\nstderr:\n%s", tc.tool, err, stderr.String())
+		}
+		want := "MCP error -32603: agentvalues: cannot answer " + tc.method + ": the client speaks protocol " + newProtocol
+		if got := textOf(res); !res.IsError || !strings.Contains(got, want) {
+			t.Errorf("%s: %.400s\nwant an error holding %q", tc.tool, got, want)
+		}
+	}
+	if len(asked) > 0 {
+		t.Errorf("the client was sent a server's %s request", <-asked)
 	}
 }

@@ -73,7 +73,7 @@ func TestGatewayFilesystemRoots(t *testing.T) {
 			})
 			client := e2eClient(nil)
 			client.AddRoots(fileRoot(dirs[0]))
-			cs, stderr := connectGateway(t, over, config, client)
+			cs, stderr := connectGateway(t, over, config, client, clientProtocol)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			waitTools(t, cs, "read_text_file")
