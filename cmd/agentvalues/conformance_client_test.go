@@ -40,7 +40,7 @@ var conformanceClientScenarios = map[string]struct{ tool, answer string }{
 // that fails through the gateway and is not listed here, and on one listed
 // that now passes.
 var conformanceClientKnown = map[string]map[string]string{
-	"gateway, the agent at the SDK's latest": {
+	"gateway-latest": {
 		"elicitation-sep1034-client-defaults": elicitationNotBridged,
 	},
 }
@@ -206,10 +206,10 @@ func TestConformanceClient(t *testing.T) {
 		t.Fatalf("the suite splits its --command at spaces and hands it to a shell: %q, %q", os.Args[0], sdkClient)
 	}
 
-	targets := []struct{ name, command, protocol string }{
-		{"direct", sdkClient, ""},
-		{"gateway", os.Args[0] + " " + conformanceAgentArg, "2025-11-25"},
-		{"gateway, the agent at the SDK's latest", os.Args[0] + " " + conformanceAgentArg, ""},
+	targets := []struct{ name, desc, command, protocol string }{
+		{"direct", "the go-sdk's client alone", sdkClient, ""},
+		{"gateway", "through the gateway, the agent at 2025-11-25", os.Args[0] + " " + conformanceAgentArg, "2025-11-25"},
+		{"gateway-latest", "through the gateway, the agent at the go-sdk's latest", os.Args[0] + " " + conformanceAgentArg, ""},
 	}
 	results := map[string]map[string]string{} // target: scenario: failure ("" when it passed)
 	for _, target := range targets {
@@ -222,9 +222,14 @@ func TestConformanceClient(t *testing.T) {
 				if !timingOnly || try == conformanceTimingTries {
 					break
 				}
-				t.Logf("%s with the %s client failed only on time, try %d: %s", scenario, target.name, try, failure)
+				t.Logf("%s: %s failed only on time, try %d: %s", target.desc, scenario, try, failure)
 			}
 			results[target.name][scenario] = failure
+			outcome := "passes"
+			if failure != "" {
+				outcome = "fails: " + failure
+			}
+			t.Logf("%s: %s %s", target.desc, scenario, outcome)
 		}
 	}
 
@@ -240,14 +245,14 @@ func TestConformanceClient(t *testing.T) {
 			known := conformanceClientKnown[target.name][scenario]
 			switch {
 			case failure == "" && known != "":
-				t.Errorf("through the %s: %s passes now; take it off conformanceClientKnown (%q)", target.name, scenario, known)
+				t.Errorf("%s: %s passes now; take it off conformanceClientKnown (%q)", target.desc, scenario, known)
 			case failure != "" && known == "":
-				t.Errorf("through the %s: %s fails: %s", target.name, scenario, failure)
+				t.Errorf("%s: %s fails: %s", target.desc, scenario, failure)
 			case failure == "":
 				passed++
 			}
 		}
-		t.Logf("through the %s: %d of the %d scenarios that pass with the go-sdk's client alone", target.name, passed, total)
+		t.Logf("%s: %d of the %d scenarios that pass with the go-sdk's client alone", target.desc, passed, total)
 	}
 }
 
