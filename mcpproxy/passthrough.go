@@ -82,14 +82,19 @@ func noOwner(method string, ref mcp.CompleteReference) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpproxy: %s: no server offers %s", method, what)}
 }
 
-// serverError returns the JSON-RPC error a server answered, as the server
-// worded it, when err carries one; else err.
+// serverError returns the JSON-RPC error a peer answered, as it worded
+// it, when err carries one; nil and a cancelled context's error as they
+// are (the SDK knows what to do then); else an internal error with err's
+// text: the SDK sends a plain error with code 0, which is no JSON-RPC code.
 func serverError(err error) error {
 	var we *jsonrpc.Error
-	if errors.As(err, &we) {
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &we):
 		return we
 	}
-	return err
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 // promptOwner returns the proxy that offers the prompt named up upstream,
