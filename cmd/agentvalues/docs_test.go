@@ -290,8 +290,14 @@ func shellCommands(body string) [][]string {
 // agentvalues and bash: their arguments are not checked here.
 var externalCommands = []string{"printf", "npx", "redis-server", "curl", "cat", "export"}
 
+// envAssignment is a shell block's VAR=value before a command.
+var envAssignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
 // checkCommand checks one command of a shell block.
 func checkCommand(cmd []string) error {
+	for len(cmd) > 1 && envAssignment.MatchString(cmd[0]) { // VAR=value COMMAND …
+		cmd = cmd[1:]
+	}
 	switch cmd[0] {
 	case "go":
 		return checkGoCommand(cmd[1:])
