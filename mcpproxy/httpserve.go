@@ -216,7 +216,9 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // Large tools/call arguments reach p's server as a stand-in that a
 // receiving middleware of p's own puts back: middleware added to
 // [Proxy.Server] sees the stand-in, for arguments of 64 KiB or more, of a
-// call made over HTTP. The handler serves every path it is given; mount it
+// call made over HTTP; and as over a [LineTransport], it does not see the
+// calls the raw call route answers (the session layer's fast path,
+// httpfast.go). The handler serves every path it is given; mount it
 // at the endpoint ("/mcp"). Each call makes a handler of its own, with
 // bounds of its own. With Options.SessionStore, a session the client
 // names that this process does not have is continued from its store when
@@ -224,7 +226,7 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // carried over); otherwise an unknown session is answered 404. It is safe
 // for concurrent use.
 func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
-	return newHTTPHandler(p.server, p.stores, opts, p.seams.idleTimer)
+	return newHTTPHandler(p.server, p.stores, p, opts, p.seams.idleTimer)
 }
 
 // HTTPHandler returns the handler that serves g over Streamable HTTP, as
@@ -234,7 +236,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if g.opts.seams != nil {
 		timer = g.opts.seams.idleTimer
 	}
-	return newHTTPHandler(g.server, g.stores, opts, timer)
+	return newHTTPHandler(g.server, g.stores, g, opts, timer)
 }
 
 // httpBounds is the bounds layer (see the top of this file).
@@ -252,16 +254,19 @@ type httpBounds struct {
 
 // newHTTPHandler makes the handler of server, whose sessions st keeps
 // (newServer): the bounds layer over the session layer over the SDK's
-// handler. timer, when not nil, arms the idle timers in place of
-// time.AfterFunc.
-func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
+// handler, with rc (when not nil) answering the calls the session layer
+// takes on its fast path (httpfast.go). timer, when not nil, arms the idle
+// timers in place of time.AfterFunc.
+func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
 	cfg := newHTTPConfig(opts)
 	h := &httpBounds{
 		cfg:    cfg,
 		server: server,
 		log:    newRefusals(cfg.log),
 	}
-	h.next = newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.admitSession, cfg.log)
+	sessions := newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.admitSession, cfg.log)
+	sessions.fast = rc
+	h.next = sessions
 	return h
 }
 

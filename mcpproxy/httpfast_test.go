@@ -1,0 +1,221 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A blockServer is a go-sdk MCP server, reached over the proxy's own line
+// connection (so that the raw call route can take its calls), with two
+// tools: "hello" answers at once, "block" blocks until its call is
+// cancelled.
+type blockServer struct {
+	entered   chan struct{}             // receives when a call of block starts
+	cancelled chan *mcp.CancelledParams // each notifications/cancelled it gets
+	ended     chan struct{}             // receives when a call of block returns
+	proxy     *Proxy
+}
+
+// newBlockProxy starts a blockServer behind a proxy (rawOff: every call on
+// the SDK route) with opts, served over Streamable HTTP, and returns its
+// URL.
+func newBlockProxy(t *testing.T, rawOff bool, opts *Options) (*blockServer, string) {
+	t.Helper()
+	b := &blockServer{entered: make(chan struct{}, 16), cancelled: make(chan *mcp.CancelledParams, 16), ended: make(chan struct{}, 16)}
+	s := mcp.NewServer(&mcp.Implementation{Name: "block", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "hello", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello <world> & ✓"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b.entered <- struct{}{}
+			<-ctx.Done()
+			b.ended <- struct{}{}
+			return nil, ctx.Err()
+		})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/cancelled" {
+				b.cancelled <- req.GetParams().(*mcp.CancelledParams)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sr, pw := io.Pipe()
+	pr, sw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	go s.Run(ctx, &mcp.IOTransport{Reader: sr, Writer: sw})
+	if opts == nil {
+		opts = &Options{}
+	}
+	opts.Log = io.Discard
+	p, err := Connect(ctx, lineDownstream{pr, pw}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.rawOff = rawOff
+	b.proxy = p
+	srv := httptest.NewServer(p.HTTPHandler(&HTTPOptions{Log: io.Discard}))
+	t.Cleanup(func() {
+		srv.Close()
+		p.Close()
+		cancel()
+		sw.Close()
+	})
+	return b, srv.URL
+}
+
+// post sends body in the session of c and returns the answer, whose body
+// the caller reads and closes.
+func (c *httpClient) post(t *testing.T, body string) *http.Response {
+	t.Helper()
+	resp, err := c.do(context.Background(), http.MethodPost, "", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// callBody is a tools/call request of tool, with id.
+func callBody(id int, tool string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool)
+}
+
+// responseOf returns the JSON-RPC message of an answer to a POST: its body
+// when it is JSON, else the data of each event of its stream.
+func responseOf(t *testing.T, resp *http.Response) []string {
+	t.Helper()
+	defer resp.Body.Close()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{strings.TrimSpace(string(data))}
+	}
+	var msgs []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			msgs = append(msgs, data)
+		}
+	}
+	return msgs
+}
+
+// TestHTTPFastPath: a nominal call over Streamable HTTP takes the raw call
+// route and is answered as one JSON object, the same result, byte for
+// byte, as the SDK's handler gives on its event stream; a call with a
+// progress token, and one of a client that declared sampling, take the
+// SDK's route; a request id already in flight is refused.
+func TestHTTPFastPath(t *testing.T) {
+	results := map[bool]string{}
+	for _, rawOff := range []bool{true, false} {
+		b, url := newBlockProxy(t, rawOff, &Options{PerSession: true})
+		c := openHTTPSession(t, url)
+		resp := c.post(t, callBody(3, "hello"))
+		ct := resp.Header.Get("Content-Type")
+		msgs := responseOf(t, resp)
+		if len(msgs) != 1 || resp.StatusCode != http.StatusOK {
+			t.Fatalf("rawOff=%v: %s, messages %q", rawOff, resp.Status, msgs)
+		}
+		results[rawOff] = msgs[0]
+		if json := strings.HasPrefix(ct, "application/json"); json == rawOff {
+			t.Errorf("rawOff=%v: Content-Type %q", rawOff, ct)
+		}
+		if took := b.proxy.rawN.Load() > 0; took == rawOff {
+			t.Errorf("rawOff=%v: raw call route taken: %v", rawOff, took)
+		}
+	}
+	if results[true] != results[false] {
+		t.Errorf("the fast path answered\n%s\nthe SDK's handler\n%s", results[false], results[true])
+	}
+	if !strings.Contains(results[false], `"id":3,"result":{"_meta":{"agentvalues/handle":"r1"},"content":[{"type":"text","text":"hello \u003cworld\u003e \u0026 ✓"}`) {
+		t.Errorf("answer: %s", results[false])
+	}
+
+	b, url := newBlockProxy(t, false, nil)
+	c := openHTTPSession(t, url)
+	resp := c.post(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hello","arguments":{},"_meta":{"progressToken":"p"}}}`)
+	if msgs := responseOf(t, resp); len(msgs) != 1 || !strings.Contains(msgs[0], "hello") || b.proxy.rawN.Load() != 0 {
+		t.Errorf("a call with a progress token: %q, raw calls %d; want an answer of the SDK's route", msgs, b.proxy.rawN.Load())
+	}
+
+	sampling := &httpClient{url: url}
+	init, err := sampling.do(context.Background(), http.MethodPost, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampling.id = init.Header.Get("Mcp-Session-Id")
+	init.Body.Close()
+	sampling.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	resp = sampling.post(t, callBody(5, "hello"))
+	if msgs := responseOf(t, resp); len(msgs) != 1 || !strings.Contains(msgs[0], "hello") || b.proxy.rawN.Load() != 0 {
+		t.Errorf("a call of a client that declared sampling: %q, raw calls %d; want an answer of the SDK's route", msgs, b.proxy.rawN.Load())
+	}
+
+	first := make(chan []string, 1)
+	go func() { first <- responseOf(t, c.post(t, callBody(6, "block"))) }()
+	<-b.entered
+	resp = c.post(t, callBody(6, "hello"))
+	if msgs := responseOf(t, resp); resp.StatusCode != http.StatusBadRequest || len(msgs) != 1 || !strings.Contains(msgs[0], "duplicate") {
+		t.Errorf("a request whose id is in flight: %s %q, want 400", resp.Status, msgs)
+	}
+	c.post(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`).Body.Close()
+	<-first
+}
+
+// TestHTTPCancelled: a call the client cancels over Streamable HTTP (with
+// notifications/cancelled in a POST of its own) is not answered: its POST
+// is answered with an event stream that ends without a message; the
+// server is told, with the client's reason on the fast path; the
+// session goes on. On either route.
+func TestHTTPCancelled(t *testing.T) {
+	for _, rawOff := range []bool{false, true} {
+		b, url := newBlockProxy(t, rawOff, nil)
+		c := openHTTPSession(t, url)
+		got := make(chan *http.Response, 1)
+		go func() { got <- c.post(t, callBody(7, "block")) }()
+		select {
+		case <-b.entered:
+		case <-time.After(time.Minute):
+			t.Fatalf("rawOff=%v: the call never reached the server", rawOff)
+		}
+		resp := c.post(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user changed their mind"}}`)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Errorf("rawOff=%v: the cancellation was answered %s, want 202", rawOff, resp.Status)
+		}
+		var note *mcp.CancelledParams
+		select {
+		case note = <-b.cancelled:
+		case <-time.After(time.Minute):
+			t.Fatalf("rawOff=%v: the server was never told the call is cancelled", rawOff)
+		}
+		if !rawOff && note.Reason != "the user changed their mind" {
+			t.Errorf("fast path: the server was given the reason %q, want the client's", note.Reason)
+		}
+		<-b.ended
+		resp = <-got
+		msgs := responseOf(t, resp)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || len(msgs) != 0 {
+			t.Errorf("rawOff=%v: the cancelled call was answered %s %q with %q; want 200, an event stream and no message", rawOff, resp.Status, resp.Header.Get("Content-Type"), msgs)
+		}
+		resp = c.post(t, callBody(8, "hello"))
+		if msgs := responseOf(t, resp); len(msgs) != 1 || !strings.Contains(msgs[0], `"id":8,"result"`) {
+			t.Errorf("rawOff=%v: the next call: %s %q", rawOff, resp.Status, msgs)
+		}
+	}
+}
