@@ -115,19 +115,36 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		return false
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx) // the session's end cancels it
-	defer cancel(nil)
 	if !s.http.startFast(reqID, cancel) {
+		cancel(nil)
 		writeHTTPError(w, http.StatusBadRequest, &reqID, jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID "+string(id), 0)
 		return true
 	}
-	got := make(chan *jsonrpc.Response, 1)
-	run(ctx, func(resp *jsonrpc.Response) { got <- resp })
-	resp := <-got // the call's end: its result, its error, or its cancellation
-	s.http.endFast(reqID)
-	h.st.handedOut(s.ss) // as after a request the SDK answers
-	var byClient clientCancelled
+	type outcome struct {
+		resp      *jsonrpc.Response
+		cancelled bool // by the client
+	}
+	got := make(chan outcome, 1)
+	run(ctx, func(resp *jsonrpc.Response) {
+		s.http.endFast(reqID)
+		h.st.handedOut(s.ss) // as after a request the SDK answers
+		var byClient clientCancelled
+		cancelled := errors.As(context.Cause(ctx), &byClient)
+		cancel(nil)
+		got <- outcome{resp, cancelled}
+	})
+	var out outcome
+	select {
+	case out = <-got: // the call's end: its result, its error, or its cancellation
+	case <-r.Context().Done():
+		// The client went away, which the specification says is no
+		// cancellation: the call goes on, as the SDK's handler lets it,
+		// its response unwritten, and the request no longer counts
+		// toward MaxRequests.
+		return true
+	}
 	switch {
-	case errors.As(context.Cause(ctx), &byClient):
+	case out.cancelled:
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache, no-transform")
 		w.WriteHeader(http.StatusOK) // and no event: see the top of this file
@@ -135,8 +152,8 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		// The session ended (DELETE, idle): what is written is cut off,
 		// as for the SDK's streams.
 	default:
-		resp.ID = reqID
-		data := encodeResponse(resp)
+		out.resp.ID = reqID
+		data := encodeResponse(out.resp)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)

@@ -27,9 +27,9 @@ type blockServer struct {
 }
 
 // newBlockProxy starts a blockServer behind a proxy (rawOff: every call on
-// the SDK route) with opts, served over Streamable HTTP, and returns its
-// URL.
-func newBlockProxy(t *testing.T, rawOff bool, opts *Options) (*blockServer, string) {
+// the SDK route) with opts, served over Streamable HTTP with hopts (nil:
+// the defaults), and returns its URL.
+func newBlockProxy(t *testing.T, rawOff bool, opts *Options, hopts *HTTPOptions) (*blockServer, string) {
 	t.Helper()
 	b := &blockServer{entered: make(chan struct{}, 16), cancelled: make(chan *mcp.CancelledParams, 16), ended: make(chan struct{}, 16)}
 	s := mcp.NewServer(&mcp.Implementation{Name: "block", Version: "1"}, nil)
@@ -66,7 +66,11 @@ func newBlockProxy(t *testing.T, rawOff bool, opts *Options) (*blockServer, stri
 	}
 	p.rawOff = rawOff
 	b.proxy = p
-	srv := httptest.NewServer(p.HTTPHandler(&HTTPOptions{Log: io.Discard}))
+	if hopts == nil {
+		hopts = &HTTPOptions{}
+	}
+	hopts.Log = io.Discard
+	srv := httptest.NewServer(p.HTTPHandler(hopts))
 	t.Cleanup(func() {
 		srv.Close()
 		p.Close()
@@ -123,7 +127,7 @@ func responseOf(t *testing.T, resp *http.Response) []string {
 func TestHTTPFastPath(t *testing.T) {
 	results := map[bool]string{}
 	for _, rawOff := range []bool{true, false} {
-		b, url := newBlockProxy(t, rawOff, &Options{PerSession: true})
+		b, url := newBlockProxy(t, rawOff, &Options{PerSession: true}, nil)
 		c := openHTTPSession(t, url)
 		resp := c.post(t, callBody(3, "hello"))
 		ct := resp.Header.Get("Content-Type")
@@ -146,7 +150,7 @@ func TestHTTPFastPath(t *testing.T) {
 		t.Errorf("answer: %s", results[false])
 	}
 
-	b, url := newBlockProxy(t, false, nil)
+	b, url := newBlockProxy(t, false, nil, nil)
 	c := openHTTPSession(t, url)
 	resp := c.post(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hello","arguments":{},"_meta":{"progressToken":"p"}}}`)
 	if msgs := responseOf(t, resp); len(msgs) != 1 || !strings.Contains(msgs[0], "hello") || b.proxy.rawN.Load() != 0 {
@@ -184,7 +188,7 @@ func TestHTTPFastPath(t *testing.T) {
 // session goes on. On either route.
 func TestHTTPCancelled(t *testing.T) {
 	for _, rawOff := range []bool{false, true} {
-		b, url := newBlockProxy(t, rawOff, nil)
+		b, url := newBlockProxy(t, rawOff, nil, nil)
 		c := openHTTPSession(t, url)
 		got := make(chan *http.Response, 1)
 		go func() { got <- c.post(t, callBody(7, "block")) }()
@@ -217,5 +221,51 @@ func TestHTTPCancelled(t *testing.T) {
 		if msgs := responseOf(t, resp); len(msgs) != 1 || !strings.Contains(msgs[0], `"id":8,"result"`) {
 			t.Errorf("rawOff=%v: the next call: %s %q", rawOff, resp.Status, msgs)
 		}
+	}
+}
+
+// TestHTTPFastPathClientGone: a client that goes away during a call on the
+// fast path (its connection closed, no cancellation sent: the
+// specification says that is none) frees its place under MaxRequests,
+// as on the SDK's route, while the call goes on downstream until its
+// session ends.
+func TestHTTPFastPathClientGone(t *testing.T) {
+	b, url := newBlockProxy(t, false, nil, &HTTPOptions{MaxRequests: 1})
+	c := openHTTPSession(t, url)
+	ctx, abandon := context.WithCancel(context.Background())
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		if resp, err := c.do(ctx, http.MethodPost, "", callBody(7, "block")); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-b.entered
+	abandon()
+	<-gone
+	var msgs []string
+	waitFor(t, func() bool { // once the server has seen the connection close
+		resp := c.post(t, callBody(8, "hello"))
+		msgs = responseOf(t, resp)
+		return resp.StatusCode != http.StatusServiceUnavailable
+	})
+	if len(msgs) != 1 || !strings.Contains(msgs[0], `"id":8,"result"`) || b.proxy.rawN.Load() != 2 {
+		t.Errorf("the next call: %q (raw calls %d)", msgs, b.proxy.rawN.Load())
+	}
+	select {
+	case <-b.cancelled:
+		t.Fatal("the server was told the abandoned call is cancelled")
+	default:
+	}
+	resp, err := c.do(context.Background(), http.MethodDelete, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case <-b.cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("ending the session did not cancel the abandoned call downstream")
 	}
 }
