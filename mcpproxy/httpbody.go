@@ -75,7 +75,9 @@ func (b *bodyHold) hold(n int64) bool {
 		n = min(n, h.cfg.maxBodyBytes-b.held) // a body over the bound is taken alone
 	}
 	if h.take("body bytes", func() bool { return h.cfg.maxBodyBytes < 0 || h.held == b.held || h.held+n <= h.cfg.maxBodyBytes }, func() { h.held += n; b.held += n },
-		fmt.Sprintf("the request bodies being handled hold %s, the most this server holds at once (MaxBodyBytes)", humanize.IBytes(uint64(h.cfg.maxBodyBytes)))) {
+		func() string {
+			return fmt.Sprintf("the request bodies being handled hold %s, the most this server holds at once (MaxBodyBytes)", humanize.IBytes(uint64(h.cfg.maxBodyBytes)))
+		}) {
 		return true
 	}
 	b.release()

@@ -276,7 +276,9 @@ func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOpti
 // the session is made (it then counts itself), or why there is none.
 func (h *httpBounds) admitSession() (release func(), why string) {
 	if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
-		fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+		func() string {
+			return fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())
+		}) {
 		return nil, h.sessionsFull()
 	}
 	return func() { h.release(func() { h.pending-- }) }, ""
@@ -298,7 +300,9 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !h.take("requests", func() bool { return h.cfg.maxRequests < 0 || h.requests < h.cfg.maxRequests }, func() { h.requests++ },
-		fmt.Sprintf("%d requests are being handled, the most this server takes at once (MaxRequests)", h.cfg.maxRequests)) {
+		func() string {
+			return fmt.Sprintf("%d requests are being handled, the most this server takes at once (MaxRequests)", h.cfg.maxRequests)
+		}) {
 		refuseUnread(w)
 		writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy,
 			fmt.Sprintf("the server is busy: %d requests are being handled, the most it takes at once; try again in a moment", h.cfg.maxRequests), time.Second)
@@ -307,7 +311,9 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer h.release(func() { h.requests-- })
 	if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" {
 		if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
-			fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+			func() string {
+				return fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())
+			}) {
 			refuseUnread(w)
 			writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy, h.sessionsFull(), time.Minute)
 			return
@@ -416,8 +422,9 @@ func (h *httpBounds) idleSessions() string {
 }
 
 // take reports whether the bound named what admits one more (ok, under
-// h.mu) and if so counts it in (add). A refusal is logged with why.
-func (h *httpBounds) take(what string, ok func() bool, add func(), why string) bool {
+// h.mu) and if so counts it in (add). A refusal is logged with why (made
+// only then: admitting is on every request's path).
+func (h *httpBounds) take(what string, ok func() bool, add func(), why func() string) bool {
 	h.mu.Lock()
 	admit := ok()
 	if admit {
@@ -425,7 +432,7 @@ func (h *httpBounds) take(what string, ok func() bool, add func(), why string) b
 	}
 	h.mu.Unlock()
 	if !admit {
-		h.log.refused(what, why)
+		h.log.refused(what, why())
 	}
 	return admit
 }
