@@ -15,12 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// BenchmarkProxySmallCallHTTP measures the added latency of a small call
+// BenchmarkHTTPSmallCall measures the added latency of a small call
 // over Streamable HTTP (proxy --listen) beside the stdio proxy's, in one
 // run (issue 31: the HTTP path's added p50 at most twice the stdio
 // path's):
 //
-//	go test -run='^$' -bench=ProxySmallCallHTTP -benchtime=2000x -count=3 ./cmd/agentvalues
+//	go test -run='^$' -bench=HTTPSmallCall -benchtime=2000x -count=3 ./cmd/agentvalues
 //
 // It runs the calls of BenchmarkProxySmallCall (ping, 1 and 8 in flight)
 // on the blob server directly, through `proxy` over stdio and through
@@ -28,7 +28,7 @@ import (
 // (the same server behind each), in that order for each number in flight,
 // and logs each proxied variant's added p50 (its p50 less the direct p50)
 // and, for http, the ratio of its added p50 to the stdio proxy's.
-func BenchmarkProxySmallCallHTTP(b *testing.B) {
+func BenchmarkHTTPSmallCall(b *testing.B) {
 	for _, inFlight := range []int{1, 8} {
 		b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
 			p50 := map[string]time.Duration{}
