@@ -236,7 +236,8 @@ func withBody(req *http.Request, body []byte, b *bodyHold) (*http.Request, bool)
 		context.AfterFunc(req.Context(), func() { stashed.Delete(n) })
 		body = small
 	} else {
-		// Not held again: the session layer reads it first (httpfast.go).
+		// For the session layer's fast path, which takes the request from
+		// these bytes rather than through the SDK (httpfast.go).
 		ctx = context.WithValue(ctx, readBodyKey{}, body)
 		if !b.hold(int64(len(body)) * (sdkBodyFactor - 1)) {
 			return nil, false

@@ -31,6 +31,34 @@ type blockServer struct {
 // the defaults), and returns its URL.
 func newBlockProxy(t *testing.T, rawOff bool, opts *Options, hopts *HTTPOptions) (*blockServer, string) {
 	t.Helper()
+	b, down, stop := startBlockServer()
+	if opts == nil {
+		opts = &Options{}
+	}
+	opts.Log = io.Discard
+	p, err := Connect(context.Background(), down, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.rawOff = rawOff
+	b.proxy = p
+	if hopts == nil {
+		hopts = &HTTPOptions{}
+	}
+	hopts.Log = io.Discard
+	srv := httptest.NewServer(p.HTTPHandler(hopts))
+	t.Cleanup(func() {
+		srv.Close()
+		p.Close()
+		stop()
+	})
+	return b, srv.URL
+}
+
+// startBlockServer starts a blockServer in this process and returns the
+// transport that reaches it over a line connection of the proxy's own,
+// and the func that stops it.
+func startBlockServer() (*blockServer, mcp.Transport, func()) {
 	b := &blockServer{entered: make(chan struct{}, 16), cancelled: make(chan *mcp.CancelledParams, 16), ended: make(chan struct{}, 16)}
 	s := mcp.NewServer(&mcp.Implementation{Name: "block", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "hello", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -56,28 +84,10 @@ func newBlockProxy(t *testing.T, rawOff bool, opts *Options, hopts *HTTPOptions)
 	pr, sw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	go s.Run(ctx, &mcp.IOTransport{Reader: sr, Writer: sw})
-	if opts == nil {
-		opts = &Options{}
-	}
-	opts.Log = io.Discard
-	p, err := Connect(ctx, lineDownstream{pr, pw}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.rawOff = rawOff
-	b.proxy = p
-	if hopts == nil {
-		hopts = &HTTPOptions{}
-	}
-	hopts.Log = io.Discard
-	srv := httptest.NewServer(p.HTTPHandler(hopts))
-	t.Cleanup(func() {
-		srv.Close()
-		p.Close()
+	return b, lineDownstream{pr, pw}, func() {
 		cancel()
 		sw.Close()
-	})
-	return b, srv.URL
+	}
 }
 
 // post sends body in the session of c and returns the answer, whose body
@@ -267,5 +277,44 @@ func TestHTTPFastPathClientGone(t *testing.T) {
 	case <-b.cancelled:
 	case <-time.After(time.Minute):
 		t.Fatal("ending the session did not cancel the abandoned call downstream")
+	}
+}
+
+// TestHTTPFastPathGateway: a gateway over Streamable HTTP takes the fast
+// path for a nominal call of a server's tool, by its name, and a
+// cancellation of one reaches that server with the client's reason.
+func TestHTTPFastPathGateway(t *testing.T) {
+	b, down, stop := startBlockServer()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := ConnectGateway(ctx, []Downstream{{Name: "blocks", Transport: down}}, &Options{Log: io.Discard, PerSession: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.HTTPHandler(&HTTPOptions{Log: io.Discard}))
+	defer srv.Close()
+	c := openHTTPSession(t, srv.URL)
+	resp := c.post(t, callBody(3, "hello"))
+	if msgs := responseOf(t, resp); !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || len(msgs) != 1 || !strings.Contains(msgs[0], `"id":3,"result"`) || !strings.Contains(msgs[0], "hello") {
+		t.Errorf("a call through the gateway: %s %q %q", resp.Status, resp.Header.Get("Content-Type"), msgs)
+	}
+	if n := g.served()[0].rawN.Load(); n != 1 {
+		t.Errorf("raw calls: %d, want 1", n)
+	}
+	got := make(chan *http.Response, 1)
+	go func() { got <- c.post(t, callBody(4, "block")) }()
+	<-b.entered
+	c.post(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"enough"}}`).Body.Close()
+	if note := <-b.cancelled; note.Reason != "enough" {
+		t.Errorf("the server was given the reason %q", note.Reason)
+	}
+	resp = <-got
+	if msgs := responseOf(t, resp); len(msgs) != 0 {
+		t.Errorf("the cancelled call was answered %q", msgs)
 	}
 }
