@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -316,5 +317,46 @@ func TestHTTPFastPathGateway(t *testing.T) {
 	resp = <-got
 	if msgs := responseOf(t, resp); len(msgs) != 0 {
 		t.Errorf("the cancelled call was answered %q", msgs)
+	}
+}
+
+// TestHTTPCancelledSDKClient: a go-sdk client that cancels a call over
+// Streamable HTTP (by its context) gets on with its session: the POST's
+// stream that ends without a message does not fail its connection, on
+// either route.
+func TestHTTPCancelledSDKClient(t *testing.T) {
+	for _, rawOff := range []bool{false, true} {
+		b, url := newBlockProxy(t, rawOff, nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		client := mcp.NewClient(&mcp.Implementation{Name: "sdk", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		callCtx, abandon := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+			done <- err
+		}()
+		<-b.entered
+		abandon()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("rawOff=%v: the cancelled call returned %v", rawOff, err)
+		}
+		select {
+		case <-b.cancelled:
+		case <-time.After(time.Minute):
+			t.Fatalf("rawOff=%v: the server was never told the call is cancelled", rawOff)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hello", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Errorf("rawOff=%v: the next call: %v %v", rawOff, err, res)
+		}
+		if took := b.proxy.rawN.Load() > 0; took == rawOff {
+			t.Errorf("rawOff=%v: raw call route taken: %v", rawOff, took)
+		}
 	}
 }
