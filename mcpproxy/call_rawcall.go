@@ -57,6 +57,11 @@ type rawRequest struct {
 	// onReader is set when the call is made by the goroutine reading the
 	// client (see rawLight), which must not wait for the server to read.
 	onReader bool
+	// Over Streamable HTTP (httpfast.go): the session making the call, to
+	// which what the server asks during the call goes (see upstreamFor),
+	// and its store; nil on a line connection (the proxy's one store).
+	ss   *mcp.ServerSession
+	vals *values.SessionValues
 }
 
 // withRawCalls returns upstream with the raw call route answering for rc when it
@@ -400,6 +405,9 @@ func (u *rawUpstream) wait() {
 // rawCall implements rawCaller for the proxy's mirrored tools.
 func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
 	vals := p.stores.shared
+	if req.vals != nil {
+		vals = req.vals
+	}
 	tools := p.offered.Load()
 	if p.rawOff || vals == nil || tools == nil {
 		return nil
@@ -424,7 +432,11 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 	}
 	return func(ctx context.Context, done func(*jsonrpc.Response)) {
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
+		// What the server asks during the call goes to req.ss (over HTTP;
+		// on a line connection, to its one session).
+		ctx, end := p.begin(ctx, req.ss)
 		p.callToolRaw(ctx, vals, m, l, req, downMeta, func(res *mcp.CallToolResult, err error) {
+			end()
 			done(rawResponse(req, res, err))
 		})
 	}
@@ -456,7 +468,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
 	l.conn.Start(callCtx, id, "tools/call", frame, wire.Call{
 		Tag:       vals,
-		Inline:    p.stores.memoryOnly,
+		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too
 		OnReader:  req.onReader,
 		Cancelled: cancelNote,
 		Done: func(resp *jsonrpc.Response, err error) {

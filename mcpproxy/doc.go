@@ -118,7 +118,10 @@
 // only a stand-in that names the handles, which present previews.
 //
 // The raw call route (call_rawcall.go), for [Proxy.Run] and [Gateway.Run]
-// over a [LineTransport]: through the SDK a small call costs the proxy
+// over a [LineTransport], and over Streamable HTTP for the calls the
+// session layer's fast path takes (httpfast.go: there the session layer,
+// not a Take hook, hands the call to callToolRaw, and writes the response
+// as one JSON object): through the SDK a small call costs the proxy
 // more in decoding, dispatch, encoding and goroutine hand-offs on both
 // sides than in anything it does itself, so the nominal call of a
 // mirrored tool is answered without them.
@@ -235,12 +238,13 @@
 //     same through the handlers above (up to maxInputRounds rounds).
 //   - ping is answered by each side itself.
 //   - A request the client cancels (notifications/cancelled) is not
-//     answered on a [LineTransport] served by [Proxy.Run] or
-//     [Gateway.Run], on either route, and the call is cancelled
-//     downstream, with the client's reason on the raw call route
-//     (call_rawcall.go); the SDK route gives the server the SDK's reason
-//     ("context canceled"). Over Streamable HTTP the SDK's handler still
-//     writes the response to a cancelled request on its stream.
+//     answered, on a [LineTransport] served by [Proxy.Run] or
+//     [Gateway.Run] and over Streamable HTTP, on either route, and the
+//     call is cancelled downstream, with the client's reason on the raw
+//     call route (call_rawcall.go, httpfast.go); the SDK route gives the
+//     server the SDK's reason ("context canceled"). Over Streamable HTTP
+//     the POST that carried the request is answered with an event stream
+//     that ends without a message (httpfast.go).
 //
 // # Streamable HTTP
 //
@@ -269,6 +273,10 @@
 //     free once the DELETE is answered. One write of a response waits for
 //     a client that does not read at most 30 s plus 1 s per 64 KiB it
 //     carries (writeStall, writeRate), then the response is broken off.
+//     The session layer answers the nominal tools/call of an initialized
+//     session itself, on the raw call route, as one JSON object (its fast
+//     path, httpfast.go: the conditions are there), and handles a
+//     cancellation: a cancelled request is not answered.
 //  3. The SDK's handler: a server session (and with Options.PerSession a
 //     store) per HTTP session. It is made in one place, with its own idle
 //     timeout and body bound off: the layers above keep both.

@@ -75,7 +75,9 @@ func (b *bodyHold) hold(n int64) bool {
 		n = min(n, h.cfg.maxBodyBytes-b.held) // a body over the bound is taken alone
 	}
 	if h.take("body bytes", func() bool { return h.cfg.maxBodyBytes < 0 || h.held == b.held || h.held+n <= h.cfg.maxBodyBytes }, func() { h.held += n; b.held += n },
-		fmt.Sprintf("the request bodies being handled hold %s, the most this server holds at once (MaxBodyBytes)", humanize.IBytes(uint64(h.cfg.maxBodyBytes)))) {
+		func() string {
+			return fmt.Sprintf("the request bodies being handled hold %s, the most this server holds at once (MaxBodyBytes)", humanize.IBytes(uint64(h.cfg.maxBodyBytes)))
+		}) {
 		return true
 	}
 	b.release()
@@ -229,18 +231,29 @@ func (h *httpBounds) bodyFailed(w http.ResponseWriter, id *jsonrpc.ID, err error
 // any other body counts sdkBodyFactor times toward MaxBodyBytes in b, or,
 // if that is refused, withBody writes the refusal and returns false.
 func withBody(req *http.Request, body []byte, b *bodyHold) (*http.Request, bool) {
+	ctx := req.Context()
 	if small, n, ok := stashArguments(body); ok {
 		context.AfterFunc(req.Context(), func() { stashed.Delete(n) })
 		body = small
-	} else if !b.hold(int64(len(body)) * (sdkBodyFactor - 1)) {
-		return nil, false
+	} else {
+		// For the session layer's fast path, which takes the request from
+		// these bytes rather than through the SDK (httpfast.go).
+		ctx = context.WithValue(ctx, readBodyKey{}, body)
+		if !b.hold(int64(len(body)) * (sdkBodyFactor - 1)) {
+			return nil, false
+		}
 	}
-	r := req.Clone(req.Context())
+	r := req.Clone(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return r, true
 }
+
+// readBodyKey is the context key of the body the bounds layer read, when
+// its arguments were not stashed: the session layer's fast path takes the
+// request from it (httpfast.go).
+type readBodyKey struct{}
 
 // stashArguments returns body with the arguments of its tools/call replaced
 // by a stand-in whose number is n, when body is a single tools/call whose

@@ -216,7 +216,9 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // Large tools/call arguments reach p's server as a stand-in that a
 // receiving middleware of p's own puts back: middleware added to
 // [Proxy.Server] sees the stand-in, for arguments of 64 KiB or more, of a
-// call made over HTTP. The handler serves every path it is given; mount it
+// call made over HTTP; and as over a [LineTransport], it does not see the
+// calls the raw call route answers (the session layer's fast path,
+// httpfast.go). The handler serves every path it is given; mount it
 // at the endpoint ("/mcp"). Each call makes a handler of its own, with
 // bounds of its own. With Options.SessionStore, a session the client
 // names that this process does not have is continued from its store when
@@ -224,7 +226,7 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // carried over); otherwise an unknown session is answered 404. It is safe
 // for concurrent use.
 func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
-	return newHTTPHandler(p.server, p.stores, opts, p.seams.idleTimer)
+	return newHTTPHandler(p.server, p.stores, p, opts, p.seams.idleTimer)
 }
 
 // HTTPHandler returns the handler that serves g over Streamable HTTP, as
@@ -234,7 +236,7 @@ func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if g.opts.seams != nil {
 		timer = g.opts.seams.idleTimer
 	}
-	return newHTTPHandler(g.server, g.stores, opts, timer)
+	return newHTTPHandler(g.server, g.stores, g, opts, timer)
 }
 
 // httpBounds is the bounds layer (see the top of this file).
@@ -252,16 +254,19 @@ type httpBounds struct {
 
 // newHTTPHandler makes the handler of server, whose sessions st keeps
 // (newServer): the bounds layer over the session layer over the SDK's
-// handler. timer, when not nil, arms the idle timers in place of
-// time.AfterFunc.
-func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
+// handler, with rc (when not nil) answering the calls the session layer
+// takes on its fast path (httpfast.go). timer, when not nil, arms the idle
+// timers in place of time.AfterFunc.
+func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
 	cfg := newHTTPConfig(opts)
 	h := &httpBounds{
 		cfg:    cfg,
 		server: server,
 		log:    newRefusals(cfg.log),
 	}
-	h.next = newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.admitSession, cfg.log)
+	sessions := newHTTPSessions(server, st, cfg.sessionTimeout, timer, h.admitSession, cfg.log)
+	sessions.fast = rc
+	h.next = sessions
 	return h
 }
 
@@ -271,7 +276,9 @@ func newHTTPHandler(server *mcp.Server, st *stores, opts *HTTPOptions, timer fun
 // the session is made (it then counts itself), or why there is none.
 func (h *httpBounds) admitSession() (release func(), why string) {
 	if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
-		fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+		func() string {
+			return fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())
+		}) {
 		return nil, h.sessionsFull()
 	}
 	return func() { h.release(func() { h.pending-- }) }, ""
@@ -293,7 +300,9 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !h.take("requests", func() bool { return h.cfg.maxRequests < 0 || h.requests < h.cfg.maxRequests }, func() { h.requests++ },
-		fmt.Sprintf("%d requests are being handled, the most this server takes at once (MaxRequests)", h.cfg.maxRequests)) {
+		func() string {
+			return fmt.Sprintf("%d requests are being handled, the most this server takes at once (MaxRequests)", h.cfg.maxRequests)
+		}) {
 		refuseUnread(w)
 		writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy,
 			fmt.Sprintf("the server is busy: %d requests are being handled, the most it takes at once; try again in a moment", h.cfg.maxRequests), time.Second)
@@ -302,7 +311,9 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer h.release(func() { h.requests-- })
 	if req.Method == http.MethodPost && req.Header.Get("Mcp-Session-Id") == "" {
 		if !h.take("sessions", func() bool { return h.cfg.maxSessions < 0 || h.sessions()+h.pending < h.cfg.maxSessions }, func() { h.pending++ },
-			fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())) {
+			func() string {
+				return fmt.Sprintf("%d sessions are open, the most this server keeps (MaxSessions); %s", h.cfg.maxSessions, h.idleSessions())
+			}) {
 			refuseUnread(w)
 			writeHTTPError(w, http.StatusServiceUnavailable, nil, codeBusy, h.sessionsFull(), time.Minute)
 			return
@@ -411,8 +422,9 @@ func (h *httpBounds) idleSessions() string {
 }
 
 // take reports whether the bound named what admits one more (ok, under
-// h.mu) and if so counts it in (add). A refusal is logged with why.
-func (h *httpBounds) take(what string, ok func() bool, add func(), why string) bool {
+// h.mu) and if so counts it in (add). A refusal is logged with why (made
+// only then: admitting is on every request's path).
+func (h *httpBounds) take(what string, ok func() bool, add func(), why func() string) bool {
 	h.mu.Lock()
 	admit := ok()
 	if admit {
@@ -420,7 +432,7 @@ func (h *httpBounds) take(what string, ok func() bool, add func(), why string) b
 	}
 	h.mu.Unlock()
 	if !admit {
-		h.log.refused(what, why)
+		h.log.refused(what, why())
 	}
 	return admit
 }

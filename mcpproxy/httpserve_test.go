@@ -65,7 +65,7 @@ func newArgsServer(t *testing.T, opts *HTTPOptions) *argsServer {
 // proxy's, so the session layer leaves them to the SDK.
 func bareHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
 	server.AddReceivingMiddleware(restoreArguments)
-	return newHTTPHandler(server, newStores(&Options{}), opts, nil)
+	return newHTTPHandler(server, newStores(&Options{}), nil, opts, nil)
 }
 
 // rawPost sends body to url in session sid ("": none), chunked when

@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,11 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,6 +63,7 @@ type httpSessions struct {
 	timer   func(time.Duration, func()) (stop func() bool) // arms an idle timer
 	admit   func() (release func(), why string)            // a place under MaxSessions (httpserve.go)
 	log     io.Writer
+	fast    rawCaller // answers the calls of the fast path, if not nil (httpfast.go)
 
 	resuming  sync.Mutex // one session continued at a time (httpresume.go)
 	continued sync.Map   // session ID -> *mcp.StreamableServerTransport of each continued session
@@ -113,6 +117,9 @@ func (h *httpSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	counts := r.Method != http.MethodGet // a standalone stream open keeps no session alive
 	s.http.begin(sw, counts)
 	defer s.http.finish(h, s, sw, counts)
+	if r.Method == http.MethodPost && h.serveFast(sw, r, s) {
+		return
+	}
 	if t, ok := h.continued.Load(sid); ok { // continued: the SDK's handler does not know it
 		if rebound(r) {
 			http.Error(sw, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
@@ -180,6 +187,13 @@ type httpSession struct {
 	gen      int                        // counts the timer's arming, so a stale firing is ignored
 	userID   string                     // of the token the session began with, if any
 	over     bool                       // stopped: the session ended
+	streams  int                        // its standalone streams (GET) open
+
+	// The calls in flight by request id (httpfast.go): those of the fast
+	// path, to cancel, and those the SDK answers on a request of their own,
+	// whose response a cancellation drops.
+	fast map[jsonrpc.ID]context.CancelCauseFunc
+	sdk  map[jsonrpc.ID]*streamWriter
 }
 
 // started notes the session s that the request r has just made (its
@@ -208,6 +222,9 @@ func (hs *httpSession) begin(w *streamWriter, counts bool) {
 		hs.writers = make(map[*streamWriter]struct{})
 	}
 	hs.writers[w] = struct{}{}
+	if !counts {
+		hs.streams++
+	}
 	if counts {
 		hs.active++
 		hs.gen++
@@ -223,6 +240,10 @@ func (hs *httpSession) finish(h *httpSessions, s *session, w *streamWriter, coun
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	delete(hs.writers, w)
+	hs.untrackLocked(w)
+	if !counts {
+		hs.streams--
+	}
 	if counts {
 		hs.active--
 		hs.armLocked(h, s)
@@ -277,9 +298,17 @@ type streamWriter struct {
 	http.ResponseWriter
 	rc   *http.ResponseController
 	sess *session // the request's session, if it named a live one
+	// id is that of the one request of the POST, when the SDK answers it
+	// (httpfast.go); dropped is set once the client cancelled it: its
+	// response is not written.
+	id      *jsonrpc.ID
+	dropped atomic.Bool
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
+	if w.dropped.Load() && isResponseEvent(p, *w.id) {
+		return len(p), nil // as if written: the SDK goes on, and the stream ends without it
+	}
 	w.deadline(len(p))
 	return w.ResponseWriter.Write(p)
 }

@@ -295,10 +295,13 @@ func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
 }
 
 // startBenchVia is startBench with the server reached "direct", through
-// the "proxy" command, or through the "gateway" command as its one server,
+// the "proxy" command (over stdio, or "http": over Streamable HTTP), or through the "gateway" command as its one server,
 // "blobs" (its tools keep their names: no other server offers them).
 func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	b.Helper()
+	if via == "http" { // proxy --listen: bench_http_test.go
+		return startBenchHTTP(b, serverArgs...)
+	}
 	proxied := via != "direct"
 	args := append([]string{blobServerArg}, serverArgs...)
 	switch via {

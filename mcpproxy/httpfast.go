@@ -1,0 +1,310 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/agentvalues/values/internal/jsontext"
+	"github.com/agentvalues/values/mcpproxy/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The session layer's fast path, and cancellation over Streamable HTTP.
+//
+// Through the SDK's handler a small call costs the proxy several times
+// what it costs over a line connection: the handler decodes the body, a
+// stream is made for the request, the SDK server dispatches the call to
+// the mirrored tool's handler, the SDK client encodes the downstream
+// request and decodes its response, and the result is encoded and written
+// as an event, with goroutine hand-offs between most of these. So the
+// session layer answers the nominal call of a mirrored tool itself, on the
+// raw call route (call_rawcall.go: the same preparation, downstream call,
+// result rule and encoding as over a line connection), and writes the
+// response as the one JSON object of the answer (Content-Type
+// application/json, which the specification allows for a request answered
+// with one response and nothing before it). Every bound of the layers
+// above still applies: the request has passed the token, the Origin,
+// MaxRequests, MaxMessage and MaxBodyBytes, and its session exists.
+//
+// A call takes the fast path when the raw call route would take it on a
+// line connection (see the package documentation, How a call travels:
+// the tool is a mirrored one, on a server reached over the proxy's own
+// line connection, one store per session or one for all), and:
+//
+//   - its POST is one tools/call request (not a batch) of a session the
+//     SDK initialized, at a protocol before 2026-07-28 (the
+//     Mcp-Protocol-Version header, if any, naming the session's), with
+//     params of a name and arguments (smaller than stashMin) alone: no
+//     _meta, so no progress token, whose progress would need an event
+//     stream; no Last-Event-ID and no other Mcp- header than the session
+//     and protocol ones; not a DNS-rebound request (the SDK refuses
+//     those), and the bearer token's user, if the session has one, the
+//     session's;
+//   - the client declared neither sampling nor elicitation (a server asks
+//     for those within a call, on the call's own stream, which an answer
+//     of one JSON object cannot carry), and roots only if its standalone
+//     stream (GET) is open, where a roots/list the server sends during
+//     the call then goes (as the SDK sends what belongs to no stream).
+//
+// Anything else goes to the SDK's handler as before. A request id already
+// in flight on the fast path is refused with 400, as the SDK refuses one
+// in flight on its own.
+//
+// Cancellation. The specification (2025-06-18, Cancellation) says the
+// receiver of notifications/cancelled should not answer the cancelled
+// request; over Streamable HTTP, the POST that carried the request is
+// then answered 200 with an event stream that ends without a message
+// (the specification lets a server close such a stream; the client, which
+// cancelled, no longer waits for it). On the fast path the call is
+// cancelled downstream with the client's reason, as on a line connection,
+// and the notification goes no further: the SDK does not know the id,
+// and could take it for one of its own. A request the SDK answers is
+// cancelled by the SDK (downstream with the SDK's reason, "context
+// canceled"), and its response, should the handler return one, is not
+// written: its event is dropped from the request's stream. A cancellation
+// that comes after the response was written changes nothing.
+
+// serveFast answers the POST r of the session s, writing to w, when it is
+// a call the fast path takes or a cancellation of one: see the top of this
+// file. It reports false when the request is left to the SDK's handler.
+func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) bool {
+	body, ok := r.Context().Value(readBodyKey{}).([]byte)
+	if !ok || len(body) == 0 || len(body) >= stashMin || body[jsontext.SkipSpace(body, 0)] != '{' || jsontext.Valid(body) != nil {
+		return false
+	}
+	var id, method, params []byte
+	version := false
+	nominal := true
+	jsontext.EachChild(body, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "jsonrpc") && !version:
+			version = string(v) == `"2.0"`
+			nominal = nominal && version
+		case jsontext.KeyEquals(k, "id") && id == nil:
+			id = v
+		case jsontext.KeyEquals(k, "method") && method == nil && v[0] == '"':
+			method = v
+		case jsontext.KeyEquals(k, "params") && params == nil:
+			params = v
+		default:
+			nominal = false
+		}
+		return nominal
+	})
+	if !nominal || method == nil {
+		return false
+	}
+	if id == nil && jsontext.KeyEquals(method, "notifications/cancelled") {
+		return h.cancel(w, s, params)
+	}
+	if id == nil {
+		return false
+	}
+	reqID, ok := wire.HeadID(body)
+	if !ok {
+		return false
+	}
+	run := h.fastCall(r, s, method, params)
+	if run == nil {
+		s.http.trackSDK(reqID, w) // for a cancellation to drop its response
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx) // the session's end cancels it
+	if !s.http.startFast(reqID, cancel) {
+		cancel(nil)
+		writeHTTPError(w, http.StatusBadRequest, &reqID, jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID "+string(id), 0)
+		return true
+	}
+	type outcome struct {
+		resp      *jsonrpc.Response
+		cancelled bool // by the client
+	}
+	got := make(chan outcome, 1)
+	run(ctx, func(resp *jsonrpc.Response) {
+		s.http.endFast(reqID)
+		h.st.handedOut(s.ss) // as after a request the SDK answers
+		var byClient clientCancelled
+		cancelled := errors.As(context.Cause(ctx), &byClient)
+		cancel(nil)
+		got <- outcome{resp, cancelled}
+	})
+	var out outcome
+	select {
+	case out = <-got: // the call's end: its result, its error, or its cancellation
+	case <-r.Context().Done():
+		// The client went away, which the specification says is no
+		// cancellation: the call goes on, as the SDK's handler lets it,
+		// its response unwritten, and the request no longer counts
+		// toward MaxRequests.
+		return true
+	}
+	switch {
+	case out.cancelled:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache, no-transform")
+		w.WriteHeader(http.StatusOK) // and no event: see the top of this file
+	case s.ctx.Err() != nil:
+		// The session ended (DELETE, idle): what is written is cut off,
+		// as for the SDK's streams.
+	default:
+		out.resp.ID = reqID
+		data := encodeResponse(out.resp)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(data) // a failed write: the client went away
+	}
+	return true
+}
+
+// fastCall returns the function that makes the call of method with
+// params, the request r of the session s, on the fast path; nil when it
+// does not take it (see the top of this file).
+func (h *httpSessions) fastCall(r *http.Request, s *session, method, params []byte) func(context.Context, func(*jsonrpc.Response)) {
+	if h.fast == nil || !jsontext.KeyEquals(method, "tools/call") || !h.fastHeaders(r, s) {
+		return nil
+	}
+	name, args, meta, ok := callParams(params)
+	if !ok || meta != nil {
+		return nil
+	}
+	return h.fast.rawCall(&rawRequest{name: name, args: args, ss: s.ss, vals: h.st.of(s.ss)})
+}
+
+// fastHeaders reports whether the request r of the session s may take the
+// fast path, as far as its headers and the session tell: see the top of
+// this file.
+func (h *httpSessions) fastHeaders(r *http.Request, s *session) bool {
+	init := s.ss.InitializeParams()
+	if init == nil || init.ProtocolVersion >= statelessProtocol || rebound(r) {
+		return false
+	}
+	for k := range r.Header {
+		if strings.HasPrefix(k, "Mcp-") && k != "Mcp-Session-Id" && k != "Mcp-Protocol-Version" || k == "Last-Event-Id" {
+			return false
+		}
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v != init.ProtocolVersion {
+		return false
+	}
+	if user := s.http.user(); user != "" {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != user {
+			return false
+		}
+	}
+	caps := init.Capabilities
+	if caps == nil {
+		return true
+	}
+	if caps.Sampling != nil || caps.Elicitation != nil {
+		return false
+	}
+	return caps.RootsV2 == nil || s.http.streaming()
+}
+
+// cancel handles the notifications/cancelled of the session s whose params
+// are params: a call on the fast path is cancelled, with the client's
+// reason, and the notification answered here (202); for a request the SDK
+// answers, its response is marked to be dropped and the notification left
+// to the SDK (false).
+func (h *httpSessions) cancel(w http.ResponseWriter, s *session, params []byte) bool {
+	id, ok := wire.CancelledID(params)
+	if !ok {
+		return false
+	}
+	if !s.http.cancelFast(id, clientCancelled{cancelCause(params)}) {
+		return false
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// streaming reports whether the session's standalone stream is open.
+func (hs *httpSession) streaming() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.streams > 0
+}
+
+// startFast notes the call id on the fast path, cancelled by cancel; false
+// if a call of that id is in flight on it.
+func (hs *httpSession) startFast(id jsonrpc.ID, cancel context.CancelCauseFunc) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if _, dup := hs.fast[id]; dup {
+		return false
+	}
+	if hs.fast == nil {
+		hs.fast = make(map[jsonrpc.ID]context.CancelCauseFunc)
+	}
+	hs.fast[id] = cancel
+	return true
+}
+
+func (hs *httpSession) endFast(id jsonrpc.ID) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	delete(hs.fast, id)
+}
+
+// trackSDK notes that the request id, which the SDK answers, writes to w,
+// until w's request ends (see finish).
+func (hs *httpSession) trackSDK(id jsonrpc.ID, w *streamWriter) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.sdk == nil {
+		hs.sdk = make(map[jsonrpc.ID]*streamWriter)
+	}
+	hs.sdk[id] = w
+	w.id = &id
+}
+
+// cancelFast cancels the call id with cause, if it is on the fast path
+// (true); else it marks the response of the request id the SDK answers,
+// if any, to be dropped.
+func (hs *httpSession) cancelFast(id jsonrpc.ID, cause error) bool {
+	hs.mu.Lock()
+	cancel := hs.fast[id]
+	if w := hs.sdk[id]; w != nil {
+		w.dropped.Store(true)
+	}
+	hs.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(cause)
+	return true
+}
+
+// untrack forgets the request of the SDK's that w wrote, if any.
+func (hs *httpSession) untrackLocked(w *streamWriter) {
+	if w.id != nil && hs.sdk[*w.id] == w {
+		delete(hs.sdk, *w.id)
+	}
+}
+
+// isResponseEvent reports whether p, one write of an event stream, is the
+// event of the response to the request id (the SDK writes each event in
+// one write).
+func isResponseEvent(p []byte, id jsonrpc.ID) bool {
+	i := bytes.Index(p, []byte("data: "))
+	if i < 0 || (i > 0 && p[i-1] != '\n') {
+		return false
+	}
+	data := bytes.TrimRight(p[i+len("data: "):], "\n")
+	if jsontext.Valid(data) != nil {
+		return false
+	}
+	got, ok := wire.HeadID(data)
+	if !ok || got != id {
+		return false
+	}
+	_, result := jsontext.Member(data, "result")
+	_, failed := jsontext.Member(data, "error")
+	return result || failed
+}
