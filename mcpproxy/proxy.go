@@ -99,6 +99,12 @@ type Options struct {
 	// offer it (see [Gateway]).
 	PrefixNames bool
 
+	// Telemetry, when not nil, is told of every tool call and resource
+	// read forwarded downstream (see [Telemetry]); package
+	// mcpproxy/telemetry gives one that exports OpenTelemetry traces and
+	// metrics. Nil observes nothing, at no cost.
+	Telemetry Telemetry
+
 	seams *seams // set only by the package's tests; nil means the real clock and waits
 }
 
@@ -130,7 +136,8 @@ type Proxy struct {
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
-	originalSchemas bool // see Options
+	originalSchemas bool      // see Options
+	tel             Telemetry // Options.Telemetry
 
 	client  *mcp.Client
 	server  *mcp.Server
@@ -259,6 +266,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		prefix:    prefix,
 
 		originalSchemas: opts.OriginalSchemas,
+		tel:             opts.Telemetry,
 		tools:           make(map[string]*mirroredTool),
 		resources:       make(map[string]string),
 		templates:       make(map[string]string),
