@@ -114,8 +114,10 @@ func (p *Proxy) observe(ctx context.Context, method, name string, meta mcp.Meta)
 	}
 	o := &observed{tel: p.tel, r: Request{Method: method, Server: p.gatewayName(), Name: name}}
 	if o.r.Server == "" {
-		if init := p.current().down.InitializeResult(); init != nil && init.ServerInfo != nil {
-			o.r.Server = init.ServerInfo.Name
+		if l := p.current(); l != nil && l.down != nil {
+			if init := l.down.InitializeResult(); init != nil && init.ServerInfo != nil {
+				o.r.Server = init.ServerInfo.Name
+			}
 		}
 	}
 	return p.tel.Begin(ctx, &o.r, meta), o
