@@ -43,7 +43,8 @@ type Request struct {
 	// Method is "tools/call" or "resources/read".
 	Method string
 	// Server is the gateway's name of the server, or, for a lone proxy,
-	// the name the downstream server gave in its initialize response.
+	// the name the downstream server gave in its initialize response;
+	// OwnServer for the proxy's own tools (read_value, query_value).
 	Server string
 	// Name is the tool's name as offered to the client, or the resource's
 	// URI.
@@ -73,6 +74,12 @@ type Request struct {
 	// ErrorClass constants.
 	ErrorClass string
 }
+
+// OwnServer is the [Request.Server] of the calls of the proxy's own tools,
+// read_value and query_value, which are answered from the store and
+// have no downstream request. An error result of one (a reference that
+// names nothing, a bad jq filter) is of class ErrorInvalidArguments.
+const OwnServer = "agentvalues"
 
 // The classes of [Request.ErrorClass].
 const (
@@ -104,6 +111,7 @@ type observed struct {
 	down    func(error) // Downstream's, until called
 	downErr error       // what the downstream request ended with
 	sent    bool        // Downstream was called
+	own     bool        // a call of the proxy's own tool: none is sent
 }
 
 // observe begins observing a request: a tool call named name as offered,
@@ -121,6 +129,21 @@ func (p *Proxy) observe(ctx context.Context, method, name string, meta mcp.Meta)
 		}
 	}
 	return p.tel.Begin(ctx, &o.r, meta), o
+}
+
+// observeOwn returns h, the handler of one of the proxy's own tools, with
+// its calls observed by tel (as calls of OwnServer) when tel is not nil.
+func observeOwn(tel Telemetry, st *stores, h mcp.ToolHandler) mcp.ToolHandler {
+	if tel == nil {
+		return h
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		o := &observed{tel: tel, own: true, r: Request{Method: "tools/call", Server: OwnServer, Name: req.Params.Name}}
+		ctx = tel.Begin(ctx, &o.r, req.Params.Meta)
+		res, err := h(ctx, req)
+		o.endCall(ctx, st.of(req.Session), res, err)
+		return res, err
+	}
 }
 
 // callDone returns done, for a tool call observed by o, preceded by
@@ -271,6 +294,8 @@ func (o *observed) storedOne(vals *values.SessionValues, h string) {
 // (ErrorTool) when it answered, else what went wrong on the way.
 func (o *observed) downClass() string {
 	switch {
+	case o.own:
+		return ErrorInvalidArguments
 	case !o.sent:
 		return ErrorUnavailable
 	case o.downErr == nil:

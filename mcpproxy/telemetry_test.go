@@ -218,3 +218,32 @@ func TestTelemetryTraceContext(t *testing.T) {
 		t.Errorf("the client's own traceparent went downstream: %q", got)
 	}
 }
+
+// TestTelemetryOwnTools: calls of read_value and query_value are observed
+// as calls of OwnServer: what the model got, what query_value stored, and
+// a bad reference as invalid arguments.
+func TestTelemetryOwnTools(t *testing.T) {
+	script := scriptCases()
+	got := runObserved(t, false, false, script,
+		callLine("big text"),
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"read_value","arguments":{"ref":"r1","limit":300}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"query_value","arguments":{"ref":"r1","jq":"length"}}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"read_value","arguments":{"ref":"r9"}}}`,
+	)
+	if len(got.Reqs) != 4 {
+		t.Fatalf("%d requests observed, want 4: %+v", len(got.Reqs), got.Reqs)
+	}
+	read, query, bad := got.Reqs[1], got.Reqs[2], got.Reqs[3]
+	if read.Server != OwnServer || read.Name != "read_value" || read.BytesToModel < 100 || read.BytesToModel > 300 || read.Stored != 0 || read.ErrorClass != "" {
+		t.Errorf("read_value: %+v", read)
+	}
+	if query.Server != OwnServer || query.Name != "query_value" || query.Handle != "r2" || query.Stored != 1 || query.BytesReturned == 0 || query.ErrorClass != "" {
+		t.Errorf("query_value: %+v", query)
+	}
+	if bad.ErrorClass != ErrorInvalidArguments {
+		t.Errorf("read_value of r9: %+v, want %s", bad, ErrorInvalidArguments)
+	}
+	if len(got.Downs) != 1 {
+		t.Errorf("%d downstream requests observed, want 1 (the own tools send none)", len(got.Downs))
+	}
+}
