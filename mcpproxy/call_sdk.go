@@ -36,8 +36,9 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		return p.notCalled(m.up, err), nil
 	}
 	vals = p.stores.of(req.Session)
-	prepared, resolved, err := vals.Prepare(m.schema, toolArgs(req))
-	o.prepared(toolArgs(req), prepared, resolved, err)
+	args := toolArgs(req)
+	prepared, resolved, err := vals.Prepare(m.schema, args)
+	o.prepared(args, prepared, resolved, err)
 	if err != nil {
 		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
 	}
