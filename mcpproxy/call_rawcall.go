@@ -447,22 +447,26 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 // done (see rawCaller). downMeta, when not nil, is the SDK client's
 // _meta, which the request carries as the SDK client would add it.
 func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta, done func(*mcp.CallToolResult, error)) {
+	ctx, o := p.observe(ctx, "tools/call", req.name, req.meta) // telemetry.go
+	done = o.callDone(ctx, vals, done)
 	args := req.args
 	if args == nil {
 		args = []byte("{}")
 	}
-	prepared, _, err := vals.Prepare(m.schema, args)
+	prepared, resolved, err := vals.Prepare(m.schema, args)
+	o.prepared(args, prepared, resolved, err)
 	if err != nil {
 		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
 	}
-	head, err := callHead(p.requestMeta(req.meta), downMeta, m.name)
+	downCtx, meta := o.sending(ctx, p.requestMeta(req.meta))
+	head, err := callHead(meta, downMeta, m.name)
 	if err != nil {
 		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
 	}
 
-	callCtx, cancel := context.WithCancel(ctx)
+	callCtx, cancel := context.WithCancel(downCtx)
 	stop := context.AfterFunc(p.ctx, cancel)
 	id := l.conn.NextID()
 	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
@@ -480,6 +484,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			case callCtx.Err() == nil: // not cancelled: the connection's end, or a failed write
 				err = callError(err)
 			}
+			o.answered(err)
 			if err == nil && res.NeedsInput() {
 				// The server asks for input (multi round-trip requests,
 				// protocol 2026-07-28): a client at that version is passed

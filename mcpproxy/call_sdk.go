@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,12 +28,17 @@ const spliceMin = 64 << 10
 // The downstream call runs under a context that Close (and Run, when its
 // context is done) cancels, so a stuck downstream server cannot hold the
 // proxy open.
-func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool) (*mcp.CallToolResult, error) {
+func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool) (res *mcp.CallToolResult, err error) {
+	ctx, o := p.observe(ctx, "tools/call", req.Params.Name, req.Params.Meta) // telemetry.go
+	var vals *values.SessionValues
+	defer func() { o.endCall(ctx, vals, res, err) }()
 	if err := p.downstreamErr(); err != nil {
 		return p.notCalled(m.up, err), nil
 	}
-	vals := p.stores.of(req.Session)
-	prepared, _, err := vals.Prepare(m.schema, toolArgs(req))
+	vals = p.stores.of(req.Session)
+	args := toolArgs(req)
+	prepared, resolved, err := vals.Prepare(m.schema, args)
+	o.prepared(args, prepared, resolved, err)
 	if err != nil {
 		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
 	}
@@ -67,7 +73,10 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	callCtx, end := p.begin(callCtx, req.Session) // what the server asks meanwhile goes to this session
 	defer end()
 	l := p.current()
-	res, err := l.down.CallTool(callCtx, params)
+	downCtx, meta := o.sending(callCtx, params.Meta)
+	params.Meta = meta
+	res, err = l.down.CallTool(downCtx, params)
+	o.answered(err)
 	if err == nil && res.NeedsInput() {
 		return inputRequired(res), nil
 	}

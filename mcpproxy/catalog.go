@@ -219,17 +219,22 @@ func (p *Proxy) addResourceTemplate(t *mcp.ResourceTemplate) (err error) {
 
 // readResource reads a resource from the downstream server and presents
 // the result.
-func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (out *mcp.ReadResourceResult, err error) {
+	ctx, o := p.observe(ctx, "resources/read", req.Params.URI, req.Params.Meta) // telemetry.go
+	vals := p.stores.of(req.Session)
+	defer func() { o.endRead(ctx, vals, out, err) }()
 	if err := p.downstreamErr(); err != nil {
 		return nil, err
 	}
 	params := *req.Params
-	params.Meta = p.requestMeta(params.Meta)
-	res, err := p.current().down.ReadResource(ctx, &params)
+	downCtx, meta := o.sending(ctx, p.requestMeta(params.Meta))
+	params.Meta = meta
+	res, err := p.current().down.ReadResource(downCtx, &params)
+	o.answered(err)
 	if err != nil {
 		return nil, err
 	}
-	return p.presentResource(p.stores.of(req.Session), res), nil
+	return p.presentResource(vals, res), nil
 }
 
 // presentResource stores each text and blob of a resource read, names its

@@ -306,4 +306,17 @@
 // nests more than 512 levels deep is left out, with a line in the log. A
 // downstream error message longer than 2 KiB (or the threshold) is stored
 // like a result and shown as its preview and hint.
+//
+// # Telemetry
+//
+// Options.Telemetry, a [Telemetry], is told of every tool call and
+// resource read forwarded downstream, on every route (telemetry.go): as it
+// begins (with the request's _meta, for the client's trace context), as
+// its request is sent downstream (with the _meta that request carries, to
+// add trace context to) and as it ends, with the facts of a [Request]:
+// server, tool, handles, bytes returned and shown, references resolved,
+// validation and error class. Nil, the default, costs a nil check at each
+// point. Package mcpproxy/telemetry implements it with OpenTelemetry, and
+// [RequireToken] puts another route of the listener (its /metrics) behind
+// the MCP endpoint's token.
 package mcpproxy

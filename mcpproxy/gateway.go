@@ -166,7 +166,7 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	if name == "" {
 		name = "agentvalues-gateway"
 	}
-	g.server = newServer(name, serverInstructions, st, g.served)
+	g.server = newServer(name, serverInstructions, st, g.served, opts.Telemetry)
 	g.server.AddReceivingMiddleware(g.notReady, g.instructions, g.waitStarts)
 	g.server.AddReceivingMiddleware(g.names.resolve) // before notReady: a stale or aliased name
 	switch {

@@ -92,3 +92,22 @@ func refuseUnauthorized(w http.ResponseWriter, why, challenge string) {
 // missing or wrong bearer token, in the range JSON-RPC reserves for
 // implementation-defined server errors.
 const codeUnauthorized = -32052
+
+// RequireToken returns h behind the bearer token token, checked as
+// [Proxy.HTTPHandler] checks HTTPOptions.Token: a request without it is
+// answered 401 with the same challenge and body, and h never sees it. An
+// empty token returns h itself. It is for the other routes of a listener
+// that serves MCP (the gateway's /metrics), so that one token guards all.
+func RequireToken(token string, h http.Handler) http.Handler {
+	a := newTokenAuth(token)
+	if !a.on {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if why, challenge := a.refusal(req); why != "" {
+			refuseUnauthorized(w, why, challenge)
+			return
+		}
+		h.ServeHTTP(w, req)
+	})
+}

@@ -99,6 +99,12 @@ type Options struct {
 	// offer it (see [Gateway]).
 	PrefixNames bool
 
+	// Telemetry, when not nil, is told of every tool call and resource
+	// read forwarded downstream (see [Telemetry]); package
+	// mcpproxy/telemetry gives one that exports OpenTelemetry traces and
+	// metrics. Nil observes nothing, at no cost.
+	Telemetry Telemetry
+
 	seams *seams // set only by the package's tests; nil means the real clock and waits
 }
 
@@ -130,7 +136,8 @@ type Proxy struct {
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
-	originalSchemas bool // see Options
+	originalSchemas bool      // see Options
+	tel             Telemetry // Options.Telemetry
 
 	client  *mcp.Client
 	server  *mcp.Server
@@ -197,7 +204,7 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 		instructions += "\n\n"
 	}
 	instructions += serverInstructions
-	server := newServer(name, instructions, p.stores, func() []*Proxy { return []*Proxy{p} })
+	server := newServer(name, instructions, p.stores, func() []*Proxy { return []*Proxy{p} }, opts.Telemetry)
 	if err := p.serveOn(ctx, server); err != nil {
 		return nil, err
 	}
@@ -205,9 +212,10 @@ func Connect(ctx context.Context, downstream mcp.Transport, opts *Options) (*Pro
 }
 
 // newServer makes the MCP server that faces the agent, with the read_value
-// and query_value tools over each session's store; log levels its sessions
-// set go to the servers of proxies.
-func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *mcp.Server {
+// and query_value tools over each session's store (their calls observed
+// by tel, when not nil); log levels its sessions set go to the servers of
+// proxies.
+func newServer(name, instructions string, st *stores, proxies func() []*Proxy, tel Telemetry) *mcp.Server {
 	subscribe, unsubscribe := subscribeVia(st, proxies, true), subscribeVia(st, proxies, false)
 	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -238,12 +246,12 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *
 	// handler held apart (httpbody.go) are back before anything reads them.
 	server.AddReceivingMiddleware(restoreArguments)
 	server.AddSendingMiddleware(st.queueNotifications)
-	server.AddTool(readValueTool(), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	server.AddTool(readValueTool(), observeOwn(tel, st, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
-	})
-	server.AddTool(queryValueTool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	}))
+	server.AddTool(queryValueTool(), observeOwn(tel, st, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleQueryValue(ctx, st.of(req.Session), req), nil
-	})
+	}))
 	return server
 }
 
@@ -259,6 +267,7 @@ func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Opti
 		prefix:    prefix,
 
 		originalSchemas: opts.OriginalSchemas,
+		tel:             opts.Telemetry,
 		tools:           make(map[string]*mirroredTool),
 		resources:       make(map[string]string),
 		templates:       make(map[string]string),

@@ -95,6 +95,11 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	}
 	defer closeStore()
 	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
+	metrics, stopTelemetry, err := startTelemetry(opts, *listen != "", stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
 	opts.StartWait = *startWait
 	opts.PrefixNames = *prefixNames
 	if *startWait <= 0 {
@@ -107,7 +112,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, "gateway", g, *listen, httpOpts, stderr)
+		return serveHTTP(ctx, "gateway", g, *listen, httpOpts, metrics, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := g.Run(ctx, upstream); err != nil && ctx.Err() == nil {

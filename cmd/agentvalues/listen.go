@@ -171,9 +171,10 @@ type mcpServer interface {
 // serveHTTP serves g (the command named what) over Streamable HTTP at addr
 // until ctx is done, then closes it: g's handler (a server session, hence
 // a store, per HTTP session; bounds on requests, bodies, sessions and
-// origins; ending a session cancels its calls) at /mcp, behind mcpproxy's
+// origins; ending a session cancels its calls) at /mcp, and metrics, when
+// not nil, at /metrics behind the same token, behind mcpproxy's
 // connection bounds.
-func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts *mcpproxy.HTTPOptions, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts *mcpproxy.HTTPOptions, metrics http.Handler, stderr io.Writer) error {
 	defer g.Close()
 	ln, err := net.Listen("tcp", listenAddr(addr))
 	if err != nil {
@@ -185,6 +186,9 @@ func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts 
 	// handles start past the old one's (Options.PerSession): a stale "$r2"
 	// in the model's transcript names nothing rather than another value.
 	mux.Handle("/mcp", g.HTTPHandler(opts))
+	if metrics != nil {
+		mux.Handle("/metrics", mcpproxy.RequireToken(opts.Token, metrics)) // telemetry.go
+	}
 	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
 	if err := mcpproxy.ServeHTTP(ctx, ln, mux, opts); err != nil {
 		return fmt.Errorf("%s: %w", what, err)

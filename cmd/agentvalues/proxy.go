@@ -66,6 +66,11 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	}
 	defer closeStore()
 	opts.Threshold, opts.OriginalSchemas = *threshold, *originalSchemas
+	metrics, stopTelemetry, err := startTelemetry(opts, *listen != "", stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
 	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	p, err := mcpproxy.Connect(connectCtx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: *maxMessage, TerminateDuration: terminateDuration}, opts)
 	cancel()
@@ -73,7 +78,7 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *listen != "" {
-		return serveHTTP(ctx, "proxy", p, *listen, httpOpts, stderr)
+		return serveHTTP(ctx, "proxy", p, *listen, httpOpts, metrics, stderr)
 	}
 	upstream := &mcpproxy.LineTransport{Reader: stdin, Writer: stdout, MaxMessage: *maxMessage, Log: stderr}
 	if err := p.Run(ctx, upstream); err != nil && ctx.Err() == nil {
