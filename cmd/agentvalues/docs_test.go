@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/testkit"
+	"go.yaml.in/yaml/v3"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the blocks of README.md and docs/*.md that a run of the command generates")
@@ -137,6 +138,11 @@ func TestDocs(t *testing.T) {
 			checkJSONConfig(t, b)
 		case b.lang == "toml":
 			checkTOMLConfig(t, b)
+		case b.lang == "yaml":
+			var v any
+			if err := yaml.Unmarshal([]byte(b.body), &v); err != nil || v == nil {
+				t.Errorf("%s: this YAML does not parse: %v", b, err)
+			}
 		case b.lang != "":
 			t.Errorf("%s: a block of %q, which nothing checks", b, b.lang)
 		case strings.HasPrefix(b.marker, "output of "):
