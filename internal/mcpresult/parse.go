@@ -35,6 +35,9 @@ type Result struct {
 	// release, when not nil, gives back memory of the bytes the result
 	// is in once they have been read for the last time (see SetRelease).
 	release func([]byte)
+	// move, when not nil, moves pages of those bytes into a value's
+	// memory (see SetMove).
+	move func(dst, src []byte) bool
 }
 
 // OutlineMax bounds the parts of an outline Parse reads: a result with
