@@ -123,3 +123,39 @@ func TestStoreMovedStructured(t *testing.T) {
 		unix.Munmap(m)
 	}
 }
+
+// FuzzTakeInPlace decodes the JSON string body, repeated over a few
+// pages, in place in a line in a mapping of its own, whose pages are
+// moved into the value, from any offset in a page: the value is the
+// string's decoding.
+func FuzzTakeInPlace(f *testing.F) {
+	for _, seed := range []string{`a`, `\"x\"\\ \ud83d\ude00 \ud800 \u00e9 `, `line "one" ✓\n`, `\u0000\t\/`} {
+		f.Add(seed, uint16(7))
+	}
+	page := unix.Getpagesize()
+	f.Fuzz(func(t *testing.T, body string, offset uint16) {
+		if body == "" || jsontext.Valid([]byte(`"`+body+`"`)) != nil {
+			return
+		}
+		text := `"` + strings.Repeat(body, 3*page/len(body)+1) + `"`
+		want := jsontext.AppendUnquoted(nil, []byte(text))
+		line := `{"content":[{"type":"text","text":` + strings.Repeat(" ", int(offset)%page) + text + `}]}`
+		m, err := unix.Mmap(-1, 0, len(line), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		res, ok := Parse(m[:copy(m, line)], nil)
+		if !ok || len(res.texts) != 1 {
+			t.Fatalf("Parse of %q: %v", line, ok)
+		}
+		res.SetMove(func(dst, src []byte) bool {
+			_, _, errno := unix.Syscall6(unix.SYS_MREMAP, uintptr(unsafe.Pointer(unsafe.SliceData(src))), uintptr(len(src)), uintptr(len(src)),
+				unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED|unix.MREMAP_DONTUNMAP, uintptr(unsafe.Pointer(unsafe.SliceData(dst))), 0)
+			return errno == 0
+		})
+		if got := res.takeInPlace(); !bytes.Equal(got, want) {
+			t.Fatalf("body %q at offset %d: in place %q, want %q", body, offset, got, want)
+		}
+	})
+}
