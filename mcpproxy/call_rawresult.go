@@ -90,6 +90,7 @@ func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line wire.Resul
 		return nil, false
 	}
 	res.SetRelease(line.Release)
+	res.SetMove(line.Move)
 	h, ch := mcpresult.Store(vals, res.Structured(), res)
 	meta, isError := res.Meta(), res.IsError()
 	out := make([]byte, 0, 160+len(meta))

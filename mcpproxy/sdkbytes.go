@@ -432,9 +432,21 @@ func sdkDecodes(r []byte, res *mcpresult.Result) bool {
 	if res.Plain() {
 		return true
 	}
+	others := []byte{'{'}
+	appendOther := func(k, v []byte) {
+		if len(others) > 1 {
+			others = append(others, ',')
+		}
+		others = append(append(append(others, k...), ':'), v...)
+	}
+	// The members Parse kept, when its blocks are plain: the result is not
+	// walked again (its text skipped once more, quote by quote).
+	if plainBlocks, kept := res.Others(appendOther); kept && plainBlocks {
+		return json.Unmarshal(append(others, '}'), new(mcp.CallToolResult)) == nil
+	}
+	others = others[:1]
 	r = r[jsontext.SkipSpace(r, 0):]
 	ok := true
-	others := []byte{'{'}
 	jsontext.EachChild(r, func(k, v []byte) bool {
 		switch {
 		case jsontext.KeyEquals(k, "content") && v[0] == '[':
@@ -449,10 +461,7 @@ func sdkDecodes(r []byte, res *mcpresult.Result) bool {
 			jsontext.KeyEquals(k, "isError"), jsontext.KeyEquals(k, "_meta"):
 			// Read by Parse (structured content is decoded as any).
 		default:
-			if len(others) > 1 {
-				others = append(others, ',')
-			}
-			others = append(append(append(others, k...), ':'), v...)
+			appendOther(k, v)
 		}
 		return ok
 	})

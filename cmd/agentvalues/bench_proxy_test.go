@@ -426,6 +426,7 @@ func benchBlob(b *testing.B, kind string, size int, proxied bool) {
 	if proxied {
 		user, sys := procTimes(b, c.proxy)
 		b.ReportMetric(perCall(user+sys-proxyUser0-proxySys0), "proxy-cpu-s/op")
+		reportFloorRatio(b, kind, size, perCall(user+sys-proxyUser0-proxySys0))
 		b.ReportMetric(perCall(sys-proxySys0), "proxy-sys-s/op")
 		b.ReportMetric(float64(procPeak(b, c.proxy))/(1<<20), "proxy-peak-MiB")
 	}
@@ -512,9 +513,13 @@ func benchBlobBytes(b *testing.B, kind string, size int, keep lineKeeper) {
 		b.Fatal(err)
 	}
 
+	var value []byte // what the proxy would store, for the floor's validation pass
+	if keep != nil {
+		value = blobValue(b, kind, size)
+	}
 	pid := cmd.Process.Pid
 	cpu0 := procCPU(b, pid)
-	var user0, sys0 time.Duration
+	var user0, sys0, validCPU time.Duration
 	if keep != nil {
 		user0, sys0 = keep.cpu()
 	}
@@ -528,11 +533,16 @@ func benchBlobBytes(b *testing.B, kind string, size int, keep lineKeeper) {
 		if !strings.Contains(head, fmt.Sprintf(`"id":%d,`, id)) || !strings.Contains(head, `"result":{"content":[{"type":"text"`) || n < size {
 			b.Fatalf("blob %s %d: a response of %d bytes starting %q", kind, size, n, head)
 		}
+		if keep != nil {
+			validCPU += validatePass(b, keep, kind, value)
+		}
 	}
 	if keep != nil {
 		user, sys := keep.cpu()
-		b.ReportMetric((user+sys-user0-sys0).Seconds()/float64(b.N), "client-cpu-s/op")
+		keepCPU := (user + sys - user0 - sys0 - validCPU).Seconds() / float64(b.N)
+		b.ReportMetric(keepCPU, "client-cpu-s/op")
 		b.ReportMetric((sys-sys0).Seconds()/float64(b.N), "client-sys-s/op")
+		reportFloor(b, kind, size, keepCPU, validCPU.Seconds()/float64(b.N))
 	}
 	b.ReportMetric((procCPU(b, pid)-cpu0).Seconds()/float64(b.N), "server-cpu-s/op")
 	b.ReportMetric(float64(procPeak(b, pid))/(1<<20), "server-peak-MiB")

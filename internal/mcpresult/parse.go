@@ -16,18 +16,28 @@ import (
 // of millions of one-byte blocks would otherwise hold a slice header, and
 // the parts of an outline, for each: many times its line).
 type Result struct {
-	texts      [][]byte // the JSON strings of the text blocks, in order; nil when blocks holds them
-	blocks     []byte   // the content array, when texts is nil and the array has blocks
-	content    []byte   // the content array; nil when absent or null
-	n          int      // the number of content blocks
-	allText    bool     // every block is a text block
-	plain      bool     // nothing but what Parse reads: see Plain
-	structured []byte   // nil when absent or null
-	isError    []byte   // nil when absent
-	meta       []byte   // nil when absent
+	texts   [][]byte // the JSON strings of the text blocks, in order; nil when blocks holds them
+	blocks  []byte   // the content array, when texts is nil and the array has blocks
+	content []byte   // the content array; nil when absent or null
+	n       int      // the number of content blocks
+	allText bool     // every block is a text block
+	plain   bool     // nothing but what Parse reads: see Plain
+	// plainBlocks: no text block has a member beside its type and text.
+	plainBlocks bool
+	// others holds the key and value of each member of the result that
+	// Parse does not read, in pairs, when it read the result from an
+	// outline (at most OutlineMax parts); othersKept says it did.
+	others     [][]byte
+	othersKept bool
+	structured []byte // nil when absent or null
+	isError    []byte // nil when absent
+	meta       []byte // nil when absent
 	// release, when not nil, gives back memory of the bytes the result
 	// is in once they have been read for the last time (see SetRelease).
 	release func([]byte)
+	// move, when not nil, moves pages of those bytes into a value's
+	// memory (see SetMove).
+	move func(dst, src []byte) bool
 }
 
 // OutlineMax bounds the parts of an outline Parse reads: a result with
@@ -56,7 +66,7 @@ func Descend(depth int, key []byte) bool {
 // made; without one (nil), it makes one, skipping the large values once
 // each; a result of more parts is read from its content array.
 func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
-	res := &Result{allText: true, plain: true}
+	res := &Result{allText: true, plain: true, plainBlocks: true, othersKept: true}
 	if at := jsontext.SkipSpace(r, 0); at > 0 {
 		r, ol = r[at:], nil // the outline's spans were of the value itself
 	}
@@ -93,6 +103,7 @@ func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
 					case kindText:
 						res.texts = append(res.texts, text)
 						res.plain = res.plain && n == 2
+						res.plainBlocks = res.plainBlocks && n == 2
 					default:
 						res.allText = false
 					}
@@ -119,6 +130,7 @@ func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
 			res.meta = v
 		default:
 			res.plain = false
+			res.others = append(res.others, k, v)
 		}
 		if seen&bit != 0 { // a duplicate: which one wins is the SDK's to say
 			return res, false
@@ -135,7 +147,7 @@ func Parse(r []byte, ol []jsontext.Part) (*Result, bool) {
 // OutlineMax parts: it reads the members of r and the blocks of its
 // content in one walk, keeping no part of them but the content array.
 func parseBlocks(r []byte) (*Result, bool) {
-	res := &Result{allText: true, plain: true}
+	res := &Result{allText: true, plain: true, plainBlocks: true}
 	seen, ok := 0, true
 	jsontext.EachChildAt(r, 0, func(k []byte, at int) int {
 		end := jsontext.SkipValue(r, at)
@@ -153,6 +165,7 @@ func parseBlocks(r []byte) (*Result, bool) {
 					ok = kind != kindBad
 					res.allText = res.allText && kind == kindText
 					res.plain = res.plain && (kind != kindText || plain)
+					res.plainBlocks = res.plainBlocks && (kind != kindText || plain)
 					res.n++
 					return ok
 				})
@@ -311,6 +324,24 @@ func (res *Result) Structured() []byte { return res.structured }
 // (a text block's "data" that is not base64, a "size" that is not a
 // number), and refuses the whole result for.
 func (res *Result) Plain() bool { return res.plain }
+
+// Others calls fn with the key (quoted) and value of each member of the
+// result that Parse does not read, in order, and reports whether the
+// text blocks are plain (none has a member beside its type and text).
+// It reports false, calling fn for none, when the result was read from
+// its content array (more parts than OutlineMax), whose members Parse
+// keeps none of: the caller reads them from the result's bytes. It spares
+// a caller that decodes the other members (mcpproxy's sdkDecodes) a walk
+// over the whole result, whose large text it would skip again.
+func (res *Result) Others(fn func(k, v []byte)) (plainBlocks, ok bool) {
+	if !res.othersKept {
+		return false, false
+	}
+	for i := 0; i+1 < len(res.others); i += 2 {
+		fn(res.others[i], res.others[i+1])
+	}
+	return res.plainBlocks, true
+}
 
 // IsError returns the isError member's JSON, nil when absent.
 func (res *Result) IsError() []byte { return res.isError }

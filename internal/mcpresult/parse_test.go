@@ -140,6 +140,7 @@ func FuzzParse(f *testing.F) {
 		if !ok {
 			return
 		}
+		checkOthers(t, tr, res)
 		var want mcp.CallToolResult
 		if err := json.Unmarshal(r, &want); err != nil {
 			if res.AllText() && res.Plain() {
@@ -289,5 +290,55 @@ func TestOnlyStringMember(t *testing.T) {
 		if string(got) != want || ok != (want != "") {
 			t.Errorf("onlyStringMember(%s) = %s, %v; want %s", in, got, ok, want)
 		}
+	}
+}
+
+// checkOthers checks Result.Others of res, read from the result r: the
+// members it reports are those beside content, structuredContent, isError
+// and _meta, in order, and its blocks are plain when no text block has a
+// member beside its type and text.
+func checkOthers(t *testing.T, r []byte, res *Result) {
+	t.Helper()
+	var got [][]byte
+	plainBlocks, kept := res.Others(func(k, v []byte) { got = append(got, k, v) })
+	if !kept {
+		return
+	}
+	var want [][]byte
+	wantPlain := true
+	jsontext.EachChild(r, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "content"):
+			if v[0] == '[' {
+				jsontext.EachChild(v, func(_, blk []byte) bool {
+					if _, kind, plain := readBlock(blk); kind == kindText && !plain {
+						wantPlain = false
+					}
+					return true
+				})
+			}
+		case jsontext.KeyEquals(k, "structuredContent"), jsontext.KeyEquals(k, "isError"), jsontext.KeyEquals(k, "_meta"):
+		default:
+			want = append(want, k, v)
+		}
+		return true
+	})
+	if !reflect.DeepEqual(got, want) || plainBlocks != wantPlain {
+		t.Fatalf("Others of %s: %q, plain blocks %v; want %q, %v", r, got, plainBlocks, want, wantPlain)
+	}
+}
+
+func TestOthers(t *testing.T) {
+	for _, r := range []string{
+		`{"content":[{"type":"text","text":"a"}]}`,
+		`{"content":[{"type":"text","text":"a"}],"resultType":"complete","_meta":{"k":1}}`,
+		`{"x":1,"content":[{"type":"text","text":"a","annotations":{}}],"y":[2]}`,
+		`{"content":[{"type":"image","data":"AA=="},{"type":"text","text":"a"}],"z":null}`,
+	} {
+		res, ok := Parse([]byte(r), nil)
+		if !ok {
+			t.Fatalf("Parse(%s) failed", r)
+		}
+		checkOthers(t, []byte(r), res)
 	}
 }

@@ -65,7 +65,7 @@ func Store(vals *values.SessionValues, structured []byte, c Content) (h, content
 	if res != nil {
 		// The bytes holding structured are not kept: the store keeps a
 		// copy, which the comparison reads.
-		structured = cloneLarge(structured, res.release)
+		structured = res.cloneStructured(structured)
 	}
 	// Whether the blocks' text is the structured content again is found
 	// while the store scans it: for a large result, at once, on another

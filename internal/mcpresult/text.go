@@ -71,6 +71,9 @@ func (res *Result) firstText() []byte {
 // (res.release) every releaseStep bytes: a 100 MB text costs the proxy
 // the larger of its line and its value, not both.
 func (res *Result) takeText() []byte {
+	if res.move != nil && res.blocks == nil && len(res.texts) == 1 && len(res.texts[0]) >= moveMin {
+		return res.takeInPlace()
+	}
 	v := newValueBuf(res.textCap())
 	buf := make([]byte, 0, decodePiece+16)
 	first := true

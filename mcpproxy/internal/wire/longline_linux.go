@@ -43,3 +43,25 @@ func releasePages(b []byte) {
 		unix.Madvise(b[start-from:end-from], unix.MADV_DONTNEED)
 	}
 }
+
+// movePages moves the pages of src, a part of the mapping of a line that
+// starts on a page and is a whole number of pages long, to dst, memory
+// of the same length starting on a page, which nothing has written to
+// (the value a result is decoded into, see ResultLine.Move): the kernel
+// moves them, so that they are not faulted in again there. src stays
+// mapped, and reads as zeros (MREMAP_DONTUNMAP): were it left a hole,
+// the runtime could map memory of its own there, which unmapLine would
+// then unmap with the line. It reports false, moving nothing, when the
+// kernel refuses (before Linux 5.7; the caller then copies).
+func movePages(dst, src []byte) bool {
+	page := uintptr(unix.Getpagesize())
+	d, s := uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uintptr(unsafe.Pointer(unsafe.SliceData(src)))
+	if len(src) == 0 || len(dst) != len(src) || d%page != 0 || s%page != 0 || uintptr(len(src))%page != 0 {
+		return false
+	}
+	// The system call itself, not unix.MremapPtr, which makes a pointer
+	// of the address it returns (dst): checkptr, under -race, refuses one
+	// into the middle of a heap object.
+	_, _, errno := unix.Syscall6(unix.SYS_MREMAP, s, uintptr(len(src)), uintptr(len(src)), unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED|unix.MREMAP_DONTUNMAP, d, 0)
+	return errno == 0
+}

@@ -8,3 +8,4 @@ func mapLine(int) []byte                      { return nil }
 func growLine(m []byte, _ int) ([]byte, bool) { return m, false }
 func unmapLine([]byte)                        {}
 func releasePages([]byte)                     {}
+func movePages(_, _ []byte) bool              { return false }

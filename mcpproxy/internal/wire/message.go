@@ -47,7 +47,7 @@ func (c *Conn) message(ln line) jsonrpc.Message {
 	}
 	if ok {
 		if mapped {
-			env.line.Release = releasePages
+			env.line.Release, env.line.Move = releasePages, movePages
 		}
 		if msg := c.fromEnvelope(env); msg != nil {
 			return c.offer(msg)
@@ -114,6 +114,15 @@ type ResultLine struct {
 	// released reads as zeros), so that the line's memory shrinks as the
 	// value made from it grows. Nil otherwise.
 	Release func([]byte)
+	// Move, for a line in a mapping of its own, moves the pages of src, a
+	// part of the line starting on a page and a whole number of pages
+	// long, to dst, as long and starting on a page, which nothing has
+	// written to, and reports whether it could (else nothing moved). Fix
+	// decodes a large text in place in the line and moves the pages of
+	// the decoding into the value (and those of large structured content
+	// into its copy), so that the value's memory is not faulted in a
+	// second time. src reads as zeros after. Nil otherwise.
+	Move func(dst, src []byte) bool
 }
 
 // plainEnvelope reads data as a plain JSON-RPC 2.0 message: a valid object
