@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
@@ -32,6 +33,11 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		return p.notCalled(m.up, err), nil
 	}
 	vals := p.stores.of(req.Session)
+	l := p.current()
+	bridge := bridged(req.Session, l) // see bridge.go
+	if bridge && strings.HasPrefix(req.Params.RequestState, bridgeStatePrefix) {
+		return p.resumeBridge(ctx, req, m, vals, l)
+	}
 	prepared, _, err := vals.Prepare(m.schema, toolArgs(req))
 	if err != nil {
 		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
@@ -45,7 +51,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		InputResponses: req.Params.InputResponses,
 		RequestState:   req.Params.RequestState,
 	}
-	if len(prepared) >= spliceMin {
+	if len(prepared) >= spliceMin && !bridge { // startBridge holds them for as long as its call runs
 		var release func()
 		params.Arguments, release = p.splices.Hold(prepared) // see wire.Splices
 		defer release()
@@ -61,12 +67,14 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		defer own.flush(ctx) // first: the result follows its progress
 		params.SetProgressToken(down)
 	}
+	if bridge {
+		return p.startBridge(ctx, req, m, vals, l, params)
+	}
 	callCtx, cancel := context.WithCancel(wire.WithTag(ctx, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 	callCtx, end := p.begin(callCtx, req.Session) // what the server asks meanwhile goes to this session
 	defer end()
-	l := p.current()
 	res, err := l.down.CallTool(callCtx, params)
 	if err == nil && res.NeedsInput() {
 		return inputRequired(res), nil

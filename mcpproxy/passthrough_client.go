@@ -116,6 +116,9 @@ func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToo
 	}
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[*mcp.CreateMessageWithToolsResult](ctx, b, method, &params)
+	}
 	res, err := ss.CreateMessageWithTools(ctx, &params)
 	if err != nil {
 		return nil, serverError(err)
@@ -139,6 +142,9 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	params.Meta = forwardMeta(params.Meta)
 	if params.Mode == "url" && params.ElicitationID != "" {
 		p.urlElicits.remember(params.ElicitationID, ss, p.stores.isLive)
+	}
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[*mcp.ElicitResult](ctx, b, method, &params)
 	}
 	res, err := ss.Elicit(ctx, &params)
 	if err != nil {
@@ -215,6 +221,9 @@ func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.
 		params = *req.Params
 	}
 	params.Meta = forwardMeta(params.Meta)
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[*mcp.ListRootsResult](ctx, b, method, &params)
+	}
 	res, err := ss.ListRoots(ctx, &params)
 	if err != nil {
 		return nil, serverError(err)
