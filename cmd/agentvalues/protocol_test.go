@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +39,9 @@ func versionServer([]string) int {
 // TestProtocolFollowsClient: the proxy and the gateway on stdin/stdout
 // speak to their server the protocol version the client speaks, each of
 // 2025-06-18, 2025-11-25 and 2026-07-28, and -protocol-version sets it
-// whatever the client speaks; with -listen they speak 2025-11-25.
+// whatever the client speaks; with -listen they speak 2025-11-25, as
+// they do when the client's first message does not come within
+// clientVersionWait.
 func TestProtocolFollowsClient(t *testing.T) {
 	t.Parallel()
 	config := filepath.Join(t.TempDir(), "servers.json")
@@ -96,6 +100,39 @@ func TestProtocolFollowsClient(t *testing.T) {
 			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: l.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, l.stderr())
+			}
+			defer cs.Close()
+			if got := call(t, cs); got != "at "+mcpproxy.DefaultProtocolVersion {
+				t.Errorf("the server is %s, want at %s", got, mcpproxy.DefaultProtocolVersion)
+			}
+		})
+	}
+	if runtime.GOOS == "linux" {
+		// A client that sends nothing for a while: the proxy starts its
+		// server (seen as its child) at the default version, which then
+		// serves a client at another.
+		t.Run("proxy/late client", func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], commands["proxy"]...)
+			cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+			stdin, err1 := cmd.StdinPipe()
+			stdout, err2 := cmd.StdoutPipe()
+			if err := errors.Join(err1, err2, cmd.Start()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				stdin.Close()
+				cmd.Wait()
+			})
+			for try := 0; len(procChildren(cmd.Process.Pid)) == 0; try++ {
+				if try == 6000 {
+					t.Fatal("the proxy started no server within a minute of a client that sends nothing")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+			cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+			if err != nil {
+				t.Fatal(err)
 			}
 			defer cs.Close()
 			if got := call(t, cs); got != "at "+mcpproxy.DefaultProtocolVersion {

@@ -109,29 +109,57 @@ func checkProtocol(version string) error {
 	return nil
 }
 
+// clientVersionWait bounds how long proxy and gateway on stdin/stdout
+// wait for the client's first message, whose protocol version they speak
+// to their servers, before they start the servers at
+// mcpproxy.DefaultProtocolVersion: a client sends initialize as soon as it
+// has started the command, and one that does not (a person typing, a
+// client that waits on something else) still gets its servers started,
+// and a server that fails at start still reported. Spoken to at another
+// version than the client's, a server still serves it (see mcpproxy's
+// Protocol versions).
+const clientVersionWait = time.Second
+
 // downstreamProtocol returns the protocol version to ask the servers for
 // (see mcpproxy.Options.ProtocolVersion), and the reader of the client's
 // messages to serve: flag when set; with listen, the default; else the
 // client's own, read from its first message on stdin
 // (mcpproxy.ClientProtocolVersion), which the returned reader yields
-// again. It reports false when ctx ends before that message comes.
+// again; the default when that message does not come within
+// clientVersionWait. It reports false when ctx ends first.
 func downstreamProtocol(ctx context.Context, flag string, listen bool, stdin io.Reader) (string, io.Reader, bool) {
 	if flag != "" || listen {
 		return flag, stdin, true
 	}
-	type peeked struct {
-		version string
-		r       io.Reader
-	}
-	got := make(chan peeked, 1)
+	got := make(chan io.Reader, 1)
+	version := make(chan string, 1)
 	go func() {
 		v, r := mcpproxy.ClientProtocolVersion(stdin)
-		got <- peeked{v, r}
+		version <- v
+		got <- r
 	}()
+	timer := time.NewTimer(clientVersionWait)
+	defer timer.Stop()
 	select {
-	case p := <-got:
-		return p.version, p.r, true
+	case v := <-version:
+		return v, <-got, true
+	case <-timer.C:
+		return "", &peekedReader{got: got}, true
 	case <-ctx.Done():
 		return "", nil, false
 	}
+}
+
+// A peekedReader reads, once the reading of the client's first message
+// has ended, what it read and then the rest. One goroutine reads it.
+type peekedReader struct {
+	got <-chan io.Reader
+	r   io.Reader
+}
+
+func (p *peekedReader) Read(b []byte) (int, error) {
+	if p.r == nil {
+		p.r = <-p.got
+	}
+	return p.r.Read(b)
 }
