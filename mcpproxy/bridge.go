@@ -136,22 +136,19 @@ func bridged(ss *mcp.ServerSession, l *link) bool {
 // requestState is the proxy's: the client's answers go to the server's
 // requests of the parked call it names, which goes on.
 func (p *Proxy) resumeBridge(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool, vals *values.SessionValues, l *link) (*mcp.CallToolResult, error) {
-	{
-		state := req.Params.RequestState
-		pc := p.parked.take(state)
-		if pc == nil {
-			return errorResult(fmt.Sprintf("%s: the call this answers is no longer waiting (it waits at most %v for an answer, and not across a restart of the proxy); call %s again", m.up, parkTimeout, m.up)), nil
-		}
-		for key, a := range pc.pending {
-			resp, ok := req.Params.InputResponses[key]
-			if !ok {
-				a.reply <- askReply{err: fmt.Errorf("mcpproxy: the client did not answer input request %q", key)}
-				continue
-			}
-			a.reply <- askReply{resp: resp}
-		}
-		return p.awaitBridge(ctx, pc.b, m, vals, l)
+	pc := p.parked.take(req.Params.RequestState)
+	if pc == nil {
+		return errorResult(fmt.Sprintf("%s: the call this answers is no longer waiting (it waits at most %v for an answer, and not across a restart of the proxy); call %s again", m.up, parkTimeout, m.up)), nil
 	}
+	for key, a := range pc.pending {
+		resp, ok := req.Params.InputResponses[key]
+		if !ok {
+			a.reply <- askReply{err: fmt.Errorf("mcpproxy: the client did not answer input request %q", key)}
+			continue
+		}
+		a.reply <- askReply{resp: resp}
+	}
+	return p.awaitBridge(ctx, pc.b, m, vals, l)
 }
 
 // startBridge is callTool for a bridged call (see bridged) that starts:
