@@ -424,6 +424,9 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 	if init == nil {
 		return nil
 	}
+	if req.serverInfo != nil && init.ProtocolVersion < protocolRaw {
+		return nil // a client at 2026-07-28, a server before it: the SDK route bridges them (bridge.go)
+	}
 	var downMeta *sdkMeta // the SDK client's own _meta at 2026-07-28
 	if init.ProtocolVersion >= protocolRaw {
 		if downMeta = l.conn.discoverMeta(); downMeta == nil {

@@ -178,8 +178,15 @@ func (c *lineClient) next(t testing.TB) string {
 // initialize completes the MCP handshake.
 func (c *lineClient) initialize(t testing.TB) {
 	t.Helper()
-	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"lines","version":"1"}}}`)
-	if l := c.next(t); !strings.Contains(l, `"protocolVersion":"2025-06-18"`) {
+	c.initializeAt(t, "2025-06-18")
+}
+
+// initializeAt completes the MCP handshake at protocol version, which must
+// be before 2026-07-28.
+func (c *lineClient) initializeAt(t testing.TB, version string) {
+	t.Helper()
+	c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"lines","version":"1"}}}`)
+	if l := c.next(t); !strings.Contains(l, `"protocolVersion":"`+version+`"`) {
 		t.Fatalf("initialize: %s", l)
 	}
 	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -205,16 +212,27 @@ func startLineProxy(t testing.TB, script map[string]string, rawOff bool) (*Proxy
 	return startLineProxyAt(t, script, rawOff, false)
 }
 
-// startLineProxyAt is startLineProxy with the server at protocol
-// 2026-07-28 when v2 is set.
+// startLineProxyAt is startLineProxy with the server (and the proxy's
+// client of it) at protocol 2026-07-28 when v2 is set.
 func startLineProxyAt(t testing.TB, script map[string]string, rawOff, v2 bool) (*Proxy, *lineClient, *scriptServer) {
+	down := ""
+	if v2 {
+		down = protocolRaw
+	}
+	return startLineProxyDown(t, script, rawOff, down)
+}
+
+// startLineProxyDown is startLineProxy with the proxy asking the server
+// for protocol version down (Options.ProtocolVersion); a server asked for
+// 2026-07-28 or later answers server/discover.
+func startLineProxyDown(t testing.TB, script map[string]string, rawOff bool, down string) (*Proxy, *lineClient, *scriptServer) {
 	t.Helper()
-	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16), gone: make(chan struct{}), v2: v2}
+	srv := &scriptServer{script: script, cancel: make(chan struct{}, 16), gone: make(chan struct{}), v2: down >= protocolRaw}
 	sr, pw := io.Pipe()
 	pr, sw := io.Pipe()
 	go srv.serve(sr, sw)
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard})
+	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard, ProtocolVersion: down})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +387,59 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 				t.Errorf("text at 2026-07-28: %s", raw["text"].Line)
 			}
 		})
+	}
+}
+
+// protocolVersions are the versions the version tests pair: the two
+// before 2026-07-28 that clients speak, and 2026-07-28.
+var protocolVersions = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+
+// TestRawCallVersions pairs clients and servers of every protocol version
+// (the proxy asking the server for its own, Options.ProtocolVersion): the
+// server is spoken to at the version asked, a request carries the
+// per-request _meta of 2026-07-28 only to a server at it, the raw call
+// route takes the call (but for a client at 2026-07-28 and a server
+// before it, which the SDK route bridges: bridge.go), and both routes give
+// the client the same line, at its own version.
+func TestRawCallVersions(t *testing.T) {
+	for _, client := range protocolVersions {
+		for _, down := range protocolVersions {
+			t.Run(client+"/"+down, func(t *testing.T) {
+				lines := map[bool]string{}
+				for _, rawOff := range []bool{true, false} {
+					p, c, srv := startLineProxyDown(t, scriptCases(), rawOff, down)
+					if got := p.current().down.InitializeResult().ProtocolVersion; got != down {
+						t.Errorf("the server is spoken to at %s, want %s", got, down)
+					}
+					line := callLine("text")
+					if client >= protocolRaw {
+						c.discover(t)
+						line = strings.Replace(line, `"params":{`, `"params":{"_meta":`+v2Meta+`,`, 1)
+					} else {
+						c.initializeAt(t, client)
+					}
+					c.send(t, line)
+					lines[rawOff] = c.next(t)
+					calls := srv.lines(`"tools/call"`)
+					if len(calls) != 1 {
+						t.Fatalf("the server read %d calls", len(calls))
+					}
+					if got, want := strings.Contains(calls[0], protocolMetaPrefix), down >= protocolRaw; got != want {
+						t.Errorf("rawOff=%v: the call carries the protocol's _meta: %v, want %v: %s", rawOff, got, want, calls[0])
+					}
+					took, want := p.rawN.Load() > 0, !rawOff && !(client >= protocolRaw && down < protocolRaw)
+					if took != want {
+						t.Errorf("rawOff=%v: the raw call route took the call: %v, want %v", rawOff, took, want)
+					}
+				}
+				if lines[true] != lines[false] {
+					t.Errorf("the routes differ:\nSDK: %s\nraw: %s", lines[true], lines[false])
+				}
+				if got, want := strings.Contains(lines[false], `"resultType"`), client >= protocolRaw; got != want || !strings.Contains(lines[false], `"agentvalues/handle":"r1"`) {
+					t.Errorf("the response (resultType as the client's version has it: %v): %s", want, lines[false])
+				}
+			})
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	values "github.com/agentvalues/values"
@@ -36,9 +37,23 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		return p.notCalled(m.up, err), nil
 	}
 	vals = p.stores.of(req.Session)
+
+	l := p.current()
+
+	bridge := bridged(req.Session, l) // see bridge.go
+
+	if bridge && strings.HasPrefix(req.Params.RequestState, bridgeStatePrefix) {
+
+		return p.resumeBridge(ctx, req, m, vals, l)
+
+	}
+
 	args := toolArgs(req)
+
 	prepared, resolved, err := vals.Prepare(m.schema, args)
+
 	o.prepared(args, prepared, resolved, err)
+
 	if err != nil {
 		return errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil
 	}
@@ -51,7 +66,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		InputResponses: req.Params.InputResponses,
 		RequestState:   req.Params.RequestState,
 	}
-	if len(prepared) >= spliceMin {
+	if len(prepared) >= spliceMin && !bridge { // startBridge holds them for as long as its call runs
 		var release func()
 		params.Arguments, release = p.splices.Hold(prepared) // see wire.Splices
 		defer release()
@@ -67,12 +82,14 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		defer own.flush(ctx) // first: the result follows its progress
 		params.SetProgressToken(down)
 	}
+	if bridge {
+		return p.startBridge(ctx, req, m, vals, l, params)
+	}
 	callCtx, cancel := context.WithCancel(wire.WithTag(ctx, vals)) // for fixResult
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 	callCtx, end := p.begin(callCtx, req.Session) // what the server asks meanwhile goes to this session
 	defer end()
-	l := p.current()
 	downCtx, meta := o.sending(callCtx, params.Meta)
 	params.Meta = meta
 	res, err = l.down.CallTool(downCtx, params)

@@ -158,7 +158,9 @@
 // has one store (not Options.PerSession); and the downstream server is up,
 // reached over the proxy's own line connection ([CommandTransport]), and
 // (at 2026-07-28) was sent a server/discover by the SDK client, whose
-// _meta the route's requests carry too. Anything else takes the SDK route,
+// _meta the route's requests carry too; a client at 2026-07-28 with a
+// server before it takes the SDK route, which bridges their requests for
+// input (bridge.go). Anything else takes the SDK route,
 // untouched; once taken, every outcome is the SDK route's, errors
 // included. When the client's side of the connection ends, the calls in
 // flight are cancelled, downstream too, and their responses not written,
@@ -193,6 +195,25 @@
 // notifications are handled as they are read, so one that floods them
 // costs the proxy one at a time, and log messages no session asked for
 // are dropped unread (intake.go).
+//
+// # Protocol versions
+//
+// A proxy connects to its servers before any client connects to it, so
+// it cannot negotiate the client's version with a server: it asks each
+// server for Options.ProtocolVersion ([DefaultProtocolVersion],
+// 2025-11-25, when empty), and the server may answer with another it
+// supports (protocol.go). The version matters: from 2026-07-28 on, every
+// request carries a per-request _meta (about 250 bytes a small call, which
+// costs a go-sdk server 1.4–1.6 times its CPU per call), and a server asks
+// for input within a call's result instead of by requests of its own. The
+// agentvalues command speaks each server the client's own version when it
+// serves one client on stdin/stdout, read from the client's first message
+// ([ClientProtocolVersion]) before the servers are started, and
+// 2025-11-25 with -listen, where clients of any version share each server;
+// -protocol-version sets it either way. Whatever the pair, a client newer
+// or older than its server works on every route: a call's _meta, its
+// result's resultType and serverInfo, and requests for input are each
+// given as the receiving side's version has them (see below).
 //
 // # The rest of the protocol
 //
@@ -236,6 +257,15 @@
 //     with the answers; for a client before it, the SDK server asks the
 //     client itself and calls again (once), and the raw call route does the
 //     same through the handlers above (up to maxInputRounds rounds).
+//     A server before 2026-07-28 that asks by a request of its own within
+//     a call of a client at 2026-07-28 or later (which takes no request
+//     within a call) is bridged: the client's call ends with an
+//     input-required result holding the request, and its next call, with
+//     the answer and the result's requestState, hands the answer to the
+//     server's request and waits for the call's result or the server's
+//     next request (bridge.go; such calls take the SDK route; at most
+//     maxParked calls wait for their client's answer, each for at most
+//     parkTimeout).
 //   - ping is answered by each side itself.
 //   - A request the client cancels (notifications/cancelled) is not
 //     answered, on a [LineTransport] served by [Proxy.Run] or

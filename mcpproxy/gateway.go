@@ -143,6 +143,9 @@ func ConnectGateway(ctx context.Context, servers []Downstream, opts *Options) (*
 	if opts == nil {
 		opts = &Options{}
 	}
+	if _, err := downstreamVersion(opts); err != nil {
+		return nil, err
+	}
 	seen := make(map[string]bool, len(servers))
 	for _, s := range servers {
 		if err := ValidServerName(s.Name); err != nil {

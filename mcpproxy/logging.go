@@ -112,12 +112,15 @@ func (p *Proxy) askLogLevel(l *link) {
 }
 
 // requestMeta is the _meta of a request forwarded downstream: the agent's
-// own keys, and the log level under protocol version 2026-07-28 and later,
-// where a server takes it from each request (the agent's request's own
-// level when it has one, else the level asked of the servers).
+// own keys, and, to a server at protocol version 2026-07-28 or later,
+// which takes the log level from each request, the level (the agent's
+// request's own when it has one, else the level asked of the servers).
 func (p *Proxy) requestMeta(m mcp.Meta) mcp.Meta {
 	level, _ := m[mcp.MetaKeyLogLevel].(string)
 	out := forwardMeta(m)
+	if init := p.current().down.InitializeResult(); init == nil || init.ProtocolVersion < protocolRaw {
+		return out // the server took the level from logging/setLevel (askLogLevel)
+	}
 	if level == "" {
 		level = string(p.stores.logLevel.get())
 	}

@@ -150,6 +150,9 @@ func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToo
 	}
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[*mcp.CreateMessageWithToolsResult](ctx, b, method, &params)
+	}
 	res, err := ss.CreateMessageWithTools(ctx, &params)
 	if err != nil {
 		return nil, upstreamError(method, err)
@@ -176,6 +179,9 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	params.Meta = forwardMeta(params.Meta)
 	if params.Mode == "url" && params.ElicitationID != "" {
 		p.urlElicits.remember(params.ElicitationID, ss, p.stores.isLive)
+	}
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[*mcp.ElicitResult](ctx, b, method, &params)
 	}
 	res, err := ss.Elicit(ctx, &params)
 	if err != nil {
@@ -255,6 +261,9 @@ func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.
 		params = *req.Params
 	}
 	params.Meta = forwardMeta(params.Meta)
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[*mcp.ListRootsResult](ctx, b, method, &params)
+	}
 	res, err := ss.ListRoots(ctx, &params)
 	if err != nil {
 		return nil, upstreamError(method, err)

@@ -502,36 +502,53 @@ func TestPassthroughOutsideCalls(t *testing.T) {
 	}
 }
 
-// TestPassthroughInputRequests calls tools of a server at protocol
-// 2026-07-28 that ask for input within their result (multi round-trip
-// requests), through a proxy, on the SDK route and the raw call route, by
-// clients at 2026-07-28 (passed the requests) and before it (asked them by
-// the proxy's SDK server, or by the raw call route): the session of the
-// call answers, and the server gets the answers on the retried call.
+// TestPassthroughInputRequests calls tools that ask for input (multi
+// round-trip requests, answered within the call before 2026-07-28)
+// through a proxy, on the SDK route and the raw call route, by clients of
+// every protocol version, the proxy speaking every version to the server
+// (Options.ProtocolVersion): at 2026-07-28 the server asks within its
+// result, which a client at 2026-07-28 is passed and one before it is
+// asked by the proxy's SDK server or by the raw call route; before it the
+// server sends requests of its own, which a client before 2026-07-28 is
+// sent and one at 2026-07-28 gets within its call's result, bridged
+// (bridge.go). Each time the session of the call answers, and the server
+// gets the answers.
 func TestPassthroughInputRequests(t *testing.T) {
-	for _, version := range []string{legacyProtocol, "2026-07-28"} {
-		for _, raw := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/raw=%v", version, raw), func(t *testing.T) {
-				p, connect := startInputProxy(t, raw)
-				if !raw {
-					connectPeerClientOver(t, connect(), "other", true, version)
-				}
-				c := connectPeerClientOver(t, connect(), "c", true, version)
-				for tool, want := range map[string]string{
-					"confirm":      "confirmed: accept map[name:Ada]",
-					"ask_roots":    "roots: file:///c",
-					"ask_model_in": "model: c answers capital?",
-				} {
-					if res := callTool(t, c.cs, tool, `{}`); res.IsError || !strings.Contains(text(res), want) {
-						t.Errorf("%s: %s", tool, text(res))
+	for _, version := range protocolVersions {
+		for _, down := range protocolVersions {
+			for _, raw := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/raw=%v", version, down, raw), func(t *testing.T) {
+					p, connect := startInputProxy(t, raw, down)
+					if got := p.current().down.InitializeResult().ProtocolVersion; got != down {
+						t.Errorf("the server is spoken to at %s, want %s", got, down)
 					}
-				}
-				receive(t, c.asked, "elicitation")
-				receive(t, c.asked, "sampling")
-				if n := p.rawN.Load(); (n > 0) != raw {
-					t.Errorf("the raw call route took %d calls", n)
-				}
-			})
+					if !raw {
+						connectPeerClientOver(t, connect(), "other", true, version)
+					}
+					c := connectPeerClientOver(t, connect(), "c", true, version)
+					for tool, want := range map[string]string{
+						"confirm":      "confirmed: accept map[name:Ada]",
+						"ask_roots":    "roots: file:///c",
+						"ask_model_in": "model: c answers capital?",
+					} {
+						if res := callTool(t, c.cs, tool, `{}`); res.IsError || !strings.Contains(text(res), want) {
+							t.Errorf("%s: %s", tool, text(res))
+						}
+					}
+					receive(t, c.asked, "elicitation")
+					receive(t, c.asked, "sampling")
+					bridged := version >= protocolRaw && down < protocolRaw
+					if n := p.rawN.Load(); (n > 0) != (raw && !bridged) {
+						t.Errorf("the raw call route took %d calls", n)
+					}
+					p.parked.mu.Lock()
+					n := len(p.parked.byID)
+					p.parked.mu.Unlock()
+					if n != 0 {
+						t.Errorf("%d calls are left parked", n)
+					}
+				})
+			}
 		}
 	}
 }
@@ -540,7 +557,7 @@ func TestPassthroughInputRequests(t *testing.T) {
 // serves it over a LineTransport with Run (the raw call route), and
 // connect returns the transport of the one client; else over the SDK
 // server, each connect a new client's.
-func startInputProxy(t *testing.T, raw bool) (*Proxy, func() mcp.Transport) {
+func startInputProxy(t *testing.T, raw bool, down string) (*Proxy, func() mcp.Transport) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	sr, pw := io.Pipe()
@@ -550,7 +567,10 @@ func startInputProxy(t *testing.T, raw bool) (*Proxy, func() mcp.Transport) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard})
+	// Before the server is closed, once the proxy is: a server whose
+	// handlers still write (a call left parked, bridge.go) is not read.
+	t.Cleanup(func() { pr.Close() })
+	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard, ProtocolVersion: down})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,8 +599,9 @@ func startInputProxy(t *testing.T, raw bool) (*Proxy, func() mcp.Transport) {
 	return p, func() mcp.Transport { return &mcp.IOTransport{Reader: cr, Writer: cw} }
 }
 
-// newInputServer returns a server (at protocol 2026-07-28) whose tool
-// "confirm" asks for input within its result, then answers with it.
+// newInputServer returns a server whose tools ask for input within their
+// result, then answer with it: at protocol 2026-07-28 the result carries
+// the requests; before it the SDK's server asks its client itself.
 func newInputServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "confirm", InputSchema: json.RawMessage(`{"type":"object"}`)},

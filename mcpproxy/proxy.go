@@ -98,6 +98,13 @@ type Options struct {
 	// server. By default a name is offered as it is unless two servers
 	// offer it (see [Gateway]).
 	PrefixNames bool
+	// ProtocolVersion is the MCP protocol version the proxy asks its
+	// downstream servers for (each may answer with another it supports);
+	// it must be one the go-sdk speaks (mcp.SupportedProtocolVersions).
+	// Empty means DefaultProtocolVersion (2025-11-25). Set it to the
+	// client's version, read with [ClientProtocolVersion], for a proxy
+	// serving one client: see protocol.go for the policy.
+	ProtocolVersion string
 
 	// Telemetry, when not nil, is told of every tool call and resource
 	// read forwarded downstream (see [Telemetry]); package
@@ -136,8 +143,11 @@ type Proxy struct {
 	log       io.Writer
 	seams     seams // with the defaults filled in
 
-	originalSchemas bool      // see Options
-	tel             Telemetry // Options.Telemetry
+	originalSchemas bool // see Options
+
+	tel Telemetry // Options.Telemetry
+
+	version string // the protocol version asked of the server (Options.ProtocolVersion)
 
 	client  *mcp.Client
 	server  *mcp.Server
@@ -169,6 +179,7 @@ type Proxy struct {
 	subs        subscriptions
 	rootsFrom   rootsFrom // the session whose roots were last announced to the server
 	urlElicits  urlElicits
+	parked      parkedCalls // calls waiting for a client's answers (bridge.go)
 	progressSeq atomic.Uint64
 
 	refresh chan struct{} // a pending list_changed notification
@@ -259,7 +270,12 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy, t
 // for it, not yet serving: see serveOn. Its tools are offered upstream under
 // prefix followed by their own names. On failure nothing is left running.
 func connectDownstream(ctx context.Context, downstream mcp.Transport, opts *Options, prefix string, st *stores) (*Proxy, error) {
+	version, err := downstreamVersion(opts)
+	if err != nil {
+		return nil, err
+	}
 	p := &Proxy{
+		version:   version,
 		threshold: opts.Threshold,
 		stores:    st,
 		splices:   wire.NewSplices(),
@@ -359,7 +375,7 @@ type link struct {
 // dial connects to the downstream server over t.
 func (p *Proxy) dial(ctx context.Context, t mcp.Transport) (*link, error) {
 	rt := &rawTransport{Transport: t, p: p}
-	down, err := p.client.Connect(ctx, intakeTransport{rt, p}, nil)
+	down, err := p.client.Connect(ctx, intakeTransport{rt, p}, &mcp.ClientSessionOptions{ProtocolVersion: p.version})
 	if err != nil {
 		if ct, ok := t.(*CommandTransport); ok {
 			if status := ct.exitStatus(2 * time.Second); status != "" {

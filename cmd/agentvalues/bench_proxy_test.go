@@ -299,6 +299,13 @@ func startBench(b *testing.B, proxied bool, serverArgs ...string) *benchConn {
 // "blobs" (its tools keep their names: no other server offers them).
 func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	b.Helper()
+	return startBenchAt(b, via, "", serverArgs...)
+}
+
+// startBenchAt is startBenchVia with the client asking for protocol
+// version (empty: the go-sdk client's latest).
+func startBenchAt(b *testing.B, via, version string, serverArgs ...string) *benchConn {
+	b.Helper()
 	if via == "http" { // proxy --listen: bench_http_test.go
 		return startBenchHTTP(b, serverArgs...)
 	}
@@ -332,7 +339,7 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 	// mcpproxy's transport, not mcp.CommandTransport, which cannot read a
 	// message longer than 16 MiB; unbounded, since the client is not what
 	// is measured.
-	cs, err := client.Connect(ctx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: -1}, nil)
+	cs, err := client.Connect(ctx, &mcpproxy.CommandTransport{Command: cmd, MaxMessage: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		b.Fatalf("connecting to %q: %v\nstderr:\n%s", args, err, c.stderr.String())
 	}
@@ -589,10 +596,14 @@ func textOf(res *mcp.CallToolResult) string {
 // floor of any process in the middle), through the proxy and through the
 // gateway (with the server as its one server). Beside the time per call (ns/op; the last
 // calls in flight when the loop ends are not timed) it reports the 50th
-// and 99th percentiles of the calls' durations, and, through the proxy or
-// the gateway on Linux, the CPU time the proxy process spent per call (in
-// ticks of 10 ms: run at least 1000 calls); the added latency is a
-// variant's p50 less the direct p50, which the variant logs when both ran.
+// and 99th percentiles of the calls' durations, and, on Linux, the CPU
+// time the server process spent per call (server-cpu-µs/op, in every
+// variant, direct included: the server's CPU behind the proxy is read
+// against direct's in the same run) and that of the process in the middle
+// (proxy-cpu-µs/op, the relay's too), in ticks of 10 ms: run at least
+// 1000 calls; the added latency is a variant's p50 less the direct p50,
+// which the variant logs when both ran. The client speaks
+// smallCallProtocol, or the version $AGENTVALUES_BENCH_PROTOCOL names.
 func BenchmarkProxySmallCall(b *testing.B) {
 	directP50 := map[int]time.Duration{} // by calls in flight
 	for _, variant := range []string{"direct", "relay", "proxy", "gateway"} {
@@ -611,6 +622,11 @@ func BenchmarkProxySmallCall(b *testing.B) {
 	}
 }
 
+// smallCallProtocol is the protocol version the client of
+// BenchmarkProxySmallCall asks for: the one most clients speak today, and
+// the newest whose requests carry no per-call _meta.
+const smallCallProtocol = "2025-11-25"
+
 // smallCallWarmup is how many calls go before the timed ones, so that the
 // first calls' setup (goroutines, buffers, the proxy's first handles) is
 // not timed.
@@ -619,7 +635,11 @@ const smallCallWarmup = 100
 // benchSmallCall runs the calls of BenchmarkProxySmallCall and returns
 // their median duration.
 func benchSmallCall(b *testing.B, via string, inFlight int) time.Duration {
-	c := startBenchVia(b, via)
+	version := smallCallProtocol
+	if v := os.Getenv("AGENTVALUES_BENCH_PROTOCOL"); v != "" {
+		version = v
+	}
+	c := startBenchAt(b, via, version)
 	ctx := context.Background()
 	for range smallCallWarmup {
 		if err := checkPing(c.call(ctx, b, "ping", `{}`)); err != nil {
@@ -651,7 +671,7 @@ func benchSmallCall(b *testing.B, via string, inFlight int) time.Duration {
 			}
 		})
 	}
-	proxyCPU0 := procCPU(b, c.proxy)
+	proxyCPU0, serverCPU0 := procCPU(b, c.proxy), procCPU(b, c.server)
 	b.ReportAllocs()
 loop:
 	for b.Loop() {
@@ -674,6 +694,9 @@ loop:
 	b.ReportMetric(float64(p99)/1e3, "p99-µs")
 	if c.proxy != 0 && runtime.GOOS == "linux" {
 		b.ReportMetric(float64(procCPU(b, c.proxy)-proxyCPU0)/1e3/float64(b.N), "proxy-cpu-µs/op")
+	}
+	if c.server != 0 && runtime.GOOS == "linux" {
+		b.ReportMetric(float64(procCPU(b, c.server)-serverCPU0)/1e3/float64(b.N), "server-cpu-µs/op")
 	}
 	return p50
 }

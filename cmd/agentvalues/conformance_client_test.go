@@ -39,21 +39,7 @@ var conformanceClientScenarios = map[string]struct{ tool, answer string }{
 // alone, each with its cause. TestConformanceClient fails on a scenario
 // that fails through the gateway and is not listed here, and on one listed
 // that now passes.
-var conformanceClientKnown = map[string]map[string]string{
-	"gateway-latest": {
-		"elicitation-sep1034-client-defaults": elicitationNotBridged,
-	},
-}
-
-// elicitationNotBridged is why a server's elicitation within a call fails
-// through the gateway for a client at protocol 2026-07-28: the gateway
-// passes the server's elicitation/create on to the client as a request,
-// and at that version the go-sdk's server (the gateway's side toward the
-// client) refuses to send one (the client is to be asked within the call's
-// result, its input requests). A server at 2026-07-28 asks that way
-// itself, and the gateway passes that on; the suite's server speaks
-// 2025-11-25.
-const elicitationNotBridged = "a server's elicitation/create within a call is sent to a client at 2026-07-28 as a request, which that version forbids, not as the call's input requests"
+var conformanceClientKnown = map[string]map[string]string{}
 
 // conformanceTimingCheck is the one check of the suite that measures time:
 // sse-retry's, that the client reconnects 450-700 ms after a stream's end

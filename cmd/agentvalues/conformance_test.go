@@ -35,31 +35,15 @@ func conformancePrefix() string {
 	return filepath.Join(home, ".cache", "agentvalues", "conformance")
 }
 
-// versionNotMatched is why a server's sampling and elicitation fail through
-// the project: it speaks protocol 2026-07-28 to the server whatever the
-// client speaks, and at that version the go-sdk's server refuses
-// CreateMessage and Elicit inside a call (it wants input requests in the
-// result). Forced to the client's 2025-11-25 they pass.
-const versionNotMatched = "the downstream server is spoken to at 2026-07-28, not the client's version"
-
 // conformanceKnown is what the suite's server scenarios find through the
 // proxy and through the gateway that they do not find against the same
 // server directly, each with its cause. TestConformance fails on a
 // scenario that fails through either and is not listed here, and on one
 // listed that now passes: the list is what the project does not do yet.
+// It is empty: every scenario that passes directly passes through both.
 var conformanceKnown = map[string]map[string]string{
-	"proxy": {
-		"tools-call-sampling":          versionNotMatched,
-		"tools-call-elicitation":       versionNotMatched,
-		"elicitation-sep1034-defaults": versionNotMatched,
-		"elicitation-sep1330-enums":    versionNotMatched,
-	},
-	"gateway": {
-		"tools-call-sampling":          versionNotMatched,
-		"tools-call-elicitation":       versionNotMatched,
-		"elicitation-sep1034-defaults": versionNotMatched,
-		"elicitation-sep1330-enums":    versionNotMatched,
-	},
+	"proxy":   {},
+	"gateway": {},
 }
 
 // TestConformance runs the official MCP conformance suite's server

@@ -53,6 +53,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	startWait := fs.Duration("start-wait", mcpproxy.DefaultStartWait, "how long after the start a tools/list (prompts/list, resources/list) waits for servers still starting, for clients that list once and ignore list_changed (0: answer at once with what is ready)")
 	prefixNames := fs.Bool("prefix-names", false, "offer every tool and prompt as SERVER__NAME, not only those two servers offer (a server's entry can ask for it with \"prefix\": true)")
 	listen := fs.String("listen", "", "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of on stdin/stdout, with a store per HTTP session; a bare :PORT or PORT listens on 127.0.0.1")
+	protocol := addProtocolFlag(fs)
 	httpFlags := addHTTPFlags(fs)
 	storeFlags := addStoreFlags(fs)
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
@@ -71,6 +72,9 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := checkProtocol(*protocol); err != nil {
+		return err
+	}
 	abs, err := filepath.Abs(*configPath)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -87,6 +91,12 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
+	// The servers start once the client's first message has told its
+	// protocol version: a client sends initialize at once.
+	version, stdin, ok := downstreamProtocol(ctx, *protocol, *listen != "", stdin)
+	if !ok {
+		return nil
+	}
 
 	servers := downstreams(cfg, append(chain, abs), *maxMessage, stderr)
 	opts, closeStore, err := storeFlags.options(*listen != "", *maxPreview, stderr)
@@ -102,6 +112,7 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	defer stopTelemetry()
 	opts.StartWait = *startWait
 	opts.PrefixNames = *prefixNames
+	opts.ProtocolVersion = version
 	if *startWait <= 0 {
 		opts.StartWait = -1
 	}
