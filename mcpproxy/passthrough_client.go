@@ -90,13 +90,16 @@ func (p *Proxy) upstreamFor(ctx context.Context, method string) (*mcp.ServerSess
 const protocolAsksInResult = "2026-07-28"
 
 // askable returns the error for a server's request method that the client
-// of ss cannot be sent, as it speaks protocolAsksInResult or later (the
-// proxy does not turn a request of a server that speaks an earlier
-// version into input requests of the call's result); nil when it can be.
-func askable(ss *mcp.ServerSession, method string) error {
+// of ss cannot be sent, as it speaks protocolAsksInResult or later and the
+// request comes outside a call the proxy bridges (bridge.go turns a request
+// made within a call into the call's input requests); nil when it can be.
+func askable(ctx context.Context, ss *mcp.ServerSession, method string) error {
+	if bridgeOf(ctx) != nil {
+		return nil
+	}
 	if init := ss.InitializeParams(); init != nil && init.ProtocolVersion >= protocolAsksInResult {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
-			"agentvalues: cannot answer %s: the client speaks protocol %s, where a server asks within a call's result, and the proxy does not turn the request of a server of an earlier version into that", method, init.ProtocolVersion)}
+			"agentvalues: cannot answer %s: the client speaks protocol %s, where a server asks only within a call's result, and this request comes outside any call", method, init.ProtocolVersion)}
 	}
 	return nil
 }
@@ -138,7 +141,7 @@ func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToo
 		return nil, err
 	}
 	defer done()
-	if err := askable(ss, method); err != nil {
+	if err := askable(ctx, ss, method); err != nil {
 		return nil, err
 	}
 	caps := clientCaps(ss)
@@ -169,7 +172,7 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 		return nil, err
 	}
 	defer done()
-	if err := askable(ss, method); err != nil {
+	if err := askable(ctx, ss, method); err != nil {
 		return nil, err
 	}
 	if caps := clientCaps(ss); caps == nil || caps.Elicitation == nil {
@@ -248,7 +251,7 @@ func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.
 		return nil, err
 	}
 	defer done()
-	if err := askable(ss, method); err != nil {
+	if err := askable(ctx, ss, method); err != nil {
 		return nil, err
 	}
 	if clientCaps(ss) == nil {

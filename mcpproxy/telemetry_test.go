@@ -69,7 +69,11 @@ func runObserved(t *testing.T, rawOff, v2 bool, script map[string]string, lines 
 	go srv.serve(sr, sw)
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := &recorder{}
-	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard, Telemetry: rec})
+	opts := &Options{Log: io.Discard, Telemetry: rec}
+	if v2 { // the server at the client's version, as the command asks it (protocol.go)
+		opts.ProtocolVersion = "2026-07-28"
+	}
+	p, err := Connect(ctx, lineDownstream{pr, pw}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
