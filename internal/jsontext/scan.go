@@ -535,23 +535,27 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		if i >= len(d) {
 			return i, syntaxErr(d, i, "unexpected end of input")
 		}
-		if l := len(sc.stack); l != 0 && l <= sc.desc {
-			sc.record(i)
-		}
-		if stop >= 0 && i >= stop && len(sc.stack) == sc.stopDepth {
-			if i == stop && sc.canStop(i) {
-				sc.stopped = true
-				return i, nil
+		// Nothing is recorded of a value deeper than 2 but in an outline,
+		// nor is one a place to stop at: one test passes it.
+		if l := len(sc.stack); l <= 2 || l <= sc.desc || stop >= 0 {
+			if l != 0 && l <= sc.desc {
+				sc.record(i)
 			}
-			stop = -1
-		}
-		if len(sc.stack) == 1 {
-			sc.pend = sc.level.begin(d, i)
-			if sc.nest != nil {
-				sc.nest.member(d, i)
+			if stop >= 0 && i >= stop && l == sc.stopDepth {
+				if i == stop && sc.canStop(i) {
+					sc.stopped = true
+					return i, nil
+				}
+				stop = -1
 			}
-		} else if sc.nest != nil && sc.nest.on && len(sc.stack) == 2 {
-			sc.pend = sc.nest.cur.begin(d, i)
+			if l == 1 {
+				sc.pend = sc.level.begin(d, i)
+				if sc.nest != nil {
+					sc.nest.member(d, i)
+				}
+			} else if sc.nest != nil && sc.nest.on && l == 2 {
+				sc.pend = sc.nest.cur.begin(d, i)
+			}
 		}
 		switch c := d[i]; c {
 		case '{', '[':
@@ -847,6 +851,11 @@ func (sc *scanner) endPart(l, i int) {
 // key scans an object key at i and its colon, remembering it when it
 // names a depth-1 field.
 func (sc *scanner) key(i int) (int, error) {
+	if l := len(sc.stack); l > 2 && l > sc.desc && sc.nest == nil {
+		// Nothing is recorded of a key this deep: it is only scanned.
+		i, _, err := scanKey(sc.d, i)
+		return i, err
+	}
 	// The level whose children are at this depth, if any, and the items
 	// (of an array) whose fields are.
 	var lv *level
