@@ -29,9 +29,10 @@ type recordMeta struct {
 const metaVersion = 1
 
 func encodeMeta(x *value, preview string) []byte {
-	m := recordMeta{V: metaVersion, N: x.n, Lines: x.lines, CType: x.ctype, Preview: preview}
+	m := recordMeta{V: metaVersion, N: x.n, Lines: x.lines, CType: x.contentType(), Preview: preview}
 	if x.kind == KindBinary {
-		m.SHA256 = hex.EncodeToString(x.sum[:])
+		sum := x.digest()
+		m.SHA256 = hex.EncodeToString(sum[:])
 	}
 	b, _ := json.Marshal(&m) // cannot fail: only strings and ints
 	return b
@@ -112,9 +113,12 @@ func (s *SessionValues) fromRecord(r *Record) (*value, error) {
 	if r.Size < 0 || int64(int(r.Size)) != r.Size {
 		return nil, fmt.Errorf("size %d out of range", r.Size)
 	}
-	x := value{kind: k, n: m.N, lines: m.Lines, ctype: m.CType, max: s.cfg.preview()}
+	x := value{kind: k, n: m.N, lines: m.Lines, max: s.cfg.preview()}
+	if m.CType != "" || m.SHA256 != "" {
+		x.bin = &binInfo{ctype: m.CType}
+	}
 	if m.SHA256 != "" {
-		if n, err := hex.Decode(x.sum[:], []byte(m.SHA256)); err != nil || n != len(x.sum) {
+		if n, err := hex.Decode(x.bin.sum[:], []byte(m.SHA256)); err != nil || n != len(x.bin.sum) {
 			return nil, fmt.Errorf("malformed sha256 %q", jsontext.ClipString(m.SHA256))
 		}
 	}

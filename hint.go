@@ -213,7 +213,7 @@ func appendWhat(dst []byte, hb string, x *value) []byte {
 	case KindBinary:
 		dst = append(dst, "binary, "...)
 		dst = appendSize(dst, x.n)
-		return append(dst, ", "+x.ctype...)
+		return append(dst, ", "+x.contentType()...)
 	}
 	return append(dst, x.kind.String()...)
 }

@@ -56,11 +56,16 @@ func (s *SessionValues) transcript(h string, x *value) Observation {
 		b = appendHint(appendPreview(b, h, Value{x}), h, partsOf(x))
 		return Observation{Handle: h, Text: string(b), Previewed: true}
 	}
-	text := make([]byte, 0, len(x.raw)+192)
+	// The line is formatted first so that text is made at its size: for a
+	// small result the line is a third of it.
+	var buf [256]byte
+	line := appendStoredLine(buf[:0], h, x)
+	nl := len(x.raw) > 0 && x.raw[len(x.raw)-1] != '\n'
+	text := make([]byte, 0, len(x.raw)+1+len(line))
 	text = append(text, x.raw...)
-	if len(text) > 0 && text[len(text)-1] != '\n' {
+	if nl {
 		text = append(text, '\n')
 	}
-	text = appendStoredLine(text, h, x)
+	text = append(text, line...)
 	return Observation{Handle: h, Text: unsafe.String(unsafe.SliceData(text), len(text))} // text is never modified
 }

@@ -134,11 +134,10 @@ func newText(b []byte, eager int, tried jsonTried) *value {
 
 func newBinary(b []byte) *value {
 	return &value{
-		kind:  KindBinary,
-		raw:   b,
-		n:     len(b),
-		sum:   sha256.Sum256(b),
-		ctype: mimetype.Detect(b).String(),
+		kind: KindBinary,
+		raw:  b,
+		n:    len(b),
+		bin:  &binInfo{sum: sha256.Sum256(b), ctype: mimetype.Detect(b).String()},
 	}
 }
 

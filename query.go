@@ -271,7 +271,7 @@ func querySourceOf(whole Value, part []byte, limit int, r refPath) (querySource,
 	switch {
 	case part != nil:
 	case x.kind == KindBinary:
-		return src, fmt.Errorf("values: %w: %s is binary (%s); a query needs JSON or text", ErrQuery, r.quoted(), x.ctype)
+		return src, fmt.Errorf("values: %w: %s is binary (%s); a query needs JSON or text", ErrQuery, r.quoted(), x.contentType())
 	case x.kind == KindText && x.index() != nil:
 		src.raw, src.stream = x.index().raw, x.index().stream
 	case x.kind == KindText:

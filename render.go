@@ -160,9 +160,10 @@ func renderBinary(b []byte, x *value) []byte {
 	b = append(b, "binary(len="...)
 	b = appendSize(b, x.n)
 	b = append(b, ", type="...)
-	b = append(b, x.ctype...)
+	b = append(b, x.contentType()...)
 	b = append(b, ", sha256="...)
-	b = hex.AppendEncode(b, x.sum[:8])
+	sum := x.digest()
+	b = hex.AppendEncode(b, sum[:8])
 	b = append(b, jsontext.Ellipsis...)
 	return append(b, ')')
 }

@@ -41,11 +41,10 @@ type Value struct{ v *value }
 
 type value struct {
 	kind   Kind
-	raw    []byte // JSON for null, bool, number, array, object; UTF-8 for text; bytes for binary
-	n      int    // see Value.Len
-	lines  int    // text: line count
-	sum    [sha256.Size]byte
-	ctype  string     // binary: sniffed content type
+	raw    []byte     // JSON for null, bool, number, array, object; UTF-8 for text; bytes for binary
+	n      int        // see Value.Len
+	lines  int        // text: line count
+	bin    *binInfo   // binary: its digest and content type; nil for other kinds
 	c      *container // the index of an array or object, or of the JSON a text holds; see index
 	format textFormat // what a text holds other than JSON: a table or a document; see index
 	lazy   *lazyIndex // for a value indexed on first use, its index; see index
@@ -130,13 +129,39 @@ func (v Value) Bytes() []byte {
 
 // Digest returns the SHA-256 of a binary value's bytes, and the zero array
 // for other kinds.
-func (v Value) Digest() [sha256.Size]byte { return v.get().sum }
+func (v Value) Digest() [sha256.Size]byte { return v.get().digest() }
 
 // ContentType returns the content type of a binary value, detected from
 // its first 3 KiB by github.com/gabriel-vasile/mimetype (which knows some
 // 180 formats: "image/png", "application/zip", "application/pdf", …, and
 // "application/octet-stream" when none matches), and "" for other kinds.
-func (v Value) ContentType() string { return v.get().ctype }
+func (v Value) ContentType() string { return v.get().contentType() }
+
+// binInfo is what a binary value holds beside its bytes. It is kept apart
+// from value, which the many small JSON and text values are made of, so
+// that they do not carry it: a value is 48 bytes smaller without it.
+type binInfo struct {
+	sum   [sha256.Size]byte
+	ctype string // sniffed content type
+}
+
+// digest returns the SHA-256 of a binary value's bytes, and the zero
+// array for other kinds.
+func (x *value) digest() [sha256.Size]byte {
+	if x.bin == nil {
+		return [sha256.Size]byte{}
+	}
+	return x.bin.sum
+}
+
+// contentType returns the content type of a binary value, and "" for other
+// kinds.
+func (x *value) contentType() string {
+	if x.bin == nil {
+		return ""
+	}
+	return x.bin.ctype
+}
 
 func kindNamed(name string) (Kind, bool) {
 	for k, n := range kindNames {

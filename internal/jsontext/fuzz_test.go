@@ -194,7 +194,7 @@ func FuzzScanSplit(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		top1, sh1, err1, _ := scanFrom(data, 0, false, -1, Limits{Head: 25, Tail: 2, Keys: 8})
+		top1, sh1, err1, _ := scanWhole(data, 0, false, -1, Limits{Head: 25, Tail: 2, Keys: 8})
 		top2, sh2, err2, ok := scanSplit(data, Limits{Head: 25, Tail: 2, Keys: 8})
 		if !ok {
 			return
@@ -253,7 +253,7 @@ func checkSplitObject(t *testing.T, doc []byte) (split bool) {
 		a.run(start, mid)
 		split = a.stopped
 	}
-	top1, sh1, err1, _ := scanFrom(doc, 0, false, -1, lim)
+	top1, sh1, err1, _ := scanWhole(doc, 0, false, -1, lim)
 	top2, sh2, err2, ok := scanSplitObject(doc, start, lim)
 	if !ok {
 		return split

@@ -185,7 +185,7 @@ func TestScanSplitMarks(t *testing.T) {
 		t.Fatalf("split scan: %v, %v", ok, err)
 	}
 	checkMarks(t, top.Of(d), top.Start, sh.Marks, false)
-	_, one, _, _ := scanFrom(d, 0, false, -1, Limits{Index: true})
+	_, one, _, _ := scanWhole(d, 0, false, -1, Limits{Index: true})
 	if len(sh.Marks) < len(one.Marks) || len(sh.Marks) > len(one.Marks)+1 {
 		t.Errorf("%d marks split, %d in one scan", len(sh.Marks), len(one.Marks))
 	}

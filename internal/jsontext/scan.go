@@ -186,7 +186,7 @@ func Scan(d []byte, lim Limits) (top Span, sh Shape, err error) {
 			return top, sh, err
 		}
 	}
-	top, sh, err, _ = scanFrom(d, 0, false, -1, lim)
+	top, err, _ = scanFrom(d, 0, false, -1, lim, &sh)
 	return top, sh, err
 }
 
@@ -252,10 +252,11 @@ func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 	}
 	second := make(chan result, 1)
 	go func() {
-		t, s, e, _ := scanFrom(d, mid, true, -1, lim)
-		second <- result{t, s, e}
+		var r result
+		r.top, r.err, _ = scanFrom(d, mid, true, -1, lim, &r.sh)
+		second <- r
 	}()
-	top, sh, err, stopped := scanFrom(d, 0, false, mid, lim)
+	top, err, stopped := scanFrom(d, 0, false, mid, lim, &sh)
 	r := <-second // always wait: no goroutine outlives the call
 	if !stopped {
 		return top, sh, err, true // the guess was wrong; the first scan did it all
@@ -268,7 +269,7 @@ func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 	if joined.Items == nil {
 		// The items' keys cannot be counted from the halves (mergeItems):
 		// one scan does it all.
-		top, sh, err, _ = scanFrom(d, 0, false, -1, lim)
+		top, err, _ = scanFrom(d, 0, false, -1, lim, &sh)
 		return top, sh, err, true
 	}
 	return top, joined, nil, true
@@ -345,7 +346,7 @@ func joinObject(d []byte, a, b *scanner, lim Limits) Shape {
 		sh.Blocks = append(a.keys.blocks, b.keys.blocks...) // made large enough for the whole object
 	}
 	// m's own shape, from both halves.
-	first, second := a.nest.cur.sh, b.span.sh
+	first, second := a.nest.cur.sh, b.span.sh // b.span is set: b's scan ended past the member
 	first.Items, second.Items = a.nest.cur.items.items(), b.span.items.items()
 	ms := joinShapes(d, &first, &second, lim)
 	// The largest of the members before m (a's best), m, and those after
@@ -452,14 +453,17 @@ func (sc *scanner) index(lim Limits, i int, inArray bool) {
 // array, at the item at offset from, and scans to the end of the document.
 // With stop ≥ 0 it stops, reporting stopped, when an item of a top-level
 // array starts exactly at offset stop, and gives up stopping once it has
-// gone past it.
-func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
+// gone past it. It sets *sh to the Shape recorded (written in place: a
+// Shape is large, and a small message is scanned in little more time than
+// copying it takes).
+func scanFrom(d []byte, from int, inArray bool, stop int, lim Limits, sh *Shape) (top Span, err error, stopped bool) {
 	i := SkipSpace(d, from)
 	var sc scanner // on the stack: a small message is scanned without allocating it
 	sc.init(d, i, inArray, lim)
 	top.Start = i
 	top.End, err = sc.run(i, stop)
-	return top, sc.shape(err), err, sc.stopped
+	sc.shapeTo(sh, err)
+	return top, err, sc.stopped
 }
 
 // newScanner returns a scanner on the heap, set up by init (scanFrom
@@ -498,8 +502,14 @@ func (sc *scanner) init(d []byte, i int, inArray bool, lim Limits) {
 }
 
 // shape returns the Shape the scanner recorded, complete when err is nil.
-func (sc *scanner) shape(err error) Shape {
-	sh := sc.sh
+func (sc *scanner) shape(err error) (sh Shape) {
+	sc.shapeTo(&sh, err)
+	return sh
+}
+
+// shapeTo sets *sh to the Shape the scanner recorded, as shape returns it.
+func (sc *scanner) shapeTo(sh *Shape, err error) {
+	*sh = sc.sh
 	if sc.keys != nil && err == nil {
 		sh.Blocks = sc.keys.blocks
 	}
@@ -509,7 +519,6 @@ func (sc *scanner) shape(err error) Shape {
 	if sc.nest != nil && err == nil {
 		sh.Nested, sh.NestedVal = sc.nest.shape()
 	}
-	return sh
 }
 
 // run scans from i to the end of the document, or until an item of a
@@ -526,23 +535,27 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		if i >= len(d) {
 			return i, syntaxErr(d, i, "unexpected end of input")
 		}
-		if l := len(sc.stack); l != 0 && l <= sc.desc {
-			sc.record(i)
-		}
-		if stop >= 0 && i >= stop && len(sc.stack) == sc.stopDepth {
-			if i == stop && sc.canStop(i) {
-				sc.stopped = true
-				return i, nil
+		// Nothing is recorded of a value deeper than 2 but in an outline,
+		// nor is one a place to stop at: one test passes it.
+		if l := len(sc.stack); l <= 2 || l <= sc.desc || stop >= 0 {
+			if l != 0 && l <= sc.desc {
+				sc.record(i)
 			}
-			stop = -1
-		}
-		if len(sc.stack) == 1 {
-			sc.pend = sc.level.begin(d, i)
-			if sc.nest != nil {
-				sc.nest.member(d, i)
+			if stop >= 0 && i >= stop && l == sc.stopDepth {
+				if i == stop && sc.canStop(i) {
+					sc.stopped = true
+					return i, nil
+				}
+				stop = -1
 			}
-		} else if sc.nest != nil && sc.nest.on && len(sc.stack) == 2 {
-			sc.pend = sc.nest.cur.begin(d, i)
+			if l == 1 {
+				sc.pend = sc.level.begin(d, i)
+				if sc.nest != nil {
+					sc.nest.member(d, i)
+				}
+			} else if sc.nest != nil && sc.nest.on && l == 2 {
+				sc.pend = sc.nest.cur.begin(d, i)
+			}
 		}
 		switch c := d[i]; c {
 		case '{', '[':
@@ -610,7 +623,7 @@ type scanner struct {
 	// member ends, at spanEnd, the nesting's record of it moves to span.
 	spanning bool
 	spanEnd  int
-	span     level
+	span     *level // set when the member ended: a scanner that never spans does not carry it
 	// The outline: values at depth 1 to desc are recorded (desc is 0
 	// when there is no outline); open[l] is the part of the value at
 	// depth l while it is open and recorded, and -1 otherwise; outKey[l]
@@ -838,6 +851,11 @@ func (sc *scanner) endPart(l, i int) {
 // key scans an object key at i and its colon, remembering it when it
 // names a depth-1 field.
 func (sc *scanner) key(i int) (int, error) {
+	if l := len(sc.stack); l > 2 && l > sc.desc && sc.nest == nil {
+		// Nothing is recorded of a key this deep: it is only scanned.
+		i, _, err := scanKey(sc.d, i)
+		return i, err
+	}
 	// The level whose children are at this depth, if any, and the items
 	// (of an array) whose fields are.
 	var lv *level
@@ -898,7 +916,8 @@ func (sc *scanner) next(i int) (int, error) {
 				// The member this scan started in ended: its start and key
 				// are the first half's.
 				sc.spanning, sc.spanEnd = false, i
-				sc.span, sc.nest.cur, sc.nest.on = sc.nest.cur, level{}, false
+				sc.span = new(level)
+				*sc.span, sc.nest.cur, sc.nest.on = sc.nest.cur, level{}, false
 				break
 			}
 			sc.level.end(i)

@@ -72,10 +72,10 @@ func TestScanSplit(t *testing.T) {
 			if mid < 0 {
 				t.Fatal("no boundary guessed")
 			}
-			if _, _, _, stopped := scanFrom(d, 0, false, mid, Limits{Head: 25, Tail: 2, Keys: 8}); stopped != tt.confirmed {
+			if _, _, _, stopped := scanWhole(d, 0, false, mid, Limits{Head: 25, Tail: 2, Keys: 8}); stopped != tt.confirmed {
 				t.Errorf("guess at %d confirmed = %v, want %v", mid, stopped, tt.confirmed)
 			}
-			top1, sh1, err1, _ := scanFrom(d, 0, false, -1, Limits{Head: 25, Tail: 2, Keys: 8})
+			top1, sh1, err1, _ := scanWhole(d, 0, false, -1, Limits{Head: 25, Tail: 2, Keys: 8})
 			top2, sh2, err2, ok := scanSplit(d, Limits{Head: 25, Tail: 2, Keys: 8})
 			if !ok {
 				t.Fatal("scanSplit declined")
@@ -267,7 +267,7 @@ func TestScanSplitObject(t *testing.T) {
 	doc := []byte(`{"object":"list","data":[` + rows.String() + `{}],"has_more":false}`)
 	lim := Limits{Head: 5, Tail: 2, Keys: 8, Index: true, Nested: true}
 	_, sh, err := Scan(doc, lim)
-	_, one, err1, _ := scanFrom(doc, 0, false, -1, lim)
+	_, one, err1, _ := scanWhole(doc, 0, false, -1, lim)
 	if err != nil || err1 != nil || sh.Nested == nil || sh.NestedVal != one.NestedVal || sh.Nested.Count != one.Nested.Count || sh.Count != one.Count {
 		t.Fatalf("Scan %v %+v, one scan %v %+v", err, sh.NestedVal, err1, one.NestedVal)
 	}
@@ -305,7 +305,7 @@ func TestSplitItemKeys(t *testing.T) {
 	// The review's case: one key kept, split before another key.
 	small := []byte(`{"pad":"` + strings.Repeat("p", 1500) + `","rows":[` + strings.Repeat(`{"x":1},`, 400) + `{"y":1},{"x":1}]}`)
 	lim1 := Limits{Keys: 1, Nested: true}
-	_, one, _, _ := scanFrom(small, 0, false, -1, lim1)
+	_, one, _, _ := scanWhole(small, 0, false, -1, lim1)
 	_, two, _, _ := scanSplitObject(small, 0, lim1)
 	if two.Nested != nil && (two.Nested.Items.Keys[0].Count != one.Nested.Items.Keys[0].Count || two.Nested.Items.Untracked != one.Nested.Items.Untracked) {
 		t.Errorf("split items %+v, one scan %+v", *two.Nested.Items, *one.Nested.Items)
@@ -335,7 +335,7 @@ func TestSummaryMemory(t *testing.T) {
 	allocated := func(d []byte) uint64 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, sh, err, _ := scanFrom(d, 0, false, -1, Limits{Head: 3, Tail: 2, Keys: 256})
+		_, sh, err, _ := scanWhole(d, 0, false, -1, Limits{Head: 3, Tail: 2, Keys: 256})
 		runtime.ReadMemStats(&after)
 		if err != nil || sh.Items == nil || len(sh.Items.Keys) != 4 {
 			t.Fatalf("Scan: %v, %+v", err, sh.Items)
@@ -393,4 +393,10 @@ func FuzzNumberValue(f *testing.F) {
 			t.Fatalf("NumberValue(%s) = %v, ParseFloat %v", s, got, want)
 		}
 	})
+}
+
+// scanWhole is scanFrom with the Shape returned.
+func scanWhole(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
+	top, err, stopped = scanFrom(d, from, inArray, stop, lim, &sh)
+	return top, sh, err, stopped
 }
