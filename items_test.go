@@ -1,0 +1,122 @@
+package values_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	values "github.com/agentvalues/values"
+	"github.com/google/go-cmp/cmp"
+)
+
+// items collects what Items calls fn with, up to n items.
+func items(t *testing.T, s *values.SessionValues, ref string, from, n int) ([]string, error) {
+	t.Helper()
+	var got []string
+	err := s.Items(ref, from, func(i int, item []byte) bool {
+		if want := from + len(got); i != want {
+			t.Errorf("Items(%q, %d): item index %d, want %d", ref, from, i, want)
+		}
+		got = append(got, string(item))
+		return len(got) < n
+	})
+	return got, err
+}
+
+func TestItems(t *testing.T) {
+	// A large array, so that Put indexes it with marks, and items of
+	// mixed kinds and sizes, so that a walk from a mark is tested.
+	var rows []string
+	for i := range 20000 {
+		switch i % 4 {
+		case 0:
+			rows = append(rows, fmt.Sprintf(`{"id":%d,"name":"n%d"}`, i, i))
+		case 1:
+			rows = append(rows, fmt.Sprintf(`"s,]%d"`, i))
+		case 2:
+			rows = append(rows, fmt.Sprintf(`[%d, {"x":"]"}]`, i))
+		default:
+			rows = append(rows, fmt.Sprint(i))
+		}
+	}
+	s := values.New()
+	big := s.PutOutput([]byte("[ " + strings.Join(rows, " ,\n ") + " ]"))
+	env := s.PutOutput([]byte(`{"meta":{"n":20000},"rows":[` + strings.Join(rows, ",") + `]}`))
+	lines := s.PutOutput([]byte(strings.Join(rows[:100], "\n") + "\n"))
+	small := s.PutOutput([]byte(`[1,"two",{"three":3}]`))
+	obj := s.PutOutput([]byte(`{"a":1}`))
+	for _, tc := range []struct {
+		name     string
+		ref      string
+		from, n  int
+		want     []string
+		wantNone bool
+	}{
+		{name: "first", ref: big, from: 0, n: 3, want: rows[:3]},
+		{name: "middle", ref: "$" + big, from: 12345, n: 7, want: rows[12345:12352]},
+		{name: "tail", ref: big, from: 19998, n: 10, want: rows[19998:]},
+		{name: "past the end", ref: big, from: 20000, n: 10, wantNone: true},
+		{name: "far past the end", ref: big, from: 1 << 40, n: 10, wantNone: true},
+		{name: "a path", ref: "$" + env + ".rows", from: 9999, n: 3, want: rows[9999:10002]},
+		{name: "json lines", ref: lines, from: 97, n: 10, want: rows[97:100]},
+		{name: "small", ref: small, from: 1, n: 5, want: []string{`"two"`, `{"three":3}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := items(t, s, tc.ref, tc.from, tc.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantNone && len(got) != 0 {
+				t.Fatalf("got %d items, want none", len(got))
+			}
+			if !tc.wantNone {
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("items (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		ref  string
+		from int
+		want error
+	}{
+		{obj, 0, values.ErrNotArray},
+		{"$" + env + ".meta", 0, values.ErrNotArray},
+		{"r99", 0, values.ErrUnknownHandle},
+		{"$r1..x", 0, values.ErrBadRef},
+		{big, -1, values.ErrReadArgs},
+		{"$" + env + ".nope", 0, values.ErrNoPath},
+	} {
+		if _, err := items(t, s, tc.ref, tc.from, 1); !errors.Is(err, tc.want) {
+			t.Errorf("Items(%q, %d): %v, want %v", tc.ref, tc.from, err, tc.want)
+		}
+	}
+}
+
+func TestQueryJSON(t *testing.T) {
+	s := values.New()
+	h := s.PutOutput([]byte(`[{"n":3},{"n":1},{"n":2}]`))
+	next := s.Next()
+	out, n, err := s.QueryJSON(context.Background(), h, `map(.n) | sort`)
+	if err != nil || n != 1 || string(out) != `[1,2,3]` {
+		t.Fatalf("QueryJSON = %s, %d, %v; want [1,2,3], 1, nil", out, n, err)
+	}
+	out, n, err = s.QueryJSON(context.Background(), "$"+h, `.[].n`)
+	if err != nil || n != 3 || string(out) != `[3,1,2]` {
+		t.Fatalf("QueryJSON = %s, %d, %v; want [3,1,2], 3, nil", out, n, err)
+	}
+	if _, _, err := s.QueryJSON(context.Background(), h, `error("no")`); !errors.Is(err, values.ErrQuery) {
+		t.Errorf("a failing program: %v, want ErrQuery", err)
+	}
+	if s.Next() != next || s.Len() != 1 {
+		t.Errorf("QueryJSON stored a value: next %s (was %s), %d values", s.Next(), next, s.Len())
+	}
+	var v any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Error(err)
+	}
+}
