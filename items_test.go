@@ -16,7 +16,10 @@ import (
 func items(t *testing.T, s *values.SessionValues, ref string, from, n int) ([]string, error) {
 	t.Helper()
 	var got []string
-	err := s.Items(ref, from, func(i int, item []byte) bool {
+	err := s.Items(ref, from, func(i int, key, item []byte) bool {
+		if key != nil {
+			item = []byte(string(key) + ":" + string(item))
+		}
 		if want := from + len(got); i != want {
 			t.Errorf("Items(%q, %d): item index %d, want %d", ref, from, i, want)
 		}
@@ -47,7 +50,6 @@ func TestItems(t *testing.T) {
 	env := s.PutOutput([]byte(`{"meta":{"n":20000},"rows":[` + strings.Join(rows, ",") + `]}`))
 	lines := s.PutOutput([]byte(strings.Join(rows[:100], "\n") + "\n"))
 	small := s.PutOutput([]byte(`[1,"two",{"three":3}]`))
-	obj := s.PutOutput([]byte(`{"a":1}`))
 	for _, tc := range []struct {
 		name     string
 		ref      string
@@ -63,6 +65,9 @@ func TestItems(t *testing.T) {
 		{name: "a path", ref: "$" + env + ".rows", from: 9999, n: 3, want: rows[9999:10002]},
 		{name: "json lines", ref: lines, from: 97, n: 10, want: rows[97:100]},
 		{name: "small", ref: small, from: 1, n: 5, want: []string{`"two"`, `{"three":3}`}},
+		{name: "object", ref: env, from: 0, n: 1, want: []string{`"meta":{"n":20000}`}},
+		{name: "object from", ref: "$" + env + ".meta", from: 0, n: 5, want: []string{`"n":20000`}},
+		{name: "object past the end", ref: env, from: 2, n: 5, wantNone: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := items(t, s, tc.ref, tc.from, tc.n)
@@ -84,8 +89,8 @@ func TestItems(t *testing.T) {
 		from int
 		want error
 	}{
-		{obj, 0, values.ErrNotArray},
-		{"$" + env + ".meta", 0, values.ErrNotArray},
+		{"$" + env + ".meta.n", 0, values.ErrNotContainer},
+		{s.PutOutput([]byte("plain text")), 0, values.ErrNotContainer},
 		{"r99", 0, values.ErrUnknownHandle},
 		{"$r1..x", 0, values.ErrBadRef},
 		{big, -1, values.ErrReadArgs},
