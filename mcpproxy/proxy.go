@@ -242,7 +242,7 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy) *
 		return handleReadValue(st.of(req.Session), req), nil
 	})
 	server.AddTool(queryValueTool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return handleQueryValue(ctx, st.of(req.Session), req), nil
+		return handleQueryValue(ctx, st, st.of(req.Session), req), nil
 	})
 	return server
 }
