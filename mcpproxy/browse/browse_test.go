@@ -70,6 +70,15 @@ func newFixture(t *testing.T, opts *browse.Options) *fixture {
 			doc, _ := json.Marshal(map[string]any{"a.b": strings.Repeat("x", 40000), "small": 1, "": []int{1, 2}, "list": make([]int, 300)})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}}, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "csv", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var b strings.Builder
+			b.WriteString("id,name,note\n")
+			for i := range 3000 {
+				fmt.Fprintf(&b, "%d,item %d,\"a, <b>quoted</b> \"\"note\"\"\"\n", i, i)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+		})
 	s.AddResource(&mcp.Resource{URI: "file:///img.png", Name: "img", MIMEType: "image/png"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///img.png", MIMEType: "image/png", Blob: pngBytes}}}, nil
@@ -378,6 +387,40 @@ func TestDownloadQueryChildren(t *testing.T) {
 	}
 	if after := f.proxy.Sessions()[0].Values.Len(); after != before {
 		t.Errorf("queries stored values: %d, then %d", before, after)
+	}
+
+	// A delimited text: a table, page by page of whole lines.
+	csvH := f.call(t, "csv", `{}`)
+	var cv struct{ View, Delim string }
+	f.api(t, "value?session=&ref="+csvH, &cv)
+	if cv.View != "text" || cv.Delim != "csv" {
+		t.Errorf("a CSV text: view %q, delim %q", cv.View, cv.Delim)
+	}
+	var tr struct {
+		Rows [][]string
+		Next int
+		More bool
+	}
+	next, rowsSeen := 0, 0
+	for {
+		f.api(t, fmt.Sprintf("textrows?session=&ref=%s&offset=%d&delim=csv", csvH, next), &tr)
+		for _, r := range tr.Rows {
+			want := []string{"id", "name", "note"}
+			if rowsSeen > 0 {
+				want = []string{fmt.Sprint(rowsSeen - 1), fmt.Sprintf("item %d", rowsSeen-1), `a, <b>quoted</b> "note"`}
+			}
+			if !cmp.Equal(r, want) {
+				t.Fatalf("CSV row %d: %q, want %q", rowsSeen, r, want)
+			}
+			rowsSeen++
+		}
+		if !tr.More {
+			break
+		}
+		next = tr.Next
+	}
+	if rowsSeen != 3001 {
+		t.Errorf("the CSV read as %d rows, want 3001", rowsSeen)
 	}
 
 	// Children: small ones whole, a large one by the reference that opens
