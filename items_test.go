@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -123,5 +124,25 @@ func TestQueryJSON(t *testing.T) {
 	var v any
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestValueWriteTo(t *testing.T) {
+	s := values.New()
+	big := strings.Repeat(`{"a":1},`, 1<<17)
+	for _, out := range [][]byte{
+		[]byte("plain text\n"),
+		[]byte("[" + big + `{"a":2}]`),
+		{0xff, 0xfe, 0x00, 0x01},
+	} {
+		v, _ := s.Get(s.PutOutput(out))
+		var b strings.Builder
+		n, err := v.WriteTo(&b)
+		if err != nil || n != int64(v.Size()) || b.String() != string(v.Bytes()) {
+			t.Errorf("%s: WriteTo wrote %d bytes, %v; want its %d bytes", v.Kind(), n, err, v.Size())
+		}
+		if allocs := testing.AllocsPerRun(5, func() { v.WriteTo(io.Discard) }); allocs > 0 {
+			t.Errorf("%s: WriteTo of a value held in memory allocates %v times", v.Kind(), allocs)
+		}
 	}
 }
