@@ -485,8 +485,9 @@ func (h *handler) query(w http.ResponseWriter, ctx context.Context, vals *values
 }
 
 // download streams the bytes of ref as an attachment: a binary value's
-// bytes, a text's text, other values' JSON; page by page, never the whole
-// value at once.
+// bytes, a text's text, other values' JSON. A stored value is written as
+// the store holds it (values.Value.WriteTo: no copy); a part of one, page
+// by page, never the whole part at once.
 func (h *handler) download(w http.ResponseWriter, vals *values.SessionValues, ref string) {
 	first, err := vals.Read(ref, 0, values.MaxReadLimit)
 	if err != nil {
@@ -499,6 +500,11 @@ func (h *handler) download(w http.ResponseWriter, vals *values.SessionValues, re
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.bin"`)
+	if v, ok := vals.Get(strings.TrimPrefix(ref, "$")); ok {
+		w.Header().Set("Content-Length", strconv.Itoa(v.Size()))
+		v.WriteTo(w)
+		return
+	}
 	pages := &pageReader{vals: vals, ref: ref, page: first}
 	var r io.Reader = pages
 	if first.Encoding == "base64" {

@@ -136,7 +136,8 @@ func (c *sortCache) order(ctx context.Context, vals *values.SessionValues, ref, 
 	if p := c.lookup(id); p != nil { // sorted meanwhile
 		return p, nil
 	}
-	var keys []sortKey
+	v, _ := vals.Get(baseHandle(ref))
+	keys := make([]sortKey, 0, min(v.Len(), MaxSortRows+1))
 	err := vals.Items(ref, 0, func(i int, _, item []byte) bool {
 		keys = append(keys, keyOf(int32(i), item, col))
 		return len(keys) <= MaxSortRows
