@@ -146,3 +146,47 @@ func TestValueWriteTo(t *testing.T) {
 		}
 	}
 }
+
+// FuzzItems: the items Items walks from any from are those of the array,
+// byte for byte, as encoding/json splits it, for any JSON array Put
+// stores (the large ones indexed with marks).
+func FuzzItems(f *testing.F) {
+	f.Add([]byte(`[1, "a,]", {"b":[2,3]}, null]`), 1, 0)
+	f.Add([]byte(`[`+strings.Repeat(`{"k":"v\"]"}, `, 200)+`0]`), 150, 3)
+	f.Add([]byte(`{"rows":[1,2,3]}`), 0, 0)
+	f.Fuzz(func(t *testing.T, data []byte, from, pad int) {
+		if pad > 0 && pad < 20 { // make it large enough to be indexed with marks
+			data = []byte(strings.Repeat(" ", 0) + string(data))
+			if len(data) > 1 && data[0] == '[' && data[len(data)-1] == ']' {
+				filler := strings.Repeat(`"0123456789abcdef",`, pad*50)
+				data = []byte("[" + filler + string(data[1:]))
+			}
+		}
+		var want []json.RawMessage
+		if json.Unmarshal(data, &want) != nil || from < 0 {
+			return
+		}
+		s := values.New()
+		h := s.PutOutput(data)
+		var got []json.RawMessage
+		err := s.Items(h, from, func(i int, key, item []byte) bool {
+			if key != nil || i != from+len(got) {
+				t.Fatalf("item %d (want %d), key %q", i, from+len(got), key)
+			}
+			got = append(got, json.RawMessage(item))
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = want[min(from, len(want)):]
+		if len(got) != len(want) {
+			t.Fatalf("%d items from %d, want %d", len(got), from, len(want))
+		}
+		for i := range want {
+			if string(got[i]) != string(want[i]) {
+				t.Fatalf("item %d: %s, want %s", from+i, got[i], want[i])
+			}
+		}
+	})
+}
