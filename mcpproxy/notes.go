@@ -10,7 +10,6 @@ import (
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
-	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -146,21 +145,24 @@ func (st *stores) noteResult(vals *values.SessionValues, tool, server string, ou
 	}
 	st.note(vals, Note{
 		Handle: h, ContentHandle: ch, Tool: tool, Server: server, Time: time.Now(),
-		Previewed: isPreview(vals, h, ch, out),
+		Previewed: isPreview(h, out),
 		Returned:  valueSize(vals, h) + valueSize(vals, ch),
 		Shown:     shown,
 	})
 }
 
-// isPreview reports whether out, the result present built for the
-// values h and ch of vals, is a preview: a result shown whole ends with
-// the line naming its handles (mcpresult.HandleLine).
-func isPreview(vals *values.SessionValues, h, ch string, out *mcp.CallToolResult) bool {
+// isPreview reports whether out, the result present built for the value
+// h, is a preview: a result shown whole ends with the line naming its
+// handle (mcpresult.HandleLine: "[stored as r3 (…"), which a preview
+// never does. It reads no more than that line's start: it runs on every
+// call.
+func isPreview(h string, out *mcp.CallToolResult) bool {
 	if len(out.Content) == 0 {
 		return true
 	}
 	t, ok := out.Content[len(out.Content)-1].(*mcp.TextContent)
-	return !ok || t.Text != mcpresult.HandleLine(vals, h, ch)
+	const head = "[stored as "
+	return !ok || !strings.HasPrefix(t.Text, head) || !strings.HasPrefix(t.Text[len(head):], h+" (")
 }
 
 // notesOf returns the notes of the store vals, oldest first.
