@@ -192,7 +192,7 @@ func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts 
 		mux.Handle("/values/", b)
 	}
 	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
-	fmt.Fprintf(stderr, "agentvalues: %s serving its value browser at http://%s/values\n", what, ln.Addr())
+	fmt.Fprintf(stderr, "agentvalues: %s serving its value browser (read-only) on http://%s/values\n", what, ln.Addr())
 	if err := mcpproxy.ServeHTTP(ctx, ln, mux, opts); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
