@@ -180,6 +180,18 @@ func (s *SessionValues) Query(ctx context.Context, ref, expr string) (Observatio
 	return obs, nil
 }
 
+// QueryJSON runs the jq program expr over the value ref names as
+// [SessionValues.Query] does, with the same bounds and errors, and returns
+// its result as JSON and the number of values the program emitted (the
+// result is the array of them unless there is exactly one), without
+// storing it: no handle is handed out. It is for a reader that asks a
+// question of a value without changing the session (the value browser);
+// the result, at most the output bound (16 MiB by default), is the
+// caller's.
+func (s *SessionValues) QueryJSON(ctx context.Context, ref, expr string) ([]byte, int, error) {
+	return s.runQuery(ctx, ref, expr)
+}
+
 // runQuery runs expr over what ref names and returns its result as JSON
 // and the number of values the program emitted.
 func (s *SessionValues) runQuery(ctx context.Context, ref, expr string) ([]byte, int, error) {

@@ -62,7 +62,21 @@ func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredToo
 		}
 		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.up, err)), nil
 	}
-	return p.present(vals, res), nil
+	out := p.present(vals, res)
+	p.stores.noteResult(vals, m.up, p.noteServer(l), out)
+	return out, nil
+}
+
+// noteServer names the server of p, whose link is l, for a note: its name
+// in a gateway, else the name it gave in its initialize result.
+func (p *Proxy) noteServer(l *link) string {
+	if name := p.gatewayName(); name != "" {
+		return name
+	}
+	if init := l.down.InitializeResult(); init != nil && init.ServerInfo != nil {
+		return init.ServerInfo.Name
+	}
+	return ""
 }
 
 // present stores a downstream result and builds the result the agent gets,
@@ -266,11 +280,12 @@ func handleReadValue(vals *values.SessionValues, req *mcp.CallToolRequest) *mcp.
 // handleQueryValue serves the query_value tool over vals. Its arguments are
 // not resolved (its ref is a reference); its result is stored under a new
 // handle, named in _meta as a tool result's is.
-func handleQueryValue(ctx context.Context, vals *values.SessionValues, req *mcp.CallToolRequest) *mcp.CallToolResult {
+func handleQueryValue(ctx context.Context, st *stores, vals *values.SessionValues, req *mcp.CallToolRequest) *mcp.CallToolResult {
 	obs, err := vals.HandleQueryValue(ctx, toolArgs(req))
 	if err != nil {
 		return errorResult(err.Error())
 	}
+	st.note(vals, Note{Handle: obs.Handle, Tool: req.Params.Name, Time: time.Now(), Previewed: obs.Previewed, Returned: valueSize(vals, obs.Handle), Shown: len(obs.Text)})
 	return &mcp.CallToolResult{Meta: mcp.Meta{MetaHandle: obs.Handle}, Content: []mcp.Content{&mcp.TextContent{Text: obs.Text}}}
 }
 

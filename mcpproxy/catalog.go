@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/mcpresult"
@@ -234,14 +235,15 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return p.presentResource(vals, res), nil
+	return p.presentResource(vals, res, p.noteServer(p.current())), nil
+
 }
 
 // presentResource stores each text and blob of a resource read, names its
 // handle in the contents' _meta, and puts the preview and hint in place of
 // a text over the threshold (a blob over it is dropped from the result,
 // its preview given as text: the bytes stay in the store).
-func (p *Proxy) presentResource(vals *values.SessionValues, res *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+func (p *Proxy) presentResource(vals *values.SessionValues, res *mcp.ReadResourceResult, server string) *mcp.ReadResourceResult {
 	out := *res
 	out.Meta = forwardMeta(res.Meta)
 	out.Contents = make([]*mcp.ResourceContents, 0, len(res.Contents))
@@ -269,6 +271,8 @@ func (p *Proxy) presentResource(vals *values.SessionValues, res *mcp.ReadResourc
 		}
 		rc.Meta[MetaHandle] = h
 		out.Contents = append(out.Contents, &rc)
+		p.stores.note(vals, Note{Handle: h, Tool: "resources/read " + c.URI, Server: server, Time: time.Now(),
+			Previewed: rc.Text != c.Text || len(c.Blob) > 0 && rc.Blob == nil, Returned: valueSize(vals, h), Shown: len(rc.Text) + len(rc.Blob)})
 	}
 	return &out
 }

@@ -109,7 +109,11 @@
 //     (wrapStructured, keepContent).
 //  5. The SDK client decodes it, and finishCall and present (call.go)
 //     store it with mcpresult.Store and build what the agent gets, which
-//     the SDK server encodes.
+//     the SDK server encodes; finishCall notes the result (notes.go: its
+//     tool, server, time and whether it was previewed, and the bytes
+//     returned and shown, per store and overall), which [Proxy.Sessions],
+//     [Proxy.Notes] and [Proxy.Totals] read for the value browser
+//     (mcpproxy/browse).
 //
 // The raw result route (call_rawresult.go), a step of the other two: the
 // result is read and stored from the bytes of its line (mcpresult.Parse,

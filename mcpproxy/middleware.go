@@ -147,7 +147,7 @@ func (p *Proxy) served(ctx context.Context, req *mcp.CallToolRequest, next mcp.M
 	case readValueTool().Name:
 		return handleReadValue(vals, req), nil
 	case queryValueTool().Name:
-		return handleQueryValue(ctx, vals, req), nil
+		return handleQueryValue(ctx, p.stores, vals, req), nil
 	}
 	resolved, _, err := vals.Prepare(nil, toolArgs(req)) // a nil schema: resolve, and refuse what does not resolve
 	if err != nil {
@@ -165,5 +165,7 @@ func (p *Proxy) served(ctx context.Context, req *mcp.CallToolRequest, next mcp.M
 	if !ok || cr == nil {
 		return res, nil
 	}
-	return p.present(vals, cr), nil
+	out := p.present(vals, cr)
+	p.stores.noteResult(vals, req.Params.Name, "", out)
+	return out, nil
 }

@@ -260,9 +260,13 @@ func newServer(name, instructions string, st *stores, proxies func() []*Proxy, t
 	server.AddTool(readValueTool(), observeOwn(tel, st, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return handleReadValue(st.of(req.Session), req), nil
 	}))
+
 	server.AddTool(queryValueTool(), observeOwn(tel, st, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return handleQueryValue(ctx, st.of(req.Session), req), nil
+
+		return handleQueryValue(ctx, st, st.of(req.Session), req), nil
+
 	}))
+
 	return server
 }
 

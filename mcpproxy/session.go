@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	values "github.com/agentvalues/values"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,19 +54,20 @@ var errSessionEnded = errors.New("mcpproxy: the session ended")
 
 // A session is what the proxy keeps of one upstream session.
 type session struct {
-	ss   *mcp.ServerSession
-	ctx  context.Context // done once the session ends or is being ended
-	end  context.CancelCauseFunc
-	out  *lane                                // its notifications not tied to a request
-	lvl  atomic.Int32                         // index in mcpLevels of the log level it set, -1 before
-	once sync.Once                            // makes vals
-	vals atomic.Pointer[values.SessionValues] // its own store, with Options.PerSession
+	ss      *mcp.ServerSession
+	ctx     context.Context // done once the session ends or is being ended
+	end     context.CancelCauseFunc
+	out     *lane                                // its notifications not tied to a request
+	lvl     atomic.Int32                         // index in mcpLevels of the log level it set, -1 before
+	once    sync.Once                            // makes vals
+	started time.Time                            // when it was first seen
+	vals    atomic.Pointer[values.SessionValues] // its own store, with Options.PerSession
 
 	http httpSession // over Streamable HTTP: see httpsession.go
 }
 
 func newSession(ss *mcp.ServerSession) *session {
-	s := &session{ss: ss}
+	s := &session{ss: ss, started: time.Now()}
 	s.ctx, s.end = context.WithCancelCause(context.Background())
 	s.lvl.Store(-1)
 	s.out = &lane{ss: ss, ctx: context.WithValue(s.ctx, ownWriteKey{}, true)}
@@ -145,6 +147,7 @@ func (st *stores) ended(s *session) {
 	s.once.Do(func() {}) // a store being made is made
 	if v := s.vals.Load(); v != nil {
 		st.raise(v)
+		st.forget(v)
 	}
 	t := &st.live
 	t.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	values "github.com/agentvalues/values"
@@ -33,6 +34,9 @@ type stores struct {
 	// is written: see handedOut) and when the session ends. A new
 	// session's store starts past it, whatever the number of sessions.
 	handed atomic.Int64
+
+	notes sync.Map // *values.SessionValues -> *noteLog: what was noted of its values (notes.go)
+	total counters // the Stats overall
 
 	owners   uriOwners // which proxy offers each resource URI
 	logLevel logLevel  // asked of the downstream servers

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentvalues/values/mcpproxy"
+	"github.com/agentvalues/values/mcpproxy/browse"
 )
 
 // httpFlags are the flags of proxy and gateway that bound serving over
@@ -189,7 +190,14 @@ func serveHTTP(ctx context.Context, what string, g mcpServer, addr string, opts 
 	if metrics != nil {
 		mux.Handle("/metrics", mcpproxy.RequireToken(opts.Token, metrics)) // telemetry.go
 	}
+
+	if src, ok := g.(browse.Source); ok {
+		b := browse.Handler(src, &browse.Options{Token: opts.Token})
+		mux.Handle("/values", b)
+		mux.Handle("/values/", b)
+	}
 	fmt.Fprintf(stderr, "agentvalues: %s serving MCP (Streamable HTTP) at http://%s/mcp\n", what, ln.Addr())
+	fmt.Fprintf(stderr, "agentvalues: %s serving its value browser (read-only) on http://%s/values\n", what, ln.Addr())
 	if err := mcpproxy.ServeHTTP(ctx, ln, mux, opts); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

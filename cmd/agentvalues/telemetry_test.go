@@ -322,15 +322,6 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// bearer adds an Authorization header to every request.
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(req)
-}
-
 // promGet queries the Prometheus HTTP API at base for path and decodes
 // its data.
 func promGet(t *testing.T, base, path string, data any) {
@@ -392,7 +383,7 @@ func TestTelemetryPrometheus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: l.url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+		&mcp.StreamableClientTransport{Endpoint: l.url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,10 @@ func copyModule(t *testing.T, root, dir string) {
 			}
 			return nil
 		}
-		if !(rel == "go.mod" || rel == "go.sum" || strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) {
+		// The sources, and the files a //go:embed takes (the value
+		// browser's page: mcpproxy/browse/static).
+		embedded := strings.HasSuffix(name, ".html") || strings.HasSuffix(name, ".css") || strings.HasSuffix(name, ".js")
+		if !(rel == "go.mod" || rel == "go.sum" || embedded || strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) {
 			return nil
 		}
 		data, err := os.ReadFile(p)
