@@ -43,6 +43,7 @@ type connCap struct {
 	log      *refusals
 	open     atomic.Int64
 	refusing atomic.Int64 // connections being answered 503
+	full     atomic.Bool  // a connection was refused since a place last freed
 }
 
 func (l *connCap) Accept() (net.Conn, error) {
@@ -55,6 +56,7 @@ func (l *connCap) Accept() (net.Conn, error) {
 			return &cappedConn{Conn: c, l: l}, nil
 		}
 		l.open.Add(-1)
+		l.full.Store(true)
 		l.log.refused("connections", fmt.Sprintf("%d connections are open, the most this server keeps (MaxConns)", l.max))
 		if l.refusing.Add(1) > refuseAtOnce {
 			l.refusing.Add(-1)
@@ -108,7 +110,16 @@ func (c *cappedConn) CloseWrite() error {
 	return nil
 }
 
+// Close gives the connection's place back; the first place freed after a
+// refusal is logged, so that an operator (and a test) sees the server take
+// connections again.
 func (c *cappedConn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return c.Conn.Close()
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.open.Add(-1)
+		if c.l.full.CompareAndSwap(true, false) {
+			fmt.Fprintf(c.l.log.w, "agentvalues: a connection closed, and a place under MaxConns (%d) is free again\n", c.l.max)
+		}
+	})
+	return err
 }

@@ -263,6 +263,7 @@ func (hs *httpSession) armLocked(h *httpSessions, s *session) {
 		hs.mu.Unlock()
 		if idle {
 			h.end(s, errSessionIdle)
+			fmt.Fprintf(h.log, "agentvalues: an HTTP session ended after %v without a request (SessionTimeout); its place is free\n", h.timeout)
 		}
 	}
 	if hs.stopIdle != nil {
