@@ -104,6 +104,36 @@ func askable(ctx context.Context, ss *mcp.ServerSession, method string) error {
 	return nil
 }
 
+// askableUpstream is upstreamFor, refusing (askable) a request the
+// session it finds cannot be sent.
+func (p *Proxy) askableUpstream(ctx context.Context, method string) (*mcp.ServerSession, context.Context, func(), error) {
+	ss, ctx, done, err := p.upstreamFor(ctx, method)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := askable(ctx, ss, method); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return ss, ctx, done, nil
+}
+
+// askUpstream asks the client a server's request method with params:
+// within a bridged call as that call's input request (bridge.go), else by
+// direct, a request of the upstream session, whose failure becomes an
+// error the server can read (upstreamError).
+func askUpstream[R mcp.InputResponse](ctx context.Context, method string, params mcp.InputRequest, direct func() (R, error)) (R, error) {
+	if b := bridgeOf(ctx); b != nil {
+		return askAs[R](ctx, b, method, params)
+	}
+	res, err := direct()
+	if err != nil {
+		var zero R
+		return zero, upstreamError(method, err)
+	}
+	return res, nil
+}
+
 // upstreamError returns the error to answer a server's request method
 // with when the upstream session answered err: a JSON-RPC error as the
 // client worded it, else an internal error that says which request failed
@@ -136,14 +166,11 @@ func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 // session.
 func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 	const method = "sampling/createMessage"
-	ss, ctx, done, err := p.upstreamFor(ctx, method)
+	ss, ctx, done, err := p.askableUpstream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := askable(ctx, ss, method); err != nil {
-		return nil, err
-	}
 	caps := clientCaps(ss)
 	switch {
 	case caps == nil || caps.Sampling == nil:
@@ -153,28 +180,18 @@ func (p *Proxy) createMessage(ctx context.Context, req *mcp.CreateMessageWithToo
 	}
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
-	if b := bridgeOf(ctx); b != nil {
-		return askAs[*mcp.CreateMessageWithToolsResult](ctx, b, method, &params)
-	}
-	res, err := ss.CreateMessageWithTools(ctx, &params)
-	if err != nil {
-		return nil, upstreamError(method, err)
-	}
-	return res, nil
+	return askUpstream(ctx, method, &params, func() (*mcp.CreateMessageWithToolsResult, error) { return ss.CreateMessageWithTools(ctx, &params) })
 }
 
 // elicit passes a server's elicitation/create to an upstream session (the
 // SDK checks the capability the client declared for its mode).
 func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	const method = "elicitation/create"
-	ss, ctx, done, err := p.upstreamFor(ctx, method)
+	ss, ctx, done, err := p.askableUpstream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := askable(ctx, ss, method); err != nil {
-		return nil, err
-	}
 	if caps := clientCaps(ss); caps == nil || caps.Elicitation == nil {
 		return nil, notDeclared(method, "elicitation")
 	}
@@ -183,14 +200,7 @@ func (p *Proxy) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	if params.Mode == "url" && params.ElicitationID != "" {
 		p.urlElicits.remember(params.ElicitationID, ss, p.stores.isLive)
 	}
-	if b := bridgeOf(ctx); b != nil {
-		return askAs[*mcp.ElicitResult](ctx, b, method, &params)
-	}
-	res, err := ss.Elicit(ctx, &params)
-	if err != nil {
-		return nil, upstreamError(method, err)
-	}
-	return res, nil
+	return askUpstream(ctx, method, &params, func() (*mcp.ElicitResult, error) { return ss.Elicit(ctx, &params) })
 }
 
 // maxURLElicitations bounds the URL elicitations a proxy remembers the
@@ -246,14 +256,11 @@ func (p *Proxy) elicitationComplete(ctx context.Context, req *mcp.ElicitationCom
 // listRoots passes a server's roots/list to an upstream session.
 func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	const method = "roots/list"
-	ss, ctx, done, err := p.upstreamFor(ctx, method)
+	ss, ctx, done, err := p.askableUpstream(ctx, method)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := askable(ctx, ss, method); err != nil {
-		return nil, err
-	}
 	if clientCaps(ss) == nil {
 		return nil, notDeclared(method, "roots")
 	}
@@ -264,14 +271,7 @@ func (p *Proxy) listRoots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.
 		params = *req.Params
 	}
 	params.Meta = forwardMeta(params.Meta)
-	if b := bridgeOf(ctx); b != nil {
-		return askAs[*mcp.ListRootsResult](ctx, b, method, &params)
-	}
-	res, err := ss.ListRoots(ctx, &params)
-	if err != nil {
-		return nil, upstreamError(method, err)
-	}
-	return res, nil
+	return askUpstream(ctx, method, &params, func() (*mcp.ListRootsResult, error) { return ss.ListRoots(ctx, &params) })
 }
 
 // clientRequests is the receiving middleware of the proxy's client that
