@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -169,25 +168,8 @@ func TestConformanceClient(t *testing.T) {
 		t.Skip("the conformance suite takes a minute")
 	}
 	t.Parallel()
-	prefix := conformancePrefix()
-	node := filepath.Join(prefix, conformanceNodeDir, "node")
-	var pkg struct{ Version any }
-	data, err := os.ReadFile(filepath.Join(prefix, conformanceCLI, "package.json"))
-	if err == nil {
-		err = json.Unmarshal(data, &pkg)
-	}
-	if _, serr := os.Stat(node); err != nil || serr != nil || pkg.Version != conformanceVersion {
-		msg := fmt.Sprintf("the conformance suite %s on Node 22 is not installed under %s (see conformancePrefix)", conformanceVersion, prefix)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	sdkClient := filepath.Join(t.TempDir(), "everything-client")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", sdkClient, "github.com/modelcontextprotocol/go-sdk/conformance/everything-client")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the go-sdk's conformance everything-client: %v\n%s", err, out)
-	}
+	node, prefix := conformanceSuite(t)
+	sdkClient := buildConformancePeer(t, "everything-client")
 	if strings.ContainsAny(os.Args[0]+sdkClient, " \t'\"\\$") {
 		t.Fatalf("the suite splits its --command at spaces and hands it to a shell: %q, %q", os.Args[0], sdkClient)
 	}

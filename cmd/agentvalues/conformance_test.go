@@ -46,20 +46,14 @@ var conformanceKnown = map[string]map[string]string{
 	"gateway": {},
 }
 
-// TestConformance runs the official MCP conformance suite's server
-// scenarios against the go-sdk's conformance everything-server directly,
-// through `agentvalues proxy --listen` in front of it (over stdio) and
-// through `agentvalues gateway --listen` with it as its one server, and
-// requires every scenario that passes directly to pass through both, but
-// for those conformanceKnown lists.
-func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the conformance suite takes a minute")
-	}
-	t.Parallel()
-	prefix := conformancePrefix()
-	node := filepath.Join(prefix, conformanceNodeDir, "node")
-	var pkg struct{ Version, Bin any }
+// conformanceSuite returns the Node 22 binary and the prefix the suite
+// is installed under, and skips the test (fails it under CI) when the
+// pinned version is not there.
+func conformanceSuite(t *testing.T) (node, prefix string) {
+	t.Helper()
+	prefix = conformancePrefix()
+	node = filepath.Join(prefix, conformanceNodeDir, "node")
+	var pkg struct{ Version any }
 	data, err := os.ReadFile(filepath.Join(prefix, conformanceCLI, "package.json"))
 	if err == nil {
 		err = json.Unmarshal(data, &pkg)
@@ -71,11 +65,34 @@ func TestConformance(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	server := filepath.Join(t.TempDir(), "everything-server")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", server, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	return node, prefix
+}
+
+// buildConformancePeer builds the go-sdk's conformance program name
+// (everything-server or everything-client) into a temporary directory.
+func buildConformancePeer(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/"+name)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the go-sdk's conformance everything-server: %v\n%s", err, out)
+		t.Fatalf("building the go-sdk's conformance %s: %v\n%s", name, err, out)
 	}
+	return bin
+}
+
+// TestConformance runs the official MCP conformance suite's server
+// scenarios against the go-sdk's conformance everything-server directly,
+// through `agentvalues proxy --listen` in front of it (over stdio) and
+// through `agentvalues gateway --listen` with it as its one server, and
+// requires every scenario that passes directly to pass through both, but
+// for those conformanceKnown lists.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a minute")
+	}
+	t.Parallel()
+	node, prefix := conformanceSuite(t)
+	server := buildConformancePeer(t, "everything-server")
 
 	results := map[string]map[string]string{} // target: scenario: failure ("" when it passed)
 	run := func(target, url string) {
