@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -407,8 +408,48 @@ func (p *Proxy) current() *link {
 	return p.link
 }
 
-// version is what the proxy reports as its implementation version.
-const version = "0.1.0"
+// version is what the proxy reports as its implementation version, to
+// clients and to servers alike: the module's version in the binary's build
+// information (see moduleVersion).
+var version = moduleVersion(readBuildInfo())
+
+// readBuildInfo is debug.ReadBuildInfo's info, nil when the binary has none.
+func readBuildInfo() *debug.BuildInfo {
+	info, _ := debug.ReadBuildInfo()
+	return info
+}
+
+// modulePath is the module mcpproxy belongs to.
+const modulePath = "github.com/agentvalues/values"
+
+// moduleVersion returns the version of modulePath that info records: the
+// main module's for the agentvalues command (a release tag for `go install
+// …@vX.Y.Z`, a pseudo-version for a build in a git checkout), the
+// dependency's for a program that imports mcpproxy. It is "(devel)" when
+// there is none to give (no build info, a test binary, a replace by a
+// directory), as the go command itself says then.
+func moduleVersion(info *debug.BuildInfo) string {
+	if info == nil {
+		return "(devel)"
+	}
+	mod := &info.Main
+	if mod.Path != modulePath {
+		mod = nil
+		for _, d := range info.Deps {
+			if d.Path == modulePath {
+				mod = d
+				if d.Replace != nil {
+					mod = d.Replace
+				}
+				break
+			}
+		}
+	}
+	if mod == nil || mod.Version == "" {
+		return "(devel)"
+	}
+	return mod.Version
+}
 
 // serverInstructions tells the agent, once per session, how the proxy
 // changes the tools it sees.

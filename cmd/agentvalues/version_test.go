@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,8 +12,10 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestVersionText(t *testing.T) {
@@ -101,9 +104,10 @@ func TestVersionBuilt(t *testing.T) {
 	git("commit", "-q", "-m", "the module")
 	head := git("rev-parse", "HEAD")
 
+	var bin string
 	version := func() string {
 		t.Helper()
-		bin := filepath.Join(t.TempDir(), "agentvalues")
+		bin = filepath.Join(t.TempDir(), "agentvalues")
 		// -buildvcs=true over a GOFLAGS that may turn stamping off;
 		// -trimpath lets the build reuse the cache's packages.
 		build := exec.Command(goCmd, "build", "-buildvcs=true", "-trimpath", "-o", bin, "./cmd/agentvalues")
@@ -126,6 +130,19 @@ func TestVersionBuilt(t *testing.T) {
 	}
 	if v := strings.SplitN(clean, "\n", 2)[0]; !strings.HasPrefix(v, "agentvalues v0.0.0-20260102030405-"+head[:12]) {
 		t.Errorf("built at commit %s, --version printed the version %q; want its pseudo-version", head, v)
+	}
+	// The proxy tells its client (and its servers) the same version.
+	cmd := exec.Command(bin, "proxy", "--", os.Args[0], blobServerArg)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to the built proxy: %v", err)
+	}
+	defer cs.Close()
+	if got, want := cs.InitializeResult().ServerInfo.Version, strings.TrimPrefix(strings.SplitN(clean, "\n", 2)[0], "agentvalues "); got != want {
+		t.Errorf("the built proxy calls itself version %q; --version says %q", got, want)
 	}
 	if err := os.WriteFile(filepath.Join(repo, "cmd", "agentvalues", "local.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
