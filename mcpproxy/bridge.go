@@ -113,13 +113,17 @@ func (b *bridge) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRespon
 type parked struct {
 	b       *bridge
 	pending map[string]*ask // by the input request's key in the result
-	timer   *time.Timer
+	stop    func() bool     // stops the parkTimeout timer
 }
 
 // parkedCalls are a proxy's parked calls, by requestState.
 type parkedCalls struct {
 	mu   sync.Mutex
 	byID map[string]*parked
+	// afterFunc arms a parked call's parkTimeout timer, returning its
+	// stop; nil means time.AfterFunc. Tests set it to fire the timer
+	// themselves.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // bridged reports whether a call of the session ss over the link l is to
@@ -234,11 +238,18 @@ func (pc *parkedCalls) park(b *bridge, pending map[string]*ask) (string, error) 
 	if pc.byID == nil {
 		pc.byID = make(map[string]*parked)
 	}
-	pc.byID[state] = &parked{b: b, pending: pending, timer: time.AfterFunc(parkTimeout, func() {
+	expire := func() {
 		if pc.take(state) != nil {
 			b.cancel() // the server's requests fail with the call's end
 		}
-	})}
+	}
+	var stop func() bool
+	if pc.afterFunc != nil {
+		stop = pc.afterFunc(parkTimeout, expire)
+	} else {
+		stop = time.AfterFunc(parkTimeout, expire).Stop
+	}
+	pc.byID[state] = &parked{b: b, pending: pending, stop: stop}
 	return state, nil
 }
 
@@ -250,7 +261,7 @@ func (pc *parkedCalls) take(state string) *parked {
 	c := pc.byID[state]
 	if c != nil {
 		delete(pc.byID, state)
-		c.timer.Stop()
+		c.stop()
 	}
 	return c
 }

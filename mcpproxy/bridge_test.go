@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,5 +63,68 @@ func TestBridgeParked(t *testing.T) {
 	res = confirm(&mcp.CallToolParams{RequestState: states[4], InputResponses: mcp.InputResponseMap{"2": &mcp.ElicitResult{Action: "accept"}}})
 	if !res.IsError || !strings.Contains(text(res), `the client did not answer input request \"1\"`) && !strings.Contains(text(res), `the client did not answer input request "1"`) {
 		t.Errorf("unanswered: %s", text(res))
+	}
+}
+
+// TestBridgeParkTimeout fires a parked call's parkTimeout timer (through
+// the parkedCalls.afterFunc seam, as the clock would after 10 minutes):
+// the downstream call is cancelled, its place among the maxParked is
+// free, and the client's late answer is told the call no longer waits.
+func TestBridgeParkTimeout(t *testing.T) {
+	p, connect := startInputProxy(t, false, legacyProtocol)
+	type timer struct {
+		d    time.Duration
+		fire func()
+	}
+	timers := make(chan timer, 1)
+	p.parked.mu.Lock()
+	p.parked.afterFunc = func(d time.Duration, f func()) func() bool {
+		timers <- timer{d, f}
+		return func() bool { return true }
+	}
+	p.parked.mu.Unlock()
+	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities: &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+		},
+	})
+	cs, err := c.Connect(context.Background(), connect(), &mcp.ClientSessionOptions{ProtocolVersion: protocolRaw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.RequestState, bridgeStatePrefix) {
+		t.Fatalf("want the server's elicitation and a requestState, got %+v", res)
+	}
+	tm := <-timers
+	if tm.d != parkTimeout {
+		t.Errorf("the parked call's timer is %v, want parkTimeout (%v)", tm.d, parkTimeout)
+	}
+	p.parked.mu.Lock()
+	pc := p.parked.byID[res.RequestState]
+	p.parked.mu.Unlock()
+	if pc == nil {
+		t.Fatalf("the call is not parked under %q", res.RequestState)
+	}
+	tm.fire()
+	<-pc.b.ctx.Done() // the downstream call is cancelled
+	p.parked.mu.Lock()
+	left := len(p.parked.byID)
+	p.parked.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d calls still parked after the timeout", left)
+	}
+	late, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`),
+		RequestState: res.RequestState, InputResponses: mcp.InputResponseMap{"1": &mcp.ElicitResult{Action: "accept"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !late.IsError || !strings.Contains(text(late), "the call this answers is no longer waiting (it waits at most 10m0s for an answer") {
+		t.Errorf("an answer after the timeout: %s", text(late))
 	}
 }
