@@ -157,7 +157,7 @@ func (p *Proxy) resumeBridge(ctx context.Context, req *mcp.CallToolRequest, m *m
 
 // startBridge is callTool for a bridged call (see bridged) that starts:
 // the downstream call, with params, runs on its own.
-func (p *Proxy) startBridge(ctx context.Context, req *mcp.CallToolRequest, m *mirroredTool, vals *values.SessionValues, l *link, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+func (p *Proxy) startBridge(ctx context.Context, o *observed, req *mcp.CallToolRequest, m *mirroredTool, vals *values.SessionValues, l *link, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	params.InputResponses, params.RequestState = nil, ""
 	// The call outlives this request (the client answers by another): its
 	// context keeps this one's values, and ends with the session, the
@@ -174,9 +174,14 @@ func (p *Proxy) startBridge(ctx context.Context, req *mcp.CallToolRequest, m *mi
 	if args, ok := params.Arguments.(json.RawMessage); ok && len(args) >= spliceMin {
 		params.Arguments, release = p.splices.Hold(args) // see wire.Splices
 	}
+	// The downstream span (telemetry.go) is the first request's child and
+	// ends with the downstream call, after the requests that answer it.
+	var downDone func(error)
+	callCtx, params.Meta, downDone = o.sendingDetached(callCtx, params.Meta)
 	go func() {
 		defer func() { stopSession(); stopProxy(); end(); release() }()
 		res, err := l.down.CallTool(callCtx, params)
+		downDone(err)
 		b.outcome <- callOutcome{res, err}
 	}()
 	return p.awaitBridge(ctx, b, m, vals, l)

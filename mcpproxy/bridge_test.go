@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,39 @@ func TestBridgeParkTimeout(t *testing.T) {
 	}
 	if !late.IsError || !strings.Contains(text(late), "the call this answers is no longer waiting (it waits at most 10m0s for an answer") {
 		t.Errorf("an answer after the timeout: %s", text(late))
+	}
+}
+
+// TestBridgeTelemetry: a bridged call is one downstream request across
+// its client's two (the call, then the answer), and Telemetry is told of
+// it once, as the downstream call ends, besides the end of each of the
+// client's requests.
+func TestBridgeTelemetry(t *testing.T) {
+	rec := &recorder{}
+	_, connect := startInputProxy(t, false, legacyProtocol, rec)
+	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities: &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+		},
+	})
+	cs, err := c.Connect(context.Background(), connect(), &mcp.ClientSessionOptions{ProtocolVersion: protocolRaw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`)})
+	if err != nil || !strings.HasPrefix(res.RequestState, bridgeStatePrefix) {
+		t.Fatalf("want the server's elicitation and a requestState, got %+v, %v", res, err)
+	}
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`),
+		RequestState: res.RequestState, InputResponses: mcp.InputResponseMap{"1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}})
+	if err != nil || res.IsError {
+		t.Fatalf("the answer: %+v, %v", res, err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.reqs) != 2 || !slices.Equal(rec.downs, []string{"ok"}) {
+		t.Errorf("Telemetry was told of %d requests and the downstream outcomes %q; want 2 and one ok", len(rec.reqs), rec.downs)
 	}
 }

@@ -83,7 +83,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 		params.SetProgressToken(down)
 	}
 	if bridge {
-		return p.startBridge(ctx, req, m, vals, l, params)
+		return p.startBridge(ctx, o, req, m, vals, l, params)
 	}
 	callCtx, cancel := context.WithCancel(wire.WithTag(ctx, vals)) // for fixResult
 	defer cancel()

@@ -557,7 +557,8 @@ func TestPassthroughInputRequests(t *testing.T) {
 // serves it over a LineTransport with Run (the raw call route), and
 // connect returns the transport of the one client; else over the SDK
 // server, each connect a new client's.
-func startInputProxy(t *testing.T, raw bool, down string) (*Proxy, func() mcp.Transport) {
+// tel, when given, is the proxy's Telemetry.
+func startInputProxy(t *testing.T, raw bool, down string, tel ...Telemetry) (*Proxy, func() mcp.Transport) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	sr, pw := io.Pipe()
@@ -570,7 +571,11 @@ func startInputProxy(t *testing.T, raw bool, down string) (*Proxy, func() mcp.Tr
 	// Before the server is closed, once the proxy is: a server whose
 	// handlers still write (a call left parked, bridge.go) is not read.
 	t.Cleanup(func() { pr.Close() })
-	p, err := Connect(ctx, lineDownstream{pr, pw}, &Options{Log: io.Discard, ProtocolVersion: down})
+	opts := &Options{Log: io.Discard, ProtocolVersion: down}
+	if len(tel) > 0 {
+		opts.Telemetry = tel[0]
+	}
+	p, err := Connect(ctx, lineDownstream{pr, pw}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

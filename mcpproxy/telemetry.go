@@ -183,15 +183,27 @@ func (o *observed) prepared(args, prepared []byte, resolved []string, err error)
 // sending notes that the request is being sent downstream with the _meta
 // meta, and returns the context and _meta to send it with.
 func (o *observed) sending(ctx context.Context, meta mcp.Meta) (context.Context, mcp.Meta) {
+	ctx, meta, down := o.sendingDetached(ctx, meta)
+	if o != nil {
+		o.down = down
+	}
+	return ctx, meta
+}
+
+// sendingDetached is sending for a downstream request that outlives the
+// observation (a bridged call, bridge.go, runs across several of its
+// client's requests): the returned end, called once with the downstream
+// outcome, ends what Downstream began, and the observation's end does not.
+func (o *observed) sendingDetached(ctx context.Context, meta mcp.Meta) (context.Context, mcp.Meta, func(error)) {
 	if o == nil {
-		return ctx, meta
+		return ctx, meta, func(error) {}
 	}
 	if meta == nil {
 		meta = mcp.Meta{}
 	}
 	o.sent = true
-	ctx, o.down = o.tel.Downstream(ctx, &o.r, meta)
-	return ctx, meta
+	ctx, end := o.tel.Downstream(ctx, &o.r, meta)
+	return ctx, meta, end
 }
 
 // answered notes the outcome of the downstream request: nil when the
