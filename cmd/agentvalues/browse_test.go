@@ -28,7 +28,8 @@ import (
 // browseServerArg makes the test binary an MCP server whose tools return
 // what the browser shows: rows {n}, a JSON array of n objects; hostile,
 // a text holding markup and script; hostile_json, an object whose keys
-// and values do; log {lines}, a text of numbered lines.
+// and values do; log {lines}, a text of numbered lines; csv {lines}, a
+// CSV text of a header and that many rows.
 const browseServerArg = "test-browse-server"
 
 func init() { testHelpers[browseServerArg] = browseServer }
@@ -78,6 +79,17 @@ func browseServer([]string) int {
 			var b strings.Builder
 			for i := 1; i <= in.Lines; i++ {
 				fmt.Fprintf(&b, "%s line %d: GET /api/items/%d 200 <ok>\n", time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Second).Format(time.RFC3339), i, i)
+			}
+			return text(b.String()), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "csv", InputSchema: json.RawMessage(`{"type":"object","properties":{"lines":{"type":"integer"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Lines int }
+			json.Unmarshal(req.Params.Arguments, &in)
+			var b strings.Builder
+			b.WriteString("id,name,size\n")
+			for i := 1; i <= in.Lines; i++ {
+				fmt.Fprintf(&b, "%d,item-%05d,%d\n", i, i, (i*7919)%1000)
 			}
 			return text(b.String()), nil
 		})
@@ -184,19 +196,20 @@ func TestBrowse(t *testing.T) {
 		}
 		return res
 	}
-	waitTools(t, cs, "rows", "hostile", "hostile_json", "log")
+	waitTools(t, cs, "rows", "hostile", "hostile_json", "log", "csv")
 	const n = 100_000
 	rows := call("rows", fmt.Sprintf(`{"n":%d}`, n))
 	hostile := call("hostile", `{}`)
 	hostileJSON := call("hostile_json", `{}`)
 	logRes := call("log", `{"lines":3000}`)
 	query := call("query_value", `{"ref":"r1","jq":"map(.size) | add"}`)
+	csvRes := call("csv", `{"lines":8000}`)
 	handles := map[string]string{}
-	for name, res := range map[string]*mcp.CallToolResult{"rows": rows, "hostile": hostile, "hostile_json": hostileJSON, "log": logRes, "query": query} {
+	for name, res := range map[string]*mcp.CallToolResult{"rows": rows, "hostile": hostile, "hostile_json": hostileJSON, "log": logRes, "query": query, "csv": csvRes} {
 		handles[name], _ = res.Meta[mcpproxy.MetaHandle].(string)
 	}
-	if handles["rows"] != "r1" || handles["query"] != "r5" {
-		t.Fatalf("handles %v, want rows r1 … query r5", handles)
+	if handles["rows"] != "r1" || handles["query"] != "r5" || handles["csv"] != "r6" {
+		t.Fatalf("handles %v, want rows r1 … query r5, csv r6", handles)
 	}
 
 	// Without the token: 401, the page and its API alike; with a wrong
@@ -259,11 +272,11 @@ func TestBrowse(t *testing.T) {
 	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") || h.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("headers: CSP %q, nosniff %q", csp, h.Get("X-Content-Type-Options"))
 	}
-	if len(sessions.Sessions) != 1 || sessions.Sessions[0].ID != cs.ID() || sessions.Sessions[0].Handles != 5 {
-		t.Fatalf("sessions %+v, want the client's (%s) with 5 values", sessions.Sessions, cs.ID())
+	if len(sessions.Sessions) != 1 || sessions.Sessions[0].ID != cs.ID() || sessions.Sessions[0].Handles != 6 {
+		t.Fatalf("sessions %+v, want the client's (%s) with 6 values", sessions.Sessions, cs.ID())
 	}
-	if st := sessions.Sessions[0].Stats; st.Results != 5 || st.Returned < 4_000_000 || st.Shown > 20_000 || sessions.Totals != st {
-		t.Errorf("stats %+v, totals %+v: want 5 results, megabytes returned, kilobytes shown", st, sessions.Totals)
+	if st := sessions.Sessions[0].Stats; st.Results != 6 || st.Returned < 4_000_000 || st.Shown > 20_000 || sessions.Totals != st {
+		t.Errorf("stats %+v, totals %+v: want 6 results, megabytes returned, kilobytes shown", st, sessions.Totals)
 	}
 	dl := apiGet("/values/api/download?session="+cs.ID()+"&ref=r2", nil)
 	if !strings.HasPrefix(dl.Get("Content-Disposition"), "attachment") || dl.Get("Content-Type") != "application/octet-stream" {
@@ -308,8 +321,8 @@ func TestBrowse(t *testing.T) {
 	}
 	// The session is listed; opened, its handles are.
 	sel := fmt.Sprintf(`#session-list tr[data-session=%q]`, cs.ID())
-	run("open the session", chromedp.WaitVisible(sel), chromedp.Click(sel), chromedp.WaitVisible(`#handle-list tr[data-handle="r5"]`), shot("sessions"))
-	if got := eval(`[...document.querySelectorAll("#handle-list tbody tr")].map(tr => tr.dataset.handle + " " + tr.cells[1].textContent).join(", ")`); got != "r1 rows, r2 hostile, r3 hostile_json, r4 log, r5 query_value" {
+	run("open the session", chromedp.WaitVisible(sel), chromedp.Click(sel), chromedp.WaitVisible(`#handle-list tr[data-handle="r6"]`), shot("sessions"))
+	if got := eval(`[...document.querySelectorAll("#handle-list tbody tr")].map(tr => tr.dataset.handle + " " + tr.cells[1].textContent).join(", ")`); got != "r1 rows, r2 hostile, r3 hostile_json, r4 log, r5 query_value, r6 csv" {
 		t.Errorf("handles listed: %s", got)
 	}
 
@@ -403,9 +416,37 @@ func TestBrowse(t *testing.T) {
 		t.Errorf("the second page starts at line %s, want %d", got, k+1)
 	}
 
+	// A CSV text: a table of its rows under its header, a page at a
+	// time, sorted by a click on a column; "As text" shows its lines.
+	cells := func(row string) string {
+		return eval(`[...document.querySelectorAll("#view table.csv ` + row + `")].slice(0, 2).map(tr => [...tr.cells].map(c => c.textContent).join(" ")).join("\n")`)
+	}
+	run("open r6", chromedp.Click(`#handle-list tr[data-handle="r6"]`), chromedp.WaitVisible(`#view table.csv`), shot("csv"))
+	if got := cells("thead tr"); got != "id name size" {
+		t.Errorf("the header of r6: %q", got)
+	}
+	if got := cells("tbody tr"); got != "1 item-00001 919\n2 item-00002 838" {
+		t.Errorf("the first rows of r6: %q", got)
+	}
+	run("sort r6 by size", chromedp.Click(`#view table.csv th:nth-child(3)`), chromedp.Click(`#view table.csv th:nth-child(3)`))
+	if got := eval(`document.querySelector("#view table.csv tbody tr").cells[2].textContent`); got != "999" {
+		t.Errorf("sorted by size, descending, the first row's size is %s, want 999", got)
+	}
+	info = eval(`document.getElementById("page-info").textContent`)
+	_, rest, _ = strings.Cut(info, "–")
+	end, _, _ = strings.Cut(rest, " ")
+	run("next page of r6", chromedp.Click(`#next-page`), waitInfo("bytes "+end+"–"))
+	if got := eval(`document.querySelector("#view table.csv tbody tr").cells[1].textContent`); !strings.HasPrefix(got, "item-") || got == "item-00001" {
+		t.Errorf("the second page of r6 starts with %q", got)
+	}
+	run("r6 as text", chromedp.Click(`#view .pager button:nth-child(4)`), chromedp.WaitVisible(`#view table.text td.ln`))
+	if got := eval(`document.querySelector("#view table.text tr").cells[1].textContent`); got != "id,name,size" {
+		t.Errorf("r6 as text begins %q", got)
+	}
+
 	// Nothing the browser did stored a value.
 	apiGet("/values/api/sessions", &sessions)
-	if sessions.Sessions[0].Handles != 5 {
-		t.Errorf("after browsing the session has %d values, want 5", sessions.Sessions[0].Handles)
+	if sessions.Sessions[0].Handles != 6 {
+		t.Errorf("after browsing the session has %d values, want 6", sessions.Sessions[0].Handles)
 	}
 }

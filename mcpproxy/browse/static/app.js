@@ -245,32 +245,26 @@ function compareCells(a, b, col) {
   return String(cellText(x)).localeCompare(String(cellText(y)));
 }
 
-async function textView(view, handle) {
-  const starts = new Map([[0, 1]]); // page offset -> its first line's number
+// bytePager shows a value a page of bytes at a time in view: fetch(offset)
+// gets the page at offset, render(page) returns its element. extra goes in
+// the pager's bar after the buttons, note under it.
+async function bytePager(view, fetch, render, extra, note) {
   const stack = [];
   let cur = 0;
+  let page;
   const info = el("span", { id: "page-info" });
   const prev = el("button", { id: "prev-page", type: "button", text: "◀ Previous" });
   const next = el("button", { id: "next-page", type: "button", text: "Next ▶" });
   const holder = el("div");
-  view.append(el("div", { class: "pager" }, prev, info, next), holder);
-  let page;
+  view.append(el("div", { class: "pager" }, prev, info, next, ...extra), ...(note ? [note] : []), holder);
   async function load(offset) {
     try {
-      page = await get("page", { session: state.session, ref: handle, offset });
+      page = await fetch(offset);
     } catch (err) { showError(holder, err); return; }
     cur = page.offset;
-    let line = starts.get(cur) || 1;
-    const table = el("table", { class: "text" });
-    const lines = page.content.split("\n");
-    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
-    for (const l of lines) {
-      table.append(el("tr", {}, el("td", { class: "ln", text: String(line) }), el("td", { text: l })));
-      line++;
-    }
-    if (page.more) starts.set(page.next, page.content.endsWith("\n") ? line : line - 1);
+    const shown = render(page);
     clear(holder);
-    holder.append(table);
+    holder.append(shown);
     info.textContent = "bytes " + page.offset + "–" + page.next + " of " + page.total;
     prev.disabled = stack.length === 0;
     next.disabled = !page.more;
@@ -281,25 +275,29 @@ async function textView(view, handle) {
   await load(0);
 }
 
+async function textView(view, handle) {
+  const starts = new Map([[0, 1]]); // page offset -> its first line's number
+  await bytePager(view, offset => get("page", { session: state.session, ref: handle, offset }), page => {
+    let line = starts.get(page.offset) || 1;
+    const table = el("table", { class: "text" });
+    const lines = page.content.split("\n");
+    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+    for (const l of lines) {
+      table.append(el("tr", {}, el("td", { class: "ln", text: String(line) }), el("td", { text: l })));
+      line++;
+    }
+    if (page.more) starts.set(page.next, page.content.endsWith("\n") ? line : line - 1);
+    return table;
+  }, []);
+}
+
 async function csvView(view, handle, delim) {
-  const stack = [];
-  let cur = 0;
-  let page;
-  const info = el("span", { id: "page-info" });
-  const prev = el("button", { id: "prev-page", type: "button", text: "◀ Previous" });
-  const next = el("button", { id: "next-page", type: "button", text: "Next ▶" });
   const raw = el("button", { type: "button", text: "As text" });
-  const holder = el("div");
-  view.append(el("div", { class: "pager" }, prev, info, next, raw), el("p", { class: "note", text: "read as " + delim.toUpperCase() + "; click a column to sort the rows of this page" }), holder);
   raw.addEventListener("click", () => { clear(view); textView(view, handle); });
   let header = null;
-  async function load(offset) {
-    try {
-      page = await get("textrows", { session: state.session, ref: handle, offset, delim });
-    } catch (err) { showError(holder, err); return; }
-    cur = page.offset;
+  await bytePager(view, offset => get("textrows", { session: state.session, ref: handle, offset, delim }), page => {
     let rows = page.rows;
-    if (cur === 0 && rows.length) { header = rows[0]; rows = rows.slice(1); }
+    if (page.offset === 0 && rows.length) { header = rows[0]; rows = rows.slice(1); }
     const table = el("table", { class: "csv" });
     const head = el("tr");
     let sortCol = -1, desc = false;
@@ -324,16 +322,8 @@ async function csvView(view, handle, delim) {
     });
     table.append(el("thead", {}, head), body);
     fill();
-    clear(holder);
-    holder.append(table);
-    info.textContent = "bytes " + page.offset + "–" + page.next + " of " + page.total;
-    prev.disabled = stack.length === 0;
-    next.disabled = !page.more;
-    view.dataset.loaded = String(Date.now());
-  }
-  prev.addEventListener("click", () => { if (stack.length) load(stack.pop()); });
-  next.addEventListener("click", () => { if (page && page.more) { stack.push(cur); load(page.next); } });
-  await load(0);
+    return table;
+  }, [raw], el("p", { class: "note", text: "read as " + delim.toUpperCase() + "; click a column to sort the rows of this page" }));
 }
 
 function binaryView(view, v, contentType) {
