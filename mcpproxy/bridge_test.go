@@ -11,6 +11,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// connectHand connects over t a client at 2026-07-28 that can elicit and
+// answers input requests itself (its SDK's multi round trip off).
+func connectHand(t *testing.T, tr mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities: &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+		},
+	})
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolRaw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // TestBridgeParked drives the bridge (bridge.go) by hand, with a client at
 // 2026-07-28 that answers input requests itself, and a server at
 // 2025-11-25: a call whose server asks for input ends with the request
@@ -20,17 +38,7 @@ import (
 // answered with an error saying to call again.
 func TestBridgeParked(t *testing.T) {
 	_, connect := startInputProxy(t, false, legacyProtocol)
-	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		Capabilities: &mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
-		},
-	})
-	cs, err := c.Connect(context.Background(), connect(), &mcp.ClientSessionOptions{ProtocolVersion: protocolRaw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectHand(t, connect())
 	confirm := func(params *mcp.CallToolParams) *mcp.CallToolResult {
 		t.Helper()
 		params.Name, params.Arguments = "confirm", json.RawMessage(`{}`)
@@ -84,17 +92,7 @@ func TestBridgeParkTimeout(t *testing.T) {
 		return func() bool { return true }
 	}
 	p.parked.mu.Unlock()
-	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		Capabilities: &mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
-		},
-	})
-	cs, err := c.Connect(context.Background(), connect(), &mcp.ClientSessionOptions{ProtocolVersion: protocolRaw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectHand(t, connect())
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -137,17 +135,7 @@ func TestBridgeParkTimeout(t *testing.T) {
 func TestBridgeTelemetry(t *testing.T) {
 	rec := &recorder{}
 	_, connect := startInputProxy(t, false, legacyProtocol, rec)
-	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		Capabilities: &mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
-		},
-	})
-	cs, err := c.Connect(context.Background(), connect(), &mcp.ClientSessionOptions{ProtocolVersion: protocolRaw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectHand(t, connect())
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "confirm", Arguments: json.RawMessage(`{}`)})
 	if err != nil || !strings.HasPrefix(res.RequestState, bridgeStatePrefix) {
 		t.Fatalf("want the server's elicitation and a requestState, got %+v, %v", res, err)

@@ -164,9 +164,6 @@ func runConformanceAgent(args []string) error {
 // protocol 2025-11-25, what clients mostly speak, and at the go-sdk's
 // latest.
 func TestConformanceClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the conformance suite takes a minute")
-	}
 	t.Parallel()
 	node, prefix := conformanceSuite(t)
 	sdkClient := buildConformancePeer(t, "everything-client")
