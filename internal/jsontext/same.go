@@ -53,6 +53,15 @@ func equalDecoded(v, body []byte) bool {
 				return false
 			}
 			i, j = i+k, j+k
+			// A two-byte escape is compared here, without leaving the
+			// loop; a \u escape is for the decoding below.
+			if c, short := shortEscape(body[i+1]); short {
+				if v[j] != c {
+					return false
+				}
+				i, j = i+2, j+1
+				continue
+			}
 			break
 		}
 		if i >= len(body) {

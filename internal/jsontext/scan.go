@@ -995,11 +995,20 @@ func scanString(d []byte, i int) (int, error) {
 				}
 				break
 			}
-			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
+			m := specialBytes(binary.LittleEndian.Uint64(d[i:]))
+			if m == 0 {
+				i += 8
+				continue
 			}
-			i += 8
+			i += bits.TrailingZeros64(m) >> 3
+			// An escape of two bytes (JSON text in a string has an escaped
+			// quote every few bytes) is passed here, without leaving the
+			// loop; anything else is for the switch.
+			if i+1 < len(d) && d[i] == '\\' && shortEscapes[d[i+1]] {
+				i += 2
+				continue
+			}
+			break
 		}
 		switch c := d[i]; {
 		case c == '"':
@@ -1008,10 +1017,10 @@ func scanString(d []byte, i int) (int, error) {
 			if i+1 >= len(d) {
 				return i, syntaxErr(d, i, "unterminated string")
 			}
-			switch d[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			switch {
+			case shortEscapes[d[i+1]]:
 				i += 2
-			case 'u':
+			case d[i+1] == 'u':
 				if i+6 > len(d) || !isHex4(d[i+2:i+6]) {
 					return i, syntaxErr(d, i, `bad \u escape`)
 				}
@@ -1045,6 +1054,10 @@ func specialBytes(w uint64) uint64 {
 	slash := w ^ (ones * '\\')
 	return (w | (w - ones*0x20) | (quote-ones)&^quote | (slash-ones)&^slash) & highs
 }
+
+// shortEscapes marks the bytes that make an escape of two bytes after a
+// backslash: every escape but \u.
+var shortEscapes = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
 func isHex4(b []byte) bool {
 	for _, c := range b[:4] {

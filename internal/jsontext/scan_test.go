@@ -2,9 +2,11 @@ package jsontext
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -399,4 +401,80 @@ func FuzzNumberValue(f *testing.F) {
 func scanWhole(d []byte, from int, inArray bool, stop int, lim Limits) (top Span, sh Shape, err error, stopped bool) {
 	top, err, stopped = scanFrom(d, from, inArray, stop, lim, &sh)
 	return top, sh, err, stopped
+}
+
+// FuzzScanString holds scanString, which passes the escapes of two bytes
+// in its loop of eight bytes at a time, to the scan it had before, which
+// left every special byte to its switch: the same end, the same error at
+// the same byte, for any bytes after a quote, and after runs of escapes.
+func FuzzScanString(f *testing.F) {
+	for _, seed := range []string{`abc"`, `a\"b\\c\"d\"e\"f\"g\"h\"i"`, `\\\\\\\"x"`, "\\\"\\\"\\\"\\\"\x01", `\"\"\"\"\u00e9"`, `\"\"\"\"\ud83d\ude00"`, "é\\\"\\\"\\\"\\\"\\\"\"", `\"\"\"\"\"\"\x"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, d := range [][]byte{
+			append([]byte{'"'}, data...),
+			append([]byte(`"\"\"\"\"\"\"\"\"`), data...),
+			append([]byte(`"éèé\"ü\nçà`), data...),
+			append([]byte(`"a\\b\\c\\d\\"`), data...), // ends: the rest is after the string
+		} {
+			end, err := scanString(d, 0)
+			wantEnd, wantErr := scanStringBytewise(d, 0)
+			if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("scanString(%q) = %d, %v; want %d, %v", d, end, err, wantEnd, wantErr)
+			}
+		}
+	})
+}
+
+// scanStringBytewise is scanString as it was before it passed short
+// escapes in its loop: the reference FuzzScanString holds it to.
+func scanStringBytewise(d []byte, i int) (int, error) {
+	i++
+	for {
+		for {
+			if i+8 > len(d) {
+				// Fewer than eight bytes left: one at a time.
+				for i < len(d) && d[i] < utf8.RuneSelf && escLen[d[i]] == 1 {
+					i++
+				}
+				if i >= len(d) {
+					return i, syntaxErr(d, i, "unterminated string")
+				}
+				break
+			}
+			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		switch c := d[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(d) {
+				return i, syntaxErr(d, i, "unterminated string")
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(d) || !isHex4(d[i+2:i+6]) {
+					return i, syntaxErr(d, i, `bad \u escape`)
+				}
+				i += 6
+			default:
+				return i, syntaxErr(d, i, "bad escape")
+			}
+		case c < 0x20:
+			return i, syntaxErr(d, i, "control character in string")
+		default:
+			r, n := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return i, syntaxErr(d, i, "invalid UTF-8 in string")
+			}
+			i += n
+		}
+	}
 }
