@@ -21,7 +21,7 @@ type httpClient struct {
 }
 
 // openHTTPSession initializes a session at url.
-func openHTTPSession(t *testing.T, url string) *httpClient {
+func openHTTPSession(t testing.TB, url string) *httpClient {
 	t.Helper()
 	c := &httpClient{url: url}
 	resp, err := c.do(context.Background(), http.MethodPost, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
