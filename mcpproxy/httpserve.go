@@ -232,7 +232,7 @@ func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
 // HTTPHandler returns the handler that serves g over Streamable HTTP, as
 // [Proxy.HTTPHandler] does for a proxy.
 func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
-	var timer func(time.Duration, func()) func() bool
+	var timer func(time.Duration, func()) sessionTimer
 	if g.opts.seams != nil {
 		timer = g.opts.seams.idleTimer
 	}
@@ -257,7 +257,7 @@ type httpBounds struct {
 // handler, with rc (when not nil) answering the calls the session layer
 // takes on its fast path (httpfast.go). timer, when not nil, arms the idle
 // timers in place of time.AfterFunc.
-func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
+func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOptions, timer func(time.Duration, func()) sessionTimer) http.Handler {
 	cfg := newHTTPConfig(opts)
 	h := &httpBounds{
 		cfg:    cfg,
