@@ -123,17 +123,24 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 			rc.SetReadDeadline(time.Now())
 		}
 	}()
-	w.Header().Set("Connection", "close") // until the body is in
+	w.Header()["Connection"] = connectionClose // until the body is in
 
-	var head [wire.IDWindow]byte // enough to find the request's id when it is refused
+	// The head, enough to find the request's id when it is refused: a
+	// body of a known length no longer than that is read whole into its
+	// own memory, the body itself.
+	size := req.ContentLength // -1: unknown (chunked)
+	headSize := int64(wire.IDWindow)
+	if size >= 0 && size <= headSize {
+		headSize = size
+	}
+	head := make([]byte, headSize)
 	step(int64(len(head)))
-	n, err := io.ReadFull(req.Body, head[:])
+	n, err := io.ReadFull(req.Body, head)
 	got += int64(n)
 	b = &bodyHold{h: h, w: w}
 	if id, ok := wire.HeadID(head[:n]); ok {
 		b.id = &id
 	}
-	size := req.ContentLength // -1: unknown (chunked)
 	if (err == io.EOF || err == io.ErrUnexpectedEOF) && size <= int64(n) {
 		size, err = int64(n), nil // all of it
 	}
@@ -151,8 +158,12 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 		if !b.hold(size) {
 			return nil, nil, false
 		}
-		body = make([]byte, size)
-		copy(body, head[:n])
+		if int64(n) == size {
+			body = head[:n]
+		} else {
+			body = make([]byte, size)
+			copy(body, head[:n])
+		}
 		for got < size && err == nil {
 			step(min(bodyStep, size-got))
 			var m int
@@ -243,12 +254,22 @@ func withBody(req *http.Request, body []byte, b *bodyHold) (*http.Request, bool)
 			return nil, false
 		}
 	}
-	r := req.Clone(ctx)
+	var r *http.Request
+	if len(req.Header["Content-Length"]) == 1 && int64(len(body)) == req.ContentLength {
+		r = req.WithContext(ctx) // its header says the length (net/http read it into ContentLength): shared
+	} else {
+		r = req.Clone(ctx)
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return r, true
 }
+
+// connectionClose is the value of the Connection header of an answer after
+// which the connection closes, shared: a header set from it allocates
+// nothing.
+var connectionClose = []string{"close"}
 
 // readBodyKey is the context key of the body the bounds layer read, when
 // its arguments were not stashed: the session layer's fast path takes the

@@ -154,13 +154,29 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 	default:
 		out.resp.ID = reqID
 		data := encodeResponse(out.resp)
-		w.Header().Set("Content-Type", "application/json")
+		w.Header()["Content-Type"] = jsonContentType
+		if len(data) < bufferedAnswer {
+			// Held in net/http's buffer until the handler returns, which then
+			// sets its Content-Length and writes it: no deadline of the
+			// streamWriter's would apply, and none is set.
+			w.ResponseWriter.Write(data)
+			return true
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(data) // a failed write: the client went away
 	}
 	return true
 }
+
+// bufferedAnswer is the size of a response body below which net/http holds
+// it in the response's buffer (bufferBeforeChunkingSize, 2048 bytes) until
+// the handler returns, and writes nothing to the connection before.
+const bufferedAnswer = 2048
+
+// jsonContentType is the Content-Type of a response of one JSON object,
+// shared: a header set from it allocates nothing.
+var jsonContentType = []string{"application/json"}
 
 // fastCall returns the function that makes the call of method with
 // params, the request r of the session s, on the fast path; nil when it

@@ -169,7 +169,13 @@ func (h *httpSessions) mayDelete(r *http.Request, s *session) bool {
 // refuses it (403).
 func rebound(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+	if !ok || local == nil {
+		return false
+	}
+	if tcp, ok := local.(*net.TCPAddr); ok { // as a listener's are: its address unformatted
+		return tcp.IP.IsLoopback() && !isLoopback(r.Host)
+	}
+	return isLoopback(local.String()) && !isLoopback(r.Host)
 }
 
 // isLoopback reports whether the host of addr (a host, or host:port) is
@@ -326,8 +332,9 @@ func (hs *httpSession) stop() {
 // writeRate, and none once the session has ended.
 type streamWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
-	sess *session // the request's session, if it named a live one
+	rc    *http.ResponseController
+	sess  *session // the request's session, if it named a live one
+	timed bool     // a write deadline was set
 	// id is that of the one request of the POST, when the SDK answers it
 	// (httpfast.go); dropped is set once the client cancelled it: its
 	// response is not written.
@@ -359,16 +366,17 @@ func (w *streamWriter) deadline(n int) {
 		w.cutOff()
 		return
 	}
+	w.timed = true
 	_ = w.rc.SetWriteDeadline(time.Now().Add(writeStall + time.Duration(n)*time.Second/writeRate))
 }
 
 // cutOff makes the write in flight, if any, and every later one fail.
 func (w *streamWriter) cutOff() { _ = w.rc.SetWriteDeadline(time.Unix(1, 0)) }
 
-// release clears the deadline once the handler is done, so that the
-// server can end the response.
+// release clears the deadline, if one was set, once the handler is done,
+// so that the server can end the response.
 func (w *streamWriter) release() {
-	if w.sess == nil || w.sess.ctx.Err() == nil {
+	if w.timed && (w.sess == nil || w.sess.ctx.Err() == nil) {
 		_ = w.rc.SetWriteDeadline(time.Time{})
 	}
 }
