@@ -61,10 +61,13 @@ const sdkBodyFactor = 8
 
 // A bodyHold is what one request holds of MaxBodyBytes.
 type bodyHold struct {
-	h    *httpBounds
-	w    http.ResponseWriter
-	id   *jsonrpc.ID // the request's, when found in its first bytes
-	held int64
+	h  *httpBounds
+	w  http.ResponseWriter
+	id *jsonrpc.ID // the request's, when found in its first bytes
+	// whole: those first bytes were the whole body, so that id is what
+	// wire.HeadID finds in it (nil: nothing).
+	whole bool
+	held  int64
 }
 
 // hold counts n more bytes in, or writes the refusal and gives back what
@@ -144,6 +147,7 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 	if (err == io.EOF || err == io.ErrUnexpectedEOF) && size <= int64(n) {
 		size, err = int64(n), nil // all of it
 	}
+	b.whole = err == nil && size == int64(n)
 	if err != nil {
 		h.bodyFailed(w, b.id, err, got, size, start, deadline)
 		return nil, nil, false
@@ -249,7 +253,7 @@ func withBody(req *http.Request, body []byte, b *bodyHold) (*http.Request, bool)
 	} else {
 		// For the session layer's fast path, which takes the request from
 		// these bytes rather than through the SDK (httpfast.go).
-		ctx = context.WithValue(ctx, readBodyKey{}, body)
+		ctx = context.WithValue(ctx, readBodyKey{}, &bodyRead{body: body, id: b.id, idKnown: b.whole})
 		if !b.hold(int64(len(body)) * (sdkBodyFactor - 1)) {
 			return nil, false
 		}
@@ -275,6 +279,15 @@ var connectionClose = []string{"close"}
 // its arguments were not stashed: the session layer's fast path takes the
 // request from it (httpfast.go).
 type readBodyKey struct{}
+
+// bodyRead is the value of readBodyKey: the body, and its request's id
+// when the bounds layer found it (or found there is none) in the whole
+// body, so that the fast path need not look again.
+type bodyRead struct {
+	body    []byte
+	id      *jsonrpc.ID // nil: none
+	idKnown bool        // id is wire.HeadID(body)
+}
 
 // stashArguments returns body with the arguments of its tools/call replaced
 // by a stand-in whose number is n, when body is a single tools/call whose

@@ -73,8 +73,12 @@ import (
 // a call the fast path takes or a cancellation of one: see the top of this
 // file. It reports false when the request is left to the SDK's handler.
 func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) bool {
-	body, ok := r.Context().Value(readBodyKey{}).([]byte)
-	if !ok || len(body) == 0 || len(body) >= stashMin || body[jsontext.SkipSpace(body, 0)] != '{' || jsontext.Valid(body) != nil {
+	rb, ok := r.Context().Value(readBodyKey{}).(*bodyRead)
+	if !ok {
+		return false
+	}
+	body := rb.body
+	if len(body) == 0 || len(body) >= stashMin || body[jsontext.SkipSpace(body, 0)] != '{' || jsontext.Valid(body) != nil {
 		return false
 	}
 	var id, method, params []byte
@@ -105,9 +109,16 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 	if id == nil {
 		return false
 	}
-	reqID, ok := wire.HeadID(body)
-	if !ok {
-		return false
+	var reqID jsonrpc.ID
+	switch {
+	case rb.idKnown && rb.id != nil:
+		reqID = *rb.id
+	case rb.idKnown:
+		return false // not an id the SDK takes
+	default:
+		if reqID, ok = wire.HeadID(body); !ok {
+			return false
+		}
 	}
 	run := h.fastCall(r, s, method, params)
 	if run == nil {
