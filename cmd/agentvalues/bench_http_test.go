@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,27 +37,37 @@ import (
 // loopback's work as the proxy's. Beside it, what the proxy adds over
 // HTTP (http's p50 less http-direct's), and its ratio to the stdio
 // proxy's added p50: the two paths' additions, each over its own
-// transport's floor.
+// transport's floor. With -count, each variant's runs follow one another,
+// and each figure is of the medians of the variants' runs so far: the
+// last logged is of all the runs.
 func BenchmarkHTTPSmallCall(b *testing.B) {
 	for _, inFlight := range []int{1, 8} {
 		b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
-			p50 := map[string]time.Duration{}
+			runs := map[string][]time.Duration{} // each variant's p50s, one a run (-count)
 			for _, variant := range []string{"direct", "proxy", "http-direct", "http"} {
 				b.Run(variant, func(b *testing.B) {
-					p50[variant] = benchSmallCall(b, variant, inFlight)
-					d, ok := p50["direct"]
+					runs[variant] = append(runs[variant], benchSmallCall(b, variant, inFlight))
+					p50 := func(variant string) (time.Duration, bool) { // the median of its runs so far
+						r := slices.Sorted(slices.Values(runs[variant]))
+						if len(r) == 0 {
+							return 0, false
+						}
+						return r[len(r)/2], true
+					}
+					d, ok := p50("direct")
 					if variant == "direct" || variant == "http-direct" || !ok {
 						return
 					}
-					added := p50[variant] - d
+					mine, _ := p50(variant)
+					added := mine - d
 					b.Logf("added p50 latency at %d in flight: %.1f µs", inFlight, float64(added)/1e3)
-					stdio, ok := p50["proxy"]
+					stdio, ok := p50("proxy")
 					if variant != "http" || !ok || stdio <= d {
 						return
 					}
 					b.Logf("http added p50 / stdio proxy added p50 at %d in flight: %.2f", inFlight, float64(added)/float64(stdio-d))
-					if hd, ok := p50["http-direct"]; ok {
-						overHTTP := p50[variant] - hd
+					if hd, ok := p50("http-direct"); ok {
+						overHTTP := mine - hd
 						b.Logf("added p50 over http-direct at %d in flight: %.1f µs; / stdio proxy added p50: %.2f",
 							inFlight, float64(overHTTP)/1e3, float64(overHTTP)/float64(stdio-d))
 					}
