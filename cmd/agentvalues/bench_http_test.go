@@ -38,8 +38,9 @@ import (
 // HTTP (http's p50 less http-direct's), and its ratio to the stdio
 // proxy's added p50: the two paths' additions, each over its own
 // transport's floor. With -count, each variant's runs follow one another,
-// and each figure is of the medians of the variants' runs so far: the
-// last logged is of all the runs.
+// and each figure is of the run's own p50 beside the medians of the other
+// variants' runs so far, so that one slow run of a floor does not skew
+// every figure after it.
 func BenchmarkHTTPSmallCall(b *testing.B) {
 	for _, inFlight := range []int{1, 8} {
 		b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
@@ -47,7 +48,7 @@ func BenchmarkHTTPSmallCall(b *testing.B) {
 			for _, variant := range []string{"direct", "proxy", "http-direct", "http"} {
 				b.Run(variant, func(b *testing.B) {
 					runs[variant] = append(runs[variant], benchSmallCall(b, variant, inFlight))
-					p50 := func(variant string) (time.Duration, bool) { // the median of its runs so far
+					p50 := func(variant string) (time.Duration, bool) { // the median of a variant's runs so far
 						r := slices.Sorted(slices.Values(runs[variant]))
 						if len(r) == 0 {
 							return 0, false
@@ -58,7 +59,7 @@ func BenchmarkHTTPSmallCall(b *testing.B) {
 					if variant == "direct" || variant == "http-direct" || !ok {
 						return
 					}
-					mine, _ := p50(variant)
+					mine := runs[variant][len(runs[variant])-1] // this run's
 					added := mine - d
 					b.Logf("added p50 latency at %d in flight: %.1f µs", inFlight, float64(added)/1e3)
 					stdio, ok := p50("proxy")
