@@ -61,10 +61,13 @@ const sdkBodyFactor = 8
 
 // A bodyHold is what one request holds of MaxBodyBytes.
 type bodyHold struct {
-	h    *httpBounds
-	w    http.ResponseWriter
-	id   *jsonrpc.ID // the request's, when found in its first bytes
-	held int64
+	h  *httpBounds
+	w  http.ResponseWriter
+	id *jsonrpc.ID // the request's, when found in its first bytes
+	// whole: those first bytes were the whole body, so that id is what
+	// wire.HeadID finds in it (nil: nothing).
+	whole bool
+	held  int64
 }
 
 // hold counts n more bytes in, or writes the refusal and gives back what
@@ -123,20 +126,28 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 			rc.SetReadDeadline(time.Now())
 		}
 	}()
-	w.Header().Set("Connection", "close") // until the body is in
+	w.Header()["Connection"] = connectionClose // until the body is in
 
-	var head [wire.IDWindow]byte // enough to find the request's id when it is refused
+	// The head, enough to find the request's id when it is refused: a
+	// body of a known length no longer than that is read whole into its
+	// own memory, the body itself.
+	size := req.ContentLength // -1: unknown (chunked)
+	headSize := int64(wire.IDWindow)
+	if size >= 0 && size <= headSize {
+		headSize = size
+	}
+	head := make([]byte, headSize)
 	step(int64(len(head)))
-	n, err := io.ReadFull(req.Body, head[:])
+	n, err := io.ReadFull(req.Body, head)
 	got += int64(n)
 	b = &bodyHold{h: h, w: w}
 	if id, ok := wire.HeadID(head[:n]); ok {
 		b.id = &id
 	}
-	size := req.ContentLength // -1: unknown (chunked)
 	if (err == io.EOF || err == io.ErrUnexpectedEOF) && size <= int64(n) {
 		size, err = int64(n), nil // all of it
 	}
+	b.whole = err == nil && size == int64(n)
 	if err != nil {
 		h.bodyFailed(w, b.id, err, got, size, start, deadline)
 		return nil, nil, false
@@ -151,8 +162,12 @@ func (h *httpBounds) readBody(w http.ResponseWriter, req *http.Request) (body []
 		if !b.hold(size) {
 			return nil, nil, false
 		}
-		body = make([]byte, size)
-		copy(body, head[:n])
+		if int64(n) == size {
+			body = head[:n]
+		} else {
+			body = make([]byte, size)
+			copy(body, head[:n])
+		}
 		for got < size && err == nil {
 			step(min(bodyStep, size-got))
 			var m int
@@ -238,22 +253,41 @@ func withBody(req *http.Request, body []byte, b *bodyHold) (*http.Request, bool)
 	} else {
 		// For the session layer's fast path, which takes the request from
 		// these bytes rather than through the SDK (httpfast.go).
-		ctx = context.WithValue(ctx, readBodyKey{}, body)
+		ctx = context.WithValue(ctx, readBodyKey{}, &bodyRead{body: body, id: b.id, idKnown: b.whole})
 		if !b.hold(int64(len(body)) * (sdkBodyFactor - 1)) {
 			return nil, false
 		}
 	}
-	r := req.Clone(ctx)
+	var r *http.Request
+	if len(req.Header["Content-Length"]) == 1 && int64(len(body)) == req.ContentLength {
+		r = req.WithContext(ctx) // its header says the length (net/http read it into ContentLength): shared
+	} else {
+		r = req.Clone(ctx)
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return r, true
 }
+
+// connectionClose is the value of the Connection header of an answer after
+// which the connection closes, shared: a header set from it allocates
+// nothing.
+var connectionClose = []string{"close"}
 
 // readBodyKey is the context key of the body the bounds layer read, when
 // its arguments were not stashed: the session layer's fast path takes the
 // request from it (httpfast.go).
 type readBodyKey struct{}
+
+// bodyRead is the value of readBodyKey: the body, and its request's id
+// when the bounds layer found it (or found there is none) in the whole
+// body, so that the fast path need not look again.
+type bodyRead struct {
+	body    []byte
+	id      *jsonrpc.ID // nil: none
+	idKnown bool        // id is wire.HeadID(body)
+}
 
 // stashArguments returns body with the arguments of its tools/call replaced
 // by a stand-in whose number is n, when body is a single tools/call whose

@@ -73,8 +73,12 @@ import (
 // a call the fast path takes or a cancellation of one: see the top of this
 // file. It reports false when the request is left to the SDK's handler.
 func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) bool {
-	body, ok := r.Context().Value(readBodyKey{}).([]byte)
-	if !ok || len(body) == 0 || len(body) >= stashMin || body[jsontext.SkipSpace(body, 0)] != '{' || jsontext.Valid(body) != nil {
+	rb, ok := r.Context().Value(readBodyKey{}).(*bodyRead)
+	if !ok {
+		return false
+	}
+	body := rb.body
+	if len(body) == 0 || len(body) >= stashMin || body[jsontext.SkipSpace(body, 0)] != '{' || jsontext.Valid(body) != nil {
 		return false
 	}
 	var id, method, params []byte
@@ -105,9 +109,16 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 	if id == nil {
 		return false
 	}
-	reqID, ok := wire.HeadID(body)
-	if !ok {
-		return false
+	var reqID jsonrpc.ID
+	switch {
+	case rb.idKnown && rb.id != nil:
+		reqID = *rb.id
+	case rb.idKnown:
+		return false // not an id the SDK takes
+	default:
+		if reqID, ok = wire.HeadID(body); !ok {
+			return false
+		}
 	}
 	run := h.fastCall(r, s, method, params)
 	if run == nil {
@@ -154,13 +165,29 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 	default:
 		out.resp.ID = reqID
 		data := encodeResponse(out.resp)
-		w.Header().Set("Content-Type", "application/json")
+		w.Header()["Content-Type"] = jsonContentType
+		if len(data) < bufferedAnswer {
+			// Held in net/http's buffer until the handler returns, which then
+			// sets its Content-Length and writes it: no deadline of the
+			// streamWriter's would apply, and none is set.
+			w.ResponseWriter.Write(data)
+			return true
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(data) // a failed write: the client went away
 	}
 	return true
 }
+
+// bufferedAnswer is the size of a response body below which net/http holds
+// it in the response's buffer (bufferBeforeChunkingSize, 2048 bytes) until
+// the handler returns, and writes nothing to the connection before.
+const bufferedAnswer = 2048
+
+// jsonContentType is the Content-Type of a response of one JSON object,
+// shared: a header set from it allocates nothing.
+var jsonContentType = []string{"application/json"}
 
 // fastCall returns the function that makes the call of method with
 // params, the request r of the session s, on the fast path; nil when it

@@ -30,7 +30,7 @@ type blockServer struct {
 // newBlockProxy starts a blockServer behind a proxy (rawOff: every call on
 // the SDK route) with opts, served over Streamable HTTP with hopts (nil:
 // the defaults), and returns its URL.
-func newBlockProxy(t *testing.T, rawOff bool, opts *Options, hopts *HTTPOptions) (*blockServer, string) {
+func newBlockProxy(t testing.TB, rawOff bool, opts *Options, hopts *HTTPOptions) (*blockServer, string) {
 	t.Helper()
 	b, down, stop := startBlockServer()
 	if opts == nil {

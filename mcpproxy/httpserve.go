@@ -232,7 +232,7 @@ func (p *Proxy) HTTPHandler(opts *HTTPOptions) http.Handler {
 // HTTPHandler returns the handler that serves g over Streamable HTTP, as
 // [Proxy.HTTPHandler] does for a proxy.
 func (g *Gateway) HTTPHandler(opts *HTTPOptions) http.Handler {
-	var timer func(time.Duration, func()) func() bool
+	var timer func(time.Duration, func()) sessionTimer
 	if g.opts.seams != nil {
 		timer = g.opts.seams.idleTimer
 	}
@@ -257,7 +257,7 @@ type httpBounds struct {
 // handler, with rc (when not nil) answering the calls the session layer
 // takes on its fast path (httpfast.go). timer, when not nil, arms the idle
 // timers in place of time.AfterFunc.
-func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOptions, timer func(time.Duration, func()) func() bool) http.Handler {
+func newHTTPHandler(server *mcp.Server, st *stores, rc rawCaller, opts *HTTPOptions, timer func(time.Duration, func()) sessionTimer) http.Handler {
 	cfg := newHTTPConfig(opts)
 	h := &httpBounds{
 		cfg:    cfg,
@@ -320,7 +320,9 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		defer h.release(func() { h.pending-- })
 	}
+	read := false
 	if req.Method == http.MethodPost && sdkReads(req) {
+		read = true
 		body, b, ok := h.readBody(w, req)
 		if !ok {
 			return
@@ -335,7 +337,7 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	if req.Body != nil && h.cfg.maxMessage >= 0 {
+	if !read && req.Body != nil && h.cfg.maxMessage >= 0 {
 		// Should the SDK read a body after all, not past the bound.
 		req.Body = http.MaxBytesReader(w, req.Body, h.cfg.maxMessage)
 	}
@@ -346,8 +348,10 @@ func (h *httpBounds) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // req: it refuses one whose Content-Type or Accept is wrong before that
 // (the tests below are its own), so its body is not read here either.
 func sdkReads(req *http.Request) bool {
-	if ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
+	if ct := req.Header.Get("Content-Type"); ct != "application/json" { // as clients send it, without parameters: no parsing
+		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
+			return false
+		}
 	}
 	jsonOK, streamOK := false, false
 	for _, v := range req.Header.Values("Accept") {

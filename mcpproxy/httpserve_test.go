@@ -329,10 +329,7 @@ func TestServeHTTPIdle(t *testing.T) {
 func TestHTTPLayersSessionCap(t *testing.T) {
 	fires := make(chan func(), 64) // the idle timers armed, in order
 	f, url, _ := hangFixture(t, &HTTPOptions{MaxSessions: 2, SessionTimeout: time.Hour, Log: io.Discard}, &seams{
-		idleTimer: func(_ time.Duration, fire func()) func() bool {
-			fires <- fire
-			return func() bool { return true }
-		},
+		idleTimer: testIdleTimers(fires),
 	})
 	refused := func(when string) {
 		t.Helper()

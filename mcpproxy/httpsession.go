@@ -59,9 +59,9 @@ type httpSessions struct {
 	sdk     http.Handler
 	server  *mcp.Server
 	st      *stores
-	timeout time.Duration                                  // the idle timeout; <= 0: none
-	timer   func(time.Duration, func()) (stop func() bool) // arms an idle timer
-	admit   func() (release func(), why string)            // a place under MaxSessions (httpserve.go)
+	timeout time.Duration                            // the idle timeout; <= 0: none
+	timer   func(time.Duration, func()) sessionTimer // makes a session's idle timer
+	admit   func() (release func(), why string)      // a place under MaxSessions (httpserve.go)
 	log     io.Writer
 	fast    rawCaller // answers the calls of the fast path, if not nil (httpfast.go)
 
@@ -70,13 +70,22 @@ type httpSessions struct {
 	deleted   endedIDs   // sessions their clients ended, never continued (httpresume.go)
 }
 
+// A sessionTimer is a session's idle timer: made once, by time.AfterFunc
+// (or the tests' stand-in), when the session first goes idle, stopped
+// when a request begins and reset when the last one ends, so that a
+// request costs no timer of its own.
+type sessionTimer interface {
+	Reset(time.Duration) bool
+	Stop() bool
+}
+
 // newHTTPSessions makes the session layer over server, whose sessions st
 // keeps (newServer), with the idle timeout (<= 0: none); timer, when not
-// nil, arms the idle timers in place of time.AfterFunc.
-func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) func() bool, admit func() (func(), string), log io.Writer) *httpSessions {
+// nil, makes the idle timers in place of time.AfterFunc.
+func newHTTPSessions(server *mcp.Server, st *stores, timeout time.Duration, timer func(time.Duration, func()) sessionTimer, admit func() (func(), string), log io.Writer) *httpSessions {
 	h := &httpSessions{server: server, st: st, timeout: timeout, timer: timer, admit: admit, log: log}
 	if h.timer == nil {
-		h.timer = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+		h.timer = func(d time.Duration, f func()) sessionTimer { return time.AfterFunc(d, f) }
 	}
 	h.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      0,  // kept here
@@ -160,7 +169,13 @@ func (h *httpSessions) mayDelete(r *http.Request, s *session) bool {
 // refuses it (403).
 func rebound(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+	if !ok || local == nil {
+		return false
+	}
+	if tcp, ok := local.(*net.TCPAddr); ok { // as a listener's are: its address unformatted
+		return tcp.IP.IsLoopback() && !isLoopback(r.Host)
+	}
+	return isLoopback(local.String()) && !isLoopback(r.Host)
 }
 
 // isLoopback reports whether the host of addr (a host, or host:port) is
@@ -180,14 +195,15 @@ func isLoopback(addr string) bool {
 // An httpSession is what the HTTP handler keeps of a session: its requests
 // in flight and its idle timer.
 type httpSession struct {
-	mu       sync.Mutex
-	active   int                        // requests in flight but GETs
-	writers  map[*streamWriter]struct{} // the responses being written
-	stopIdle func() bool                // stops the idle timer, while no request is active
-	gen      int                        // counts the timer's arming, so a stale firing is ignored
-	userID   string                     // of the token the session began with, if any
-	over     bool                       // stopped: the session ended
-	streams  int                        // its standalone streams (GET) open
+	mu      sync.Mutex
+	active  int                        // requests in flight but GETs
+	writers map[*streamWriter]struct{} // the responses being written
+	idle    sessionTimer               // the idle timer, once first armed
+	armed   bool                       // the idle timer is set: no request began since it was
+	stale   int                        // firings under way when the timer was stopped: each is ignored
+	userID  string                     // of the token the session began with, if any
+	over    bool                       // stopped: the session ended
+	streams int                        // its standalone streams (GET) open
 
 	// The calls in flight by request id (httpfast.go): those of the fast
 	// path, to cancel, and those the SDK answers on a request of their own,
@@ -227,10 +243,7 @@ func (hs *httpSession) begin(w *streamWriter, counts bool) {
 	}
 	if counts {
 		hs.active++
-		hs.gen++
-		if hs.stopIdle != nil {
-			hs.stopIdle()
-		}
+		hs.disarmLocked()
 	}
 }
 
@@ -255,21 +268,45 @@ func (hs *httpSession) armLocked(h *httpSessions, s *session) {
 	if hs.over || hs.active > 0 || h.timeout <= 0 {
 		return
 	}
-	hs.gen++
-	gen := hs.gen
-	fire := func() {
-		hs.mu.Lock()
-		idle := !hs.over && hs.active == 0 && hs.gen == gen
+	hs.disarmLocked()
+	hs.armed = true
+	if hs.idle == nil {
+		hs.idle = h.timer(h.timeout, func() { hs.fire(h, s) })
+		return
+	}
+	hs.idle.Reset(h.timeout)
+}
+
+// disarmLocked stops the idle timer if it is set. A timer that fired
+// already has its callback under way, or done: it is counted stale, to be
+// ignored when it runs (a callback that ran ended the session, and the
+// count no longer matters).
+func (hs *httpSession) disarmLocked() {
+	if !hs.armed {
+		return
+	}
+	hs.armed = false
+	if !hs.idle.Stop() {
+		hs.stale++
+	}
+}
+
+// fire is the idle timer's callback: it ends the session s, unless the
+// firing is stale (a request began after it fired, or is active).
+func (hs *httpSession) fire(h *httpSessions, s *session) {
+	hs.mu.Lock()
+	if hs.stale > 0 {
+		hs.stale--
 		hs.mu.Unlock()
-		if idle {
-			h.end(s, errSessionIdle)
-			fmt.Fprintf(h.log, "agentvalues: an HTTP session ended after %v without a request (SessionTimeout); its place is free\n", h.timeout)
-		}
+		return
 	}
-	if hs.stopIdle != nil {
-		hs.stopIdle()
+	idle := !hs.over && hs.active == 0 && hs.armed
+	hs.armed = false
+	hs.mu.Unlock()
+	if idle {
+		h.end(s, errSessionIdle)
+		fmt.Fprintf(h.log, "agentvalues: an HTTP session ended after %v without a request (SessionTimeout); its place is free\n", h.timeout)
 	}
-	hs.stopIdle = h.timer(h.timeout, fire)
 }
 
 // cutOff makes every write in flight to the session's responses fail now
@@ -286,10 +323,8 @@ func (hs *httpSession) cutOff() {
 func (hs *httpSession) stop() {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
+	hs.disarmLocked()
 	hs.over = true
-	if hs.stopIdle != nil {
-		hs.stopIdle()
-	}
 }
 
 // A streamWriter is the response to one request of the handler: each
@@ -297,8 +332,9 @@ func (hs *httpSession) stop() {
 // writeRate, and none once the session has ended.
 type streamWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
-	sess *session // the request's session, if it named a live one
+	rc    *http.ResponseController
+	sess  *session // the request's session, if it named a live one
+	timed bool     // a write deadline was set
 	// id is that of the one request of the POST, when the SDK answers it
 	// (httpfast.go); dropped is set once the client cancelled it: its
 	// response is not written.
@@ -330,16 +366,17 @@ func (w *streamWriter) deadline(n int) {
 		w.cutOff()
 		return
 	}
+	w.timed = true
 	_ = w.rc.SetWriteDeadline(time.Now().Add(writeStall + time.Duration(n)*time.Second/writeRate))
 }
 
 // cutOff makes the write in flight, if any, and every later one fail.
 func (w *streamWriter) cutOff() { _ = w.rc.SetWriteDeadline(time.Unix(1, 0)) }
 
-// release clears the deadline once the handler is done, so that the
-// server can end the response.
+// release clears the deadline, if one was set, once the handler is done,
+// so that the server can end the response.
 func (w *streamWriter) release() {
-	if w.sess == nil || w.sess.ctx.Err() == nil {
+	if w.timed && (w.sess == nil || w.sess.ctx.Err() == nil) {
 		_ = w.rc.SetWriteDeadline(time.Time{})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ type httpClient struct {
 }
 
 // openHTTPSession initializes a session at url.
-func openHTTPSession(t *testing.T, url string) *httpClient {
+func openHTTPSession(t testing.TB, url string) *httpClient {
 	t.Helper()
 	c := &httpClient{url: url}
 	resp, err := c.do(context.Background(), http.MethodPost, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
@@ -108,6 +109,51 @@ func hangFixture(t *testing.T, opts *HTTPOptions, s *seams) (f *fixture, url str
 	return f, srv.URL, cancelled
 }
 
+// testIdleTimers is the idleTimer seam of tests that fire the idle timers
+// themselves: each arming of a timer (its making, each Reset) sends a
+// firing to fires, which expires the timer (a later Stop returns false,
+// as a real timer's does once it fired) and runs its callback.
+func testIdleTimers(fires chan<- func()) func(time.Duration, func()) sessionTimer {
+	return func(_ time.Duration, callback func()) sessionTimer {
+		t := &testTimer{callback: callback, fires: fires}
+		t.Reset(0)
+		return t
+	}
+}
+
+// A testTimer is an idle timer that fires when the test says (see
+// testIdleTimers).
+type testTimer struct {
+	mu       sync.Mutex
+	active   bool
+	callback func()
+	fires    chan<- func()
+}
+
+func (t *testTimer) Reset(time.Duration) bool {
+	t.mu.Lock()
+	was := t.active
+	t.active = true
+	t.mu.Unlock()
+	t.fires <- func() { t.expire(); t.callback() }
+	return was
+}
+
+func (t *testTimer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.active
+	t.active = false
+	return was
+}
+
+// expire marks the timer fired, its callback not yet run.
+func (t *testTimer) expire() {
+	t.mu.Lock()
+	t.active = false
+	t.mu.Unlock()
+}
+
 // waitCancelled waits for the test server to be told a call is cancelled.
 func waitCancelled(t *testing.T, cancelled chan struct{}) {
 	t.Helper()
@@ -159,14 +205,12 @@ func TestHTTPSessionDelete(t *testing.T) {
 
 // TestHTTPSessionIdle: a session whose client abandoned a call the server
 // never answers is ended by its idle timeout, which cancels the call
-// downstream; a timer armed before a later request is ignored.
+// downstream; a timer armed before a later request is ignored, as is one
+// that fired as a request began.
 func TestHTTPSessionIdle(t *testing.T) {
 	fires := make(chan func(), 16) // the idle timer's firings, in the order armed
 	f, url, cancelled := hangFixture(t, &HTTPOptions{SessionTimeout: time.Hour}, &seams{
-		idleTimer: func(_ time.Duration, fire func()) func() bool {
-			fires <- fire
-			return func() bool { return true }
-		},
+		idleTimer: testIdleTimers(fires),
 	})
 	c := openHTTPSession(t, url)
 	s := f.proxy.stores.byID(c.id)
@@ -185,6 +229,21 @@ func TestHTTPSessionIdle(t *testing.T) {
 	}
 	stale := next() // armed once initialize was answered
 	next()          // and again after notifications/initialized
+	// A firing under way when a request begins (the timer expired, its
+	// callback not yet run) is stale: run once the request has ended and
+	// the timer is armed again, it is ignored.
+	s.http.mu.Lock()
+	timer := s.http.idle.(*testTimer)
+	s.http.mu.Unlock()
+	timer.expire()
+	if resp, err := c.do(context.Background(), http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("ping: %v %v", resp, err)
+	}
+	next() // armed when the ping's request ended
+	timer.callback()
+	if s.ctx.Err() != nil {
+		t.Fatal("an idle timer that fired before a request ended the session after it")
+	}
 	abandon := c.callHang(t, f)
 	stale() // armed before the call: ignored
 	if s.ctx.Err() != nil {

@@ -123,9 +123,9 @@ type seams struct {
 	listBackoff  time.Duration               // the first wait before listing the tools again; 0: listBackoff
 	restartWait  time.Duration               // the first wait before restarting a dead server; 0: restartWait
 	startTimeout time.Duration               // bounds one attempt to start a gateway's server; 0: startTimeout
-	// idleTimer arms a session's idle timer (httpsession.go) and returns
-	// its stop; nil: time.AfterFunc.
-	idleTimer func(time.Duration, func()) (stop func() bool)
+	// idleTimer makes a session's idle timer (httpsession.go), armed;
+	// nil: time.AfterFunc.
+	idleTimer func(time.Duration, func()) sessionTimer
 }
 
 // A Proxy stands between one downstream MCP server and the agent. Create it

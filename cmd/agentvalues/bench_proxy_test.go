@@ -44,7 +44,8 @@ import (
 // size bytes of one kind (see blobPayload), and ping, which returns
 // {"ok":true}. Its arguments are KIND:SIZE pairs whose payloads it makes
 // before it serves, so that making them is outside any timed call; other
-// payloads are made on their first call and kept.
+// payloads are made on their first call and kept. With blobListenFlag
+// before them, it serves over Streamable HTTP instead of stdio.
 const blobServerArg = "test-blob-server"
 
 func init() {
@@ -122,6 +123,10 @@ func blobServer(args []string) int {
 		cache[key] = p
 		return p, nil
 	}
+	listen := "" // blobListenFlag's address: served over Streamable HTTP (bench_http_test.go)
+	if len(args) > 0 && strings.HasPrefix(args[0], blobListenFlag) {
+		listen, args = strings.TrimPrefix(args[0], blobListenFlag), args[1:]
+	}
 	for _, arg := range args {
 		kind, size, ok := strings.Cut(arg, ":")
 		n, err := strconv.Atoi(size)
@@ -164,6 +169,9 @@ func blobServer(args []string) int {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: pingResult}}}, nil
 		})
+	if listen != "" {
+		return serveBlobHTTP(s, listen)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "blobserver:", err)
 	}
@@ -306,8 +314,8 @@ func startBenchVia(b *testing.B, via string, serverArgs ...string) *benchConn {
 // version (empty: the go-sdk client's latest).
 func startBenchAt(b *testing.B, via, version string, serverArgs ...string) *benchConn {
 	b.Helper()
-	if via == "http" { // proxy --listen: bench_http_test.go
-		return startBenchHTTP(b, serverArgs...)
+	if via == "http" || via == "http-direct" { // proxy --listen, or none: bench_http_test.go
+		return startBenchHTTP(b, via == "http-direct", version, serverArgs...)
 	}
 	proxied := via != "direct"
 	args := append([]string{blobServerArg}, serverArgs...)
