@@ -55,8 +55,16 @@ type rawRequest struct {
 	// every result's _meta under mcp.MetaKeyServerInfo; nil before.
 	serverInfo json.RawMessage
 	// onReader is set when the call is made by the goroutine reading the
-	// client (see rawLight), which must not wait for the server to read.
+	// client (see rawLight), which must not wait for the server to read;
+	// the request is then held in that goroutine's batch, sendIn (see
+	// wire.Batch).
 	onReader bool
+	sendIn   *wire.Batch
+	// answerIn is the batch of the goroutine handing the response to done
+	// (the one reading the server, when the result was taken there: see
+	// wire.Call.Done), or nil; it is set just before done is called, on
+	// that goroutine, and the response line is held in it.
+	answerIn *wire.Batch
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -313,10 +321,10 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 			return // as the SDK writes no response once reading has stopped
 		}
 		resp.ID = req.ID
-		u.conn.WriteLine(encodeResponse(resp)) // a failed write shows on the next one the session makes
+		u.conn.WriteLineIn(r.answerIn, encodeResponse(resp)) // a failed write shows on the next one the session makes
 	}
 	if r.light() {
-		r.onReader = true
+		r.onReader, r.sendIn = true, u.conn.Batch() // take runs on the reading goroutine
 		run(ctx, done)
 	} else {
 		u.run(func() { run(ctx, done) })
@@ -477,8 +485,9 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 		Tag:       vals,
 		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too
 		OnReader:  req.onReader,
+		Batch:     req.sendIn,
 		Cancelled: cancelNote,
-		Done: func(resp *jsonrpc.Response, err error) {
+		Done: func(resp *jsonrpc.Response, b *wire.Batch, err error) {
 			stop()
 			var res *mcp.CallToolResult
 			switch {
@@ -497,6 +506,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 				// goroutine, which may be the one reading the server.
 				if req.serverInfo != nil {
 					defer cancel()
+					req.answerIn = b
 					done(inputRequired(res), nil)
 					return
 				}
@@ -521,7 +531,9 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 				return
 			}
 			defer cancel()
-			done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+			out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err)
+			req.answerIn = b
+			done(out, err)
 		},
 	})
 }

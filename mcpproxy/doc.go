@@ -145,7 +145,11 @@
 //  3. decodeResult reads the result as the SDK client would, and
 //     finishCall and present store it and build what the agent gets, as
 //     on the SDK route; encodeResponse writes the response line as the SDK
-//     server would. sdkbytes.go is the one file that must match the SDK
+//     server would. The requests a goroutine reading the client sends
+//     from lines it read at once, and the responses one reading the server
+//     writes, are held and written together when it has no whole line
+//     left (wire.Batch): one write and one wake-up of the peer for what a
+//     relay copying bytes would pass in one. sdkbytes.go is the one file that must match the SDK
 //     byte for byte: the request, the response line, the result's
 //     encoding, and the errors worded as the SDK words them.
 //

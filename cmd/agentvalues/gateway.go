@@ -91,6 +91,11 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
+	if *listen == "" {
+		var closeStdin func()
+		stdin, closeStdin = pollableStdin(stdin)
+		defer closeStdin()
+	}
 	// The servers start once the client's first message has told its
 	// protocol version: a client sends initialize at once.
 	version, stdin, ok := downstreamProtocol(ctx, *protocol, *listen != "", stdin)

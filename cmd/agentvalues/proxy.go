@@ -65,6 +65,11 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	// After the first signal the proxy shuts down (cancelling calls in
 	// flight); restoring the default handling lets a second one kill it.
 	context.AfterFunc(ctx, stop)
+	if *listen == "" {
+		var closeStdin func()
+		stdin, closeStdin = pollableStdin(stdin)
+		defer closeStdin()
+	}
 	version, stdin, ok := downstreamProtocol(ctx, *protocol, *listen != "", stdin)
 	if !ok {
 		return nil // a signal before the client's first message

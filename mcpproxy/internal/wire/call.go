@@ -39,11 +39,16 @@ type Call struct {
 	// OnReader says the caller is the goroutine reading the client, which
 	// the call must not hold up (see sendRaw).
 	OnReader bool
+	// Batch, with OnReader, is the batch of that goroutine (see Batch):
+	// the request is held in it, and written when it is flushed.
+	Batch *Batch
 	// Cancelled returns the line of the notifications/cancelled request
 	// that names the call by its id on the wire, for the reason why.
 	Cancelled func(id jsonrpc.ID, why string) []byte
-	// Done is handed the call's response, or why it ended without one.
-	Done func(*jsonrpc.Response, error)
+	// Done is handed the call's response, or why it ended without one;
+	// and, when it runs on the goroutine reading the connection (see
+	// Inline), that goroutine's batch (see Batch), else nil.
+	Done func(*jsonrpc.Response, *Batch, error)
 }
 
 // A rawPending is a call made with Start awaiting its response.
@@ -51,7 +56,7 @@ type rawPending struct {
 	id, wire jsonrpc.ID // the call's own id, and its number on the wire
 	method   string
 	claimed  atomic.Bool // by the first of the response, the context, the connection's end, a failed write
-	done     func(*jsonrpc.Response, error)
+	done     func(*jsonrpc.Response, *Batch, error)
 	inline   bool        // done may run on the goroutine reading the connection
 	stop     func() bool // stops the watch on the call's context
 	// sent is closed once the request has been written, or will never be
@@ -84,7 +89,7 @@ func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true)
 // sendRaw).
 func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame [][]byte, call Call) {
 	if err := ctx.Err(); err != nil {
-		call.Done(nil, err)
+		call.Done(nil, nil, err)
 		return
 	}
 	p := &rawPending{done: call.Done, inline: call.Inline, sent: make(chan struct{})}
@@ -106,7 +111,7 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 				c.WriteLine(note)
 			}
 		}()
-		p.done(nil, ctx.Err())
+		p.done(nil, nil, ctx.Err())
 	})
 	c.calls.Add(p.wire, Pending{Method: method, Tag: call.Tag, ID: p.id})
 	if c.storing != nil {
@@ -130,7 +135,29 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 	if call.OnReader && len(frame) > 1 {
 		frame = [][]byte{bytes.Join(frame, nil)} // one piece, for TryWrite
 	}
+	if call.OnReader && call.Batch != nil && c.holdRaw(p, frame[0], call.Batch) {
+		return
+	}
 	c.sendRaw(p, frame, call.OnReader)
+}
+
+// holdRaw holds the request line of the raw call p in b (see Batch),
+// unless the call has ended first, and reports true; false when it is to
+// be written at once (see hold).
+func (c *Conn) holdRaw(p *rawPending, line []byte, b *Batch) bool {
+	if p.claimed.Load() {
+		close(p.sent)
+		return true
+	}
+	// Held is as good as written: whatever is written to c next, the
+	// cancellation of p among it, goes after it.
+	p.wrote.Store(true)
+	if !c.hold(b, line, p) {
+		p.wrote.Store(false)
+		return false
+	}
+	close(p.sent)
+	return true
 }
 
 // sendRaw writes the request frame of the raw call p, unless the call has
@@ -175,16 +202,23 @@ func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 	if !start() {
 		return
 	}
-	n, err := tw.TryWrite(frame[0])
-	if err == nil && n < len(frame[0]) {
-		go write([][]byte{frame[0][n:]}) // still holding wmu: the rest of the line comes next
+	held, calls := c.takeHeld() // first, as writeLocked writes them
+	line := frame[0]
+	if len(held) > 0 {
+		line = append(held, line...)
+	}
+	n, err := tw.TryWrite(line)
+	if err == nil && n < len(line) {
+		// Still holding wmu: the rest of the line comes next.
+		go func() {
+			close(p.sent)
+			c.finishLocked(line[n:], append(calls, p))
+		}()
 		return
 	}
 	c.wmu.Unlock()
 	close(p.sent)
-	if err != nil {
-		go c.failedRaw(p, err) // Done may wait (for the server's end)
-	}
+	c.heldWritten(append(calls, p), err)
 }
 
 // failedRaw ends the raw call p with the error of writing its request, if
@@ -193,7 +227,7 @@ func (c *Conn) failedRaw(p *rawPending, err error) {
 	if err != nil && p.claim() {
 		p.stop()
 		c.forgetRaw(p)
-		p.done(nil, err)
+		p.done(nil, nil, err)
 	}
 }
 
@@ -211,7 +245,7 @@ func (c *Conn) failRaw(p *rawPending) {
 	}
 	p.stop()
 	c.forgetRaw(p)
-	go p.done(nil, ErrClosed) // Done may wait (for the server's end)
+	go p.done(nil, nil, ErrClosed) // Done may wait (for the server's end)
 }
 
 // endRaw ends every raw call still waiting, once the connection can no
@@ -225,8 +259,9 @@ func (c *Conn) endRaw() {
 }
 
 // deliverRaw hands the response of a raw call to it, or drops it when the
-// call is over (cancelled).
-func (c *Conn) deliverRaw(resp *jsonrpc.Response) {
+// call is over (cancelled). b is the read loop's batch when the read loop
+// calls it, else nil.
+func (c *Conn) deliverRaw(resp *jsonrpc.Response, b *Batch) {
 	v, ok := c.rawWait.LoadAndDelete(resp.ID)
 	if !ok {
 		return
@@ -237,10 +272,10 @@ func (c *Conn) deliverRaw(resp *jsonrpc.Response) {
 	}
 	p.stop()
 	if p.inline {
-		p.done(resp, nil)
+		p.done(resp, b, nil)
 		return
 	}
-	go p.done(resp, nil)
+	go p.done(resp, nil, nil)
 }
 
 // isClosed reports whether Close has been called.

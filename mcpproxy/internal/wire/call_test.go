@@ -49,7 +49,7 @@ func TestRawCancelWhileStarting(t *testing.T) {
 func startTestCall(c *Conn, ctx context.Context, onReader bool, done func(*jsonrpc.Response, error)) {
 	id := c.NextID()
 	frame := [][]byte{fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`+"\n", id.Raw())}
-	c.Start(ctx, id, "tools/call", frame, Call{Inline: true, OnReader: onReader, Cancelled: testNote, Done: done})
+	c.Start(ctx, id, "tools/call", frame, Call{Inline: true, OnReader: onReader, Cancelled: testNote, Done: func(resp *jsonrpc.Response, _ *Batch, err error) { done(resp, err) }})
 }
 
 // testNote is the line of the cancellation of call id.

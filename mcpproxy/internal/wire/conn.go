@@ -62,6 +62,13 @@ type Conn struct {
 
 	wmu sync.Mutex // serializes writes
 
+	// The lines held for one write (batch.go): under hmu, which a writer
+	// takes holding wmu.
+	hmu       sync.Mutex
+	held      []byte
+	heldCalls []*rawPending // the raw calls whose requests are in held
+	batch     Batch         // the read loop's: see Batch
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
@@ -194,6 +201,7 @@ func (c *Conn) readLoop() {
 	defer c.endRaw() // after readDone: a raw call stored later sees Broken()
 	defer close(c.readDone)
 	defer c.workers.Wait() // what they deliver goes before the end
+	defer c.batch.Flush()  // first: nothing is left held
 	for {
 		ln, err := c.readLine()
 		switch {
@@ -202,6 +210,7 @@ func (c *Conn) readLoop() {
 			// A large response is taken and fixed (settle, Fix) apart, so
 			// that the responses to other calls do not wait for it; by at
 			// most maxLineWorkers at once.
+			c.batch.Flush() // the wait for a worker is not work
 			select {
 			case c.slots <- struct{}{}:
 			case <-c.closed:
@@ -215,10 +224,10 @@ func (c *Conn) readLoop() {
 			go func() {
 				defer c.workers.Done()
 				defer func() { <-c.slots }()
-				c.deliver(c.take(&ln))
+				c.deliver(c.take(&ln), nil)
 			}()
 		default:
-			if !c.deliver(c.take(&ln)) {
+			if !c.deliver(c.take(&ln), &c.batch) {
 				c.readErr = io.EOF
 				return
 			}
@@ -226,6 +235,9 @@ func (c *Conn) readLoop() {
 		if err != nil {
 			c.readErr, ended = err, true
 			return
+		}
+		if !c.lineReady() {
+			c.batch.Flush() // reading may wait now
 		}
 	}
 }
@@ -237,16 +249,20 @@ func (c *Conn) readLoop() {
 const maxLineWorkers = 4
 
 // deliver hands msg, if any, to Read, and reports false when the
-// connection was closed first.
-func (c *Conn) deliver(msg jsonrpc.Message) bool {
+// connection was closed first. b is the read loop's batch when the read
+// loop calls it, else nil.
+func (c *Conn) deliver(msg jsonrpc.Message, b *Batch) bool {
 	if msg == nil {
 		return true
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && !c.server && isRawID(resp.ID) {
 		// A raw call's, never the SDK's: to its caller, or dropped when the
 		// call is over (cancelled).
-		c.deliverRaw(resp)
+		c.deliverRaw(resp, b)
 		return true
+	}
+	if b != nil {
+		b.Flush() // handing msg on may wait for its reader
 	}
 	select {
 	case c.incoming <- msg:
@@ -310,10 +326,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if args == nil {
-		_, err = c.w.Write(data)
+		err = c.writeLocked(data)
 	} else {
-		bufs := net.Buffers{data, args, after}
-		_, err = bufs.WriteTo(c.w)
+		err = c.writeLocked(data, args, after)
 	}
 	if err != nil && wire.IsValid() {
 		c.calls.Done(wire) // never sent: no response will come
@@ -343,6 +358,11 @@ func (c *Conn) Close() error {
 		if c.hooks.Closing != nil {
 			c.hooks.Closing()
 		}
+		if c.server { // the responses to the calls Closing waited for
+			c.wmu.Lock()
+			c.writeLocked()
+			c.wmu.Unlock()
+		}
 		if c.closer != nil {
 			c.closeErr = c.closer.Close()
 		}
@@ -357,14 +377,35 @@ func (c *Conn) WriteLine(data ...[]byte) error {
 	return c.writeLocked(data...)
 }
 
-// writeLocked is WriteLine with wmu held.
+// writeLocked is WriteLine with wmu held. The lines held for c (see
+// Batch) go first.
 func (c *Conn) writeLocked(data ...[]byte) error {
-	if len(data) == 1 {
-		_, err := c.w.Write(data[0])
-		return err
+	held, calls := c.takeHeld()
+	if len(held) > 0 {
+		n := 0
+		for _, d := range data {
+			n += len(d)
+		}
+		if n <= maxHeld { // one write: net.Buffers writes a file's pieces one by one
+			for _, d := range data {
+				held = append(held, d...)
+			}
+			data = [][]byte{held}
+		} else {
+			data = append([][]byte{held}, data...)
+		}
 	}
-	bufs := net.Buffers(data)
-	_, err := bufs.WriteTo(c.w)
+	var err error
+	switch len(data) {
+	case 0:
+		return nil
+	case 1:
+		_, err = c.w.Write(data[0])
+	default:
+		bufs := net.Buffers(data)
+		_, err = bufs.WriteTo(c.w)
+	}
+	c.heldWritten(calls, err)
 	return err
 }
 
