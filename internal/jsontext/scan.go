@@ -560,11 +560,13 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		switch c := d[i]; c {
 		case '{', '[':
 			sc.pend = nil
-			if l := len(sc.stack) + 1; skimDeep && l > 2 && l > sc.desc && (l > 3 || sc.nest == nil || !sc.nest.on) {
+			if l := len(sc.stack) + 1; skimDeep && !sc.invalid && l > 2 && l > sc.desc && (l > 3 || sc.nest == nil || !sc.nest.on) {
 				// Nothing is recorded of its children: it is validated at
 				// once (see skim).
+				sc.skims++
 				end, stack, deepest, ok := skim(d, i, sc.stack)
 				sc.stack = stack
+				sc.invalid = !ok
 				if ok {
 					sc.sh.Depth = max(sc.sh.Depth, deepest)
 					if sc.nest != nil && sc.nest.on {
@@ -762,8 +764,14 @@ type scanner struct {
 	d     []byte
 	stack []byte // open containers, '[' or '{'
 	level
-	stream  bool     // the input is a stream of values, the top-level "array" of ScanStream
-	stopped bool     // run stopped at its stop offset
+	stream  bool // the input is a stream of values, the top-level "array" of ScanStream
+	stopped bool // run stopped at its stop offset
+	// invalid is set when skim found the document invalid: run scans on
+	// to the error itself, and skims nothing more, so that each container
+	// it enters is not skimmed to the error again (a quadratic cost in
+	// the depth). skims counts the containers skimmed, for tests.
+	invalid bool
+	skims   int
 	nest    *nesting // with Limits.Nested, for a top-level object
 	// pend is the Summary that the value starting next adds to when it is
 	// a scalar: of the item of a top-level array (or of the array member
@@ -1139,10 +1147,11 @@ func scanKey(d []byte, i int) (int, Span, error) {
 }
 
 // quickString returns the index after the string at the quote d[i] when
-// it holds at most seven bytes, each printable ASCII but the quote and the
-// backslash, and at least eight bytes follow its opening quote; otherwise
-// it returns 0, and scanString tells. Keys and short values (ids, names,
-// flags) so cost one load, without a call.
+// it holds at most fifteen bytes, each ASCII but a control character, the
+// quote and the backslash; otherwise it returns 0, and scanString tells.
+// Keys and short values (ids, names, flags) so cost a short loop the
+// caller inlines, whose branches predict well, not a call: a scan of
+// small values is bound by the latency from one value's end to the next.
 func quickString(d []byte, i int) int {
 	for j, end := i+1, min(len(d), i+17); j < end; j++ {
 		if c := d[j]; c == '"' {
