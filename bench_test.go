@@ -49,12 +49,14 @@ var bigTextLog = sync.OnceValue(func() []byte {
 func benchPutPreview(b *testing.B, data []byte) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu := cpuClock()
 	for b.Loop() {
 		s := New()
 		h := s.PutOutput(data)
 		v, _ := s.Get(h)
 		_ = RenderPreview(h, v)
 	}
+	reportCPU(b, cpu)
 }
 
 func BenchmarkPutPreviewJSONArray(b *testing.B) { benchPutPreview(b, bigJSONArray()) }
@@ -99,11 +101,13 @@ func BenchmarkBaselineGJSONValid(b *testing.B) {
 	data := bigJSONArray()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu := cpuClock()
 	for b.Loop() {
 		if !gjson.ValidBytes(data) {
 			b.Fatal("invalid")
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 func BenchmarkBaselineEncodingJSONAny(b *testing.B) {
@@ -233,18 +237,21 @@ func smallResult(n int) []byte {
 // benchObserve is the per-result work of an agent loop for a small result:
 // Observe stores it in a session that already holds many values and returns
 // the transcript text: the result whole up to the inline limit (2 KiB by
-// default), its preview past it.
+// default), its preview past it. Both it and its floor report their CPU
+// per result (cpu-ns/op), the figures to divide on a busy machine.
 func benchObserve(b *testing.B, n int) {
 	data := smallResult(n)
 	s := New()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu := cpuClock()
 	for b.Loop() {
 		out := bytes.Clone(data) // Observe keeps out: each result is its own
 		if o := s.Observe(out); o.Previewed != (len(data) > DefaultMaxPreview) {
 			b.Fatalf("a %d-byte result: previewed %v", len(data), o.Previewed)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 // benchObserveBaseline is the floor for a small result: validate it and
@@ -253,12 +260,14 @@ func benchObserveBaseline(b *testing.B, n int) {
 	data := smallResult(n)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu := cpuClock()
 	for b.Loop() {
 		out := bytes.Clone(data)
 		if !gjson.ValidBytes(out) {
 			b.Fatal("invalid")
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 func BenchmarkObserve200B(b *testing.B)         { benchObserve(b, 200) }

@@ -54,18 +54,17 @@ func (s *SessionValues) transcript(h string, x *value) Observation {
 	if x.kind == KindBinary || x.disk != nil || len(x.raw) > s.cfg.inline() {
 		b := make([]byte, 0, min(x.max, DefaultMaxPreview)+64+hintLen+5*len(h))
 		b = appendHint(appendPreview(b, h, Value{x}), h, partsOf(x))
-		return Observation{Handle: h, Text: string(b), Previewed: true}
+		return Observation{Handle: h, Text: string(b), Previewed: true} // a copy of its size: b has room to spare
 	}
-	// The line is formatted first so that text is made at its size: for a
-	// small result the line is a third of it.
-	var buf [256]byte
-	line := appendStoredLine(buf[:0], h, x)
-	nl := len(x.raw) > 0 && x.raw[len(x.raw)-1] != '\n'
-	text := make([]byte, 0, len(x.raw)+1+len(line))
-	text = append(text, x.raw...)
-	if nl {
-		text = append(text, '\n')
+	// The line is formatted first, and the text made of the value, a
+	// newline and the line in one concatenation: one allocation of the
+	// text's size, each byte written once.
+	var buf [257]byte
+	line := append(buf[:0], '\n')
+	line = appendStoredLine(line, h, x)
+	if len(x.raw) == 0 || x.raw[len(x.raw)-1] == '\n' {
+		line = line[1:]
 	}
-	text = append(text, line...)
-	return Observation{Handle: h, Text: unsafe.String(unsafe.SliceData(text), len(text))} // text is never modified
+	text := unsafe.String(unsafe.SliceData(x.raw), len(x.raw)) + unsafe.String(unsafe.SliceData(line), len(line))
+	return Observation{Handle: h, Text: text}
 }

@@ -144,35 +144,53 @@ func newBinary(b []byte) *value {
 // newJSON validates b, which it owns, as one JSON value, and indexes it at
 // once when it has more than eager bytes.
 func newJSON(b []byte, eager int) (*value, error) {
-	lim := scanLimits
 	if len(b) <= eager {
-		lim = jsontext.Limits{} // validate and count only
+		return newSmallJSON(b, eager)
 	}
-	top, sh, err := jsontext.Scan(b, lim)
+	top, sh, err := jsontext.Scan(b, scanLimits)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
 	raw := b[top.Start:top.End]
 	switch raw[0] {
-	case '"':
-		return newTextOrBinary(jsontext.AppendUnquoted(nil, raw), eager), nil
-	case 't', 'f':
-		return &value{kind: KindBool, raw: raw}, nil
-	case 'n':
-		return &value{kind: KindNull, raw: raw}, nil
 	case '[', '{':
-		if len(b) <= eager {
-			var largest jsontext.Child
-			if l := sh.Largest[0]; raw[0] == '{' && l.Val.End > 0 {
-				largest = jsontext.Child{
-					Key: jsontext.Span{Start: l.Key.Start - top.Start, End: l.Key.End - top.Start},
-					Val: jsontext.Span{Start: l.Val.Start - top.Start, End: l.Val.End - top.Start},
-				}
-			}
-			return newLazy(value{kind: kindOf(raw[0]), raw: raw, n: sh.Count}, largest), nil
-		}
 		c := newContainer(raw, &sh, top.Start, 0)
 		return &value{kind: c.kind, raw: raw, n: sh.Count, c: c}, nil
 	}
-	return &value{kind: KindNumber, raw: raw}, nil
+	return newScalar(raw, eager), nil
+}
+
+// newSmallJSON is newJSON of a value shown whole: it is validated and its
+// children counted, and it is indexed on first use.
+func newSmallJSON(b []byte, eager int) (*value, error) {
+	top, n, l, err := jsontext.Tally(b)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	raw := b[top.Start:top.End]
+	switch raw[0] {
+	case '[', '{':
+		var largest jsontext.Child
+		if raw[0] == '{' && l.Val.End > 0 {
+			largest = jsontext.Child{
+				Key: jsontext.Span{Start: l.Key.Start - top.Start, End: l.Key.End - top.Start},
+				Val: jsontext.Span{Start: l.Val.Start - top.Start, End: l.Val.End - top.Start},
+			}
+		}
+		return newLazy(value{kind: kindOf(raw[0]), raw: raw, n: n}, largest), nil
+	}
+	return newScalar(raw, eager), nil
+}
+
+// newScalar returns the value of the valid JSON scalar raw.
+func newScalar(raw []byte, eager int) *value {
+	switch raw[0] {
+	case '"':
+		return newTextOrBinary(jsontext.AppendUnquoted(nil, raw), eager)
+	case 't', 'f':
+		return &value{kind: KindBool, raw: raw}
+	case 'n':
+		return &value{kind: KindNull, raw: raw}
+	}
+	return &value{kind: KindNumber, raw: raw}
 }

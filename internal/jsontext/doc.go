@@ -5,7 +5,10 @@
 //     first and last children of a top-level container (scan.go), and on
 //     request sparse indexes of it, [Marks] of an array's items and
 //     [KeyBlocks] of an object's keys, so that a lookup starts near what
-//     it names (offsets.go);
+//     it names (offsets.go); [Tally] gives what it records of a small
+//     document with no Limits (the number of children, the largest) in
+//     one tight pass, and Scan itself passes so what lies deeper than
+//     anything it records;
 //   - [Walker] walks a document, validating it, calling a [Visitor] for
 //     every scalar and keeping the JSON pointer of the value at hand
 //     (walk.go);

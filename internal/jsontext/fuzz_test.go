@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -827,6 +828,42 @@ func FuzzAppendValidUTF8(f *testing.F) {
 		}
 		if dec := AppendUnquoted(nil, fixed); string(dec) != want {
 			t.Fatalf("%q repaired decodes to %q, encoding/json decodes the original to %q", q, dec, want)
+		}
+	})
+}
+
+// FuzzSkim checks that Scan, passing the containers it records nothing of
+// with skim, records what it records scanning them itself, and gives the
+// same error, under every kind of Limits; and that Tally gives what Scan
+// with no Limits gives.
+func FuzzSkim(f *testing.F) {
+	for _, seed := range []string{`{"status":"ok","rows":[{"id":1,"name":"item-1","ok":true},{"id":2,"x":[[],{}]}],"next":null}`,
+		`[{"a":{"b":[1,{"c":"\u00e9\"x"}]}},[[["deep"]]]]`, `{"a":{"b":{"c":{"d":[1,2,{"e":null}]}}},"f":[[1],[2,[3]]]}`,
+		`{"a":[{"b":[{"c":1,}]}]}`, `{"a":[[1 2]]}`, `{"a":[{"b" 1}]}`, `{"a":[{"b":"\xff"}]}`, `[[[`, `{"k":[{"x":tru}]}`,
+		` { "a" : [ { "b" : [ 1 , 2 ] , "c" : { } } ] } `, `"s"`, `12`, `{}`, `[]`, `{"a":1}x`, `{"a":[{"b":1}]} `} {
+		f.Add([]byte(seed))
+	}
+	descend := func(depth int, key []byte) bool { return depth < 4 }
+	limits := []Limits{{}, {Head: 25, Tail: 2, Keys: 8}, {Head: 3, Tail: 2, Keys: 4, Index: true, Nested: true},
+		{Head: 96, Tail: 2, Keys: 256, Index: true, Outline: 40, Descend: descend}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, lim := range limits {
+			skimDeep = true
+			top1, sh1, err1 := Scan(data, lim)
+			skimDeep = false
+			top2, sh2, err2 := Scan(data, lim)
+			skimDeep = true
+			if fmt.Sprint(err1) != fmt.Sprint(err2) || top1 != top2 {
+				t.Fatalf("%+v: skimming: %v %v, scanning: %v %v, for %q", lim, top1, err1, top2, err2, data)
+			}
+			if diff := cmp.Diff(sh2, sh1, cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%+v: Shape (-scanning +skimming):\n%s\nfor %q", lim, diff, data)
+			}
+		}
+		top1, sh, err1 := Scan(data, Limits{})
+		top2, n, largest, err2 := Tally(data)
+		if fmt.Sprint(err1) != fmt.Sprint(err2) || err1 == nil && (top1 != top2 || n != sh.Count || largest != sh.Largest[0]) {
+			t.Fatalf("Tally: %v %d %v %v, Scan: %v %d %v %v, for %q", top2, n, largest, err2, top1, sh.Count, sh.Largest[0], err1, data)
 		}
 	})
 }

@@ -560,6 +560,22 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		switch c := d[i]; c {
 		case '{', '[':
 			sc.pend = nil
+			if l := len(sc.stack) + 1; skimDeep && !sc.invalid && l > 2 && l > sc.desc && (l > 3 || sc.nest == nil || !sc.nest.on) {
+				// Nothing is recorded of its children: it is validated at
+				// once (see skim).
+				sc.skims++
+				end, stack, deepest, ok := skim(d, i, sc.stack)
+				sc.stack = stack
+				sc.invalid = !ok
+				if ok {
+					sc.sh.Depth = max(sc.sh.Depth, deepest)
+					if sc.nest != nil && sc.nest.on {
+						sc.nest.cur.sh.Depth = max(sc.nest.cur.sh.Depth, deepest-1)
+					}
+					i = end
+					break
+				}
+			}
 			sc.stack = append(sc.stack, c)
 			sc.sh.Depth = max(sc.sh.Depth, len(sc.stack))
 			if sc.nest != nil && sc.nest.on {
@@ -600,14 +616,162 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 	}
 }
 
+// skimDeep says whether run passes a container whose children it records
+// nothing of with skim: tests turn it off to compare the two.
+var skimDeep = true
+
+// skim validates the value at d[i] with nothing recorded of it, and
+// returns the index after it, the stack (as given, its capacity perhaps
+// grown) and the deepest the stack went in the value. It pushes and pops
+// the value's containers on stack as run does, but passes every value and
+// key with nothing between them but the grammar. On invalid input it
+// returns ok false, and the caller scans the value again with run: the
+// error, and the offset it gives, are run's.
+func skim(d []byte, i int, stack []byte) (end int, _ []byte, deepest int, ok bool) {
+	base := len(stack)
+	deepest = base
+	key := false // a key comes first, at i
+	var err error
+	for {
+		if key {
+			if j := quickString(d, i); j > 0 && j < len(d) && d[j] == ':' {
+				i = j + 1 // d[i] is the quote: skim saw it
+			} else if i, _, err = scanKey(d, i); err != nil {
+				break
+			}
+			if i = SkipSpace(d, i); i >= len(d) {
+				break
+			}
+			key = false
+		}
+		// A value starts at i.
+		switch c := d[i]; c {
+		case '{', '[':
+			stack = append(stack, c)
+			deepest = max(deepest, len(stack))
+			i = SkipSpace(d, i+1)
+			if i < len(d) && d[i] == c+2 { // '}' is '{'+2, ']' is '['+2
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if i >= len(d) || c == '{' && d[i] != '"' {
+				return i, stack[:base], 0, false
+			}
+			key = c == '{'
+			continue
+		case '"':
+			if j := quickString(d, i); j > 0 {
+				i = j
+			} else {
+				i, err = scanString(d, i)
+			}
+		default:
+			i, err = scanScalar(d, i)
+		}
+		if err != nil {
+			break
+		}
+		// After a value: close what ends here, then find the next value.
+		for len(stack) > base {
+			if i = SkipSpace(d, i); i >= len(d) {
+				return i, stack[:base], 0, false
+			}
+			open := stack[len(stack)-1]
+			if d[i] == open+2 {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if d[i] != ',' {
+				return i, stack[:base], 0, false
+			}
+			if i = SkipSpace(d, i+1); i >= len(d) || open == '{' && d[i] != '"' {
+				return i, stack[:base], 0, false
+			}
+			key = open == '{'
+			break
+		}
+		if len(stack) == base {
+			return i, stack, deepest, true
+		}
+	}
+	return i, stack[:base], 0, false
+}
+
+// Tally validates d as [Valid] does and returns the span of its value
+// and, for a top-level array or object, the number of its children and,
+// of an object, its largest member (the first of equal ones), zero
+// otherwise: what [Scan] with no Limits records in Count and Largest[0],
+// without its fixed cost (a small document is tallied in about the time
+// Scan takes to set up). An error is Scan's.
+func Tally(d []byte) (top Span, n int, largest Child, err error) {
+	var buf [32]byte // the stack of open containers, on the stack while shallow
+	if i := SkipSpace(d, 0); i < len(d) && (d[i] == '{' || d[i] == '[') {
+		if end, n, largest, ok := tally(d, i, buf[:0]); ok && SkipSpace(d, end) == len(d) {
+			return Span{i, end}, n, largest, nil
+		}
+	}
+	top, sh, err := Scan(d, Limits{}) // a scalar, or the error of invalid input
+	return top, sh.Count, sh.Largest[0], err
+}
+
+// tally is Tally of the array or object at d[i]: it returns the index
+// after it, and ok false when it is not valid.
+func tally(d []byte, i int, stack []byte) (end, n int, largest Child, ok bool) {
+	open := d[i]
+	i = SkipSpace(d, i+1)
+	if i < len(d) && d[i] == open+2 {
+		return i + 1, 0, largest, true
+	}
+	stack = append(stack, open)
+	for {
+		var key Span
+		var err error
+		if open == '{' {
+			if i, key, err = scanKey(d, i); err != nil {
+				return i, n, largest, false
+			}
+			i = SkipSpace(d, i)
+		}
+		if i >= len(d) {
+			return i, n, largest, false
+		}
+		start := i
+		if i, stack, _, ok = skim(d, i, stack); !ok {
+			return i, n, largest, false
+		}
+		n++
+		if open == '{' && i-start > largest.Val.End-largest.Val.Start {
+			largest = Child{Key: key, Val: Span{start, i}}
+		}
+		if i = SkipSpace(d, i); i >= len(d) {
+			return i, n, largest, false
+		}
+		if d[i] == open+2 {
+			return i + 1, n, largest, true
+		}
+		if d[i] != ',' {
+			return i, n, largest, false
+		}
+		i++
+	}
+}
+
 // scanner is the state of scanFrom. Its level records the top-level
 // value's children.
 type scanner struct {
 	d     []byte
 	stack []byte // open containers, '[' or '{'
 	level
-	stream  bool     // the input is a stream of values, the top-level "array" of ScanStream
-	stopped bool     // run stopped at its stop offset
+	stream  bool // the input is a stream of values, the top-level "array" of ScanStream
+	stopped bool // run stopped at its stop offset
+	// invalid is set when skim found the document invalid: run scans on
+	// to the error itself, and skims nothing more, so that each container
+	// it enters is not skimmed to the error again (a quadratic cost in
+	// the depth). skims counts the containers skimmed, for tests.
+	invalid bool
+	skims   int
 	nest    *nesting // with Limits.Nested, for a top-level object
 	// pend is the Summary that the value starting next adds to when it is
 	// a scalar: of the item of a top-level array (or of the array member
@@ -961,6 +1125,11 @@ func (sc *scanner) next(i int) (int, error) {
 // the span of the quoted key.
 func scanKey(d []byte, i int) (int, Span, error) {
 	i = SkipSpace(d, i)
+	if i < len(d) && d[i] == '"' {
+		if j := quickString(d, i); j > 0 && j < len(d) && d[j] == ':' {
+			return j + 1, Span{i, j}, nil // a short key and its colon, the common case
+		}
+	}
 	if i >= len(d) || d[i] != '"' {
 		return i, Span{}, syntaxErr(d, i, "want an object key")
 	}
@@ -975,6 +1144,23 @@ func scanKey(d []byte, i int) (int, Span, error) {
 		return i, k, syntaxErr(d, i, "want ':' after an object key")
 	}
 	return i + 1, k, nil
+}
+
+// quickString returns the index after the string at the quote d[i] when
+// it holds at most fifteen bytes, each ASCII but a control character, the
+// quote and the backslash; otherwise it returns 0, and scanString tells.
+// Keys and short values (ids, names, flags) so cost a short loop the
+// caller inlines, whose branches predict well, not a call: a scan of
+// small values is bound by the latency from one value's end to the next.
+func quickString(d []byte, i int) int {
+	for j, end := i+1, min(len(d), i+17); j < end; j++ {
+		if c := d[j]; c == '"' {
+			return j + 1
+		} else if c < 0x20 || c == '\\' || c >= 0x80 {
+			return 0
+		}
+	}
+	return 0
 }
 
 // scanString validates the string starting at the quote d[i] and returns the
@@ -1154,8 +1340,13 @@ func SkipDigits(d []byte, i int) int {
 }
 
 func scanLiteral(d []byte, i int, lit string) (int, error) {
-	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
+	if len(d)-i < len(lit) {
 		return i, syntaxErr(d, i, "want a value")
+	}
+	for k := 1; k < len(lit); k++ { // d[i] is lit[0]: the caller switched on it
+		if d[i+k] != lit[k] {
+			return i, syntaxErr(d, i, "want a value")
+		}
 	}
 	return i + len(lit), nil
 }

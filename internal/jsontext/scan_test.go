@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -475,6 +476,30 @@ func scanStringBytewise(d []byte, i int) (int, error) {
 				return i, syntaxErr(d, i, "invalid UTF-8 in string")
 			}
 			i += n
+		}
+	}
+}
+
+// TestSkimInvalidOnce checks that a document found invalid inside a deep
+// container is skimmed once: each container run enters on its way to the
+// error is not skimmed to the error again, a cost quadratic in the depth.
+func TestSkimInvalidOnce(t *testing.T) {
+	for _, d := range []string{
+		`{"a":[` + strings.Repeat("[", 20000) + `x`,
+		`[` + strings.Repeat(`{"k":[`, 5000) + `1,}`,
+	} {
+		var sc scanner
+		sc.init([]byte(d), 0, false, Limits{})
+		if _, err := sc.run(0, -1); !errors.Is(err, ErrSyntax) {
+			t.Fatalf("%.20q…: %v, want a syntax error", d, err)
+		}
+		if sc.skims != 1 {
+			t.Errorf("%.20q…: %d containers skimmed, want 1", d, sc.skims)
+		}
+		// Tally, which skims on its own first, gives Scan's error.
+		_, _, errScan := Scan([]byte(d), Limits{})
+		if _, _, _, err := Tally([]byte(d)); err == nil || err.Error() != errScan.Error() {
+			t.Errorf("%.20q…: Tally: %v, want %v", d, err, errScan)
 		}
 	}
 }
