@@ -47,7 +47,7 @@ func BenchmarkHTTPSmallCall(b *testing.B) {
 			runs := map[string][]time.Duration{} // each variant's p50s, one a run (-count)
 			for _, variant := range []string{"direct", "proxy", "http-direct", "http"} {
 				b.Run(variant, func(b *testing.B) {
-					runs[variant] = append(runs[variant], benchSmallCall(b, variant, inFlight))
+					runs[variant] = append(runs[variant], benchSmallCall(b, variant, inFlight).p50)
 					p50 := func(variant string) (time.Duration, bool) { // the median of a variant's runs so far
 						r := slices.Sorted(slices.Values(runs[variant]))
 						if len(r) == 0 {

@@ -609,25 +609,81 @@ func textOf(res *mcp.CallToolResult) string {
 // variant, direct included: the server's CPU behind the proxy is read
 // against direct's in the same run) and that of the process in the middle
 // (proxy-cpu-µs/op, the relay's too), in ticks of 10 ms: run at least
-// 1000 calls; the added latency is a variant's p50 less the direct p50,
-// which the variant logs when both ran. The client speaks
-// smallCallProtocol, or the version $AGENTVALUES_BENCH_PROTOCOL names.
+// 1000 calls. The client speaks smallCallProtocol, or the version
+// $AGENTVALUES_BENCH_PROTOCOL names.
+//
+// Each variant but direct logs the ratios issue 31 states, of its run
+// beside the medians of the floors' runs so far (with -count, a leaf's
+// runs follow one another): its added p50 (its p50 less direct's) and
+// that over the relay's added p50; its CPU per call over the relay's;
+// and the server's CPU per call over direct's. Where the relay adds less
+// than a tenth of direct's p50, within the runs' noise (on a fast machine
+// at 1 in flight it adds nothing measurable), the p50 ratio is not
+// logged: read the CPU ratio.
 func BenchmarkProxySmallCall(b *testing.B) {
-	directP50 := map[int]time.Duration{} // by calls in flight
+	type key struct {
+		variant  string
+		inFlight int
+	}
+	runs := map[key][]smallCallRun{}
+	median := func(k key, of func(smallCallRun) float64) (float64, bool) {
+		var v []float64
+		for _, r := range runs[k] {
+			if x := of(r); x > 0 {
+				v = append(v, x)
+			}
+		}
+		if len(v) == 0 {
+			return 0, false
+		}
+		slices.Sort(v)
+		return v[len(v)/2], true
+	}
+	p50 := func(r smallCallRun) float64 { return float64(r.p50) }
+	proxyCPU := func(r smallCallRun) float64 { return r.proxyCPU }
+	serverCPU := func(r smallCallRun) float64 { return r.serverCPU }
 	for _, variant := range []string{"direct", "relay", "proxy", "gateway"} {
 		b.Run(variant, func(b *testing.B) {
 			for _, inFlight := range []int{1, 8} {
 				b.Run(fmt.Sprintf("inflight-%d", inFlight), func(b *testing.B) {
-					p50 := benchSmallCall(b, variant, inFlight)
-					if variant == "direct" {
-						directP50[inFlight] = p50
-					} else if d, ok := directP50[inFlight]; ok {
-						b.Logf("added p50 latency at %d in flight: %.1f µs", inFlight, float64(p50-d)/1e3)
+					run := benchSmallCall(b, variant, inFlight)
+					k := key{variant, inFlight}
+					runs[k] = append(runs[k], run)
+					direct, relay := key{"direct", inFlight}, key{"relay", inFlight}
+					d, ok := median(direct, p50)
+					if variant == "direct" || !ok {
+						return
+					}
+					added := float64(run.p50) - d
+					b.Logf("added p50 latency at %d in flight: %.1f µs", inFlight, added/1e3)
+					if s, ok := median(direct, serverCPU); ok && run.serverCPU > 0 {
+						b.Logf("server CPU per call / direct's at %d in flight: %.2f", inFlight, run.serverCPU/s)
+					}
+					if variant == "relay" {
+						return
+					}
+					if r, ok := median(relay, p50); ok {
+						if r-d >= d/10 {
+							b.Logf("added p50 / relay's added p50 at %d in flight: %.2f", inFlight, added/(r-d))
+						} else {
+							b.Logf("the relay adds %.1f µs to p50 at %d in flight, under a tenth of direct's %.1f µs: no ratio", (r-d)/1e3, inFlight, d/1e3)
+						}
+					}
+					if r, ok := median(relay, proxyCPU); ok && run.proxyCPU > 0 {
+						b.Logf("CPU per call / the relay's at %d in flight: %.2f", inFlight, run.proxyCPU/r)
 					}
 				})
 			}
 		})
 	}
+}
+
+// A smallCallRun is what one run of benchSmallCall measured: its calls'
+// p50, and the CPU per call of the process in the middle and of the
+// server, in µs (0 where there is none or it was not read).
+type smallCallRun struct {
+	p50                 time.Duration
+	proxyCPU, serverCPU float64
 }
 
 // smallCallProtocol is the protocol version the client of
@@ -641,8 +697,8 @@ const smallCallProtocol = "2025-11-25"
 const smallCallWarmup = 100
 
 // benchSmallCall runs the calls of BenchmarkProxySmallCall and returns
-// their median duration.
-func benchSmallCall(b *testing.B, via string, inFlight int) time.Duration {
+// what it measured: their median duration, the CPU per call.
+func benchSmallCall(b *testing.B, via string, inFlight int) smallCallRun {
 	version := smallCallProtocol
 	if v := os.Getenv("AGENTVALUES_BENCH_PROTOCOL"); v != "" {
 		version = v
@@ -700,13 +756,16 @@ loop:
 	p50, p99 := percentile(all, 50), percentile(all, 99)
 	b.ReportMetric(float64(p50)/1e3, "p50-µs")
 	b.ReportMetric(float64(p99)/1e3, "p99-µs")
+	run := smallCallRun{p50: p50}
 	if c.proxy != 0 && runtime.GOOS == "linux" {
-		b.ReportMetric(float64(procCPU(b, c.proxy)-proxyCPU0)/1e3/float64(b.N), "proxy-cpu-µs/op")
+		run.proxyCPU = float64(procCPU(b, c.proxy)-proxyCPU0) / 1e3 / float64(b.N)
+		b.ReportMetric(run.proxyCPU, "proxy-cpu-µs/op")
 	}
 	if c.server != 0 && runtime.GOOS == "linux" {
-		b.ReportMetric(float64(procCPU(b, c.server)-serverCPU0)/1e3/float64(b.N), "server-cpu-µs/op")
+		run.serverCPU = float64(procCPU(b, c.server)-serverCPU0) / 1e3 / float64(b.N)
+		b.ReportMetric(run.serverCPU, "server-cpu-µs/op")
 	}
-	return p50
+	return run
 }
 
 // checkPing says what is wrong with the result of a ping call, if
