@@ -67,7 +67,12 @@ type Conn struct {
 	hmu       sync.Mutex
 	held      []byte
 	heldCalls []*rawPending // the raw calls whose requests are in held
-	batch     Batch         // the read loop's: see Batch
+	// spare and spareCalls are held and heldCalls once written, kept for
+	// the next lines held (see reuseHeld): a small call would otherwise
+	// allocate both anew on every connection it crosses.
+	spare      []byte
+	spareCalls []*rawPending
+	batch      Batch // the read loop's: see Batch
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -406,6 +411,9 @@ func (c *Conn) writeLocked(data ...[]byte) error {
 		_, err = bufs.WriteTo(c.w)
 	}
 	c.heldWritten(calls, err)
+	if len(held) > 0 {
+		c.reuseHeld(held, calls)
+	}
 	return err
 }
 
