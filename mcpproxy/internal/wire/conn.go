@@ -386,25 +386,23 @@ func (c *Conn) WriteLine(data ...[]byte) error {
 // Batch) go first.
 func (c *Conn) writeLocked(data ...[]byte) error {
 	held, calls := c.takeHeld()
-	if len(held) > 0 {
-		n := 0
-		for _, d := range data {
-			n += len(d)
-		}
-		if n <= maxHeld { // one write: net.Buffers writes a file's pieces one by one
-			for _, d := range data {
-				held = append(held, d...)
-			}
-			data = [][]byte{held}
-		} else {
-			data = append([][]byte{held}, data...)
-		}
+	n := 0
+	for _, d := range data {
+		n += len(d)
 	}
 	var err error
-	switch len(data) {
-	case 0:
+	switch {
+	case len(held) > 0 && n <= maxHeld: // one write: net.Buffers writes a file's pieces one by one
+		for _, d := range data {
+			held = append(held, d...)
+		}
+		_, err = c.w.Write(held) // held itself, not a slice holding it, which would escape
+	case len(held) > 0:
+		bufs := net.Buffers(append([][]byte{held}, data...))
+		_, err = bufs.WriteTo(c.w)
+	case len(data) == 0:
 		return nil
-	case 1:
+	case len(data) == 1:
 		_, err = c.w.Write(data[0])
 	default:
 		bufs := net.Buffers(data)
