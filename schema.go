@@ -260,11 +260,9 @@ func (s *SessionValues) Prepare(sch *Schema, args []byte) ([]byte, []string, err
 // validation, and returns the schema's violations and the steps the
 // validation took.
 func (s *Schema) violations(args []byte, shape argsShape) (vs []Violation, steps int, err error) {
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, 0, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
+	v, err := decodeForValidation(args)
+	if err != nil {
+		return nil, 0, err
 	}
 	c, err := s.get()
 	if err != nil {
@@ -304,6 +302,22 @@ func (s *Schema) violations(args []byte, shape argsShape) (vs []Violation, steps
 		}
 	}
 	return vs, steps, nil
+}
+
+// decodeForValidation decodes args for the validator: by decodeArgs, or,
+// when it declines, by encoding/json's Decoder, whose errors (and
+// leniencies) it keeps.
+func decodeForValidation(args []byte) (any, error) {
+	if v, ok := decodeArgs(args); ok {
+		return v, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("values: cannot validate the arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return v, nil
 }
 
 // validateRecovered runs the validator, turning a panic into an error: it

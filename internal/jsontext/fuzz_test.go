@@ -867,3 +867,21 @@ func FuzzSkim(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValid checks that Valid, which tallies a small document, accepts and
+// refuses what Scan with no Limits (Valid before it tallied) does, with the
+// same error.
+func FuzzValid(f *testing.F) {
+	for _, seed := range []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ping","arguments":{}}}`,
+		`[1,2,{"a":[true,false,null]}]`, `"s"`, `12`, `-0.5e+3`, `{}`, `[]`, ` `, ``, `{"a":1}x`, `{"a":[{"b":1}]} `,
+		`{"a":01}`, `{"a":"\u12"}`, `{"a":"\xff"}`, `[[[`, `{"a" 1}`, `[1,]`, `nul`, "\"\x01\"", `{"a":1,"a":2}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _, want := Scan(data, Limits{})
+		got := Valid(data)
+		if fmt.Sprint(got) != fmt.Sprint(want) || errors.Is(got, ErrSyntax) != errors.Is(want, ErrSyntax) {
+			t.Fatalf("Valid(%q) = %v, Scan: %v", data, got, want)
+		}
+	})
+}

@@ -218,9 +218,20 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 // Valid returns nil when d is exactly one valid JSON value, and otherwise
 // an error wrapping [ErrSyntax].
 func Valid(d []byte) error {
+	if len(d) <= validTallyMax {
+		_, _, _, err := Tally(d)
+		return err
+	}
 	_, _, err := Scan(d, Limits{})
 	return err
 }
+
+// validTallyMax is the size up to which Valid validates with Tally, which
+// accepts and refuses as Scan does, with Scan's error (FuzzSkim, FuzzValid),
+// without Scan's fixed cost: most of the time of a small message (every
+// request and response of a small call is validated). Above it, Scan,
+// which splits the scan of a large array among goroutines.
+const validTallyMax = 64 << 10
 
 // splitScanMin is the size from which Scan splits the scan of an array in
 // two: below it, starting a goroutine costs more than it saves.

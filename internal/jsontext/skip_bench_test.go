@@ -127,3 +127,28 @@ func BenchmarkSkipValue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkValidSmall validates the request of a small tools/call, as the
+// proxy does for every message: Valid (which tallies it) against Scan with
+// no Limits (what Valid was).
+//
+//	go test -run='^$' -bench=ValidSmall -benchmem ./internal/jsontext
+func BenchmarkValidSmall(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ping","arguments":{"query":"select the rows","limit":20}}}`)
+	b.Run("Valid", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Valid(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := Scan(msg, Limits{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

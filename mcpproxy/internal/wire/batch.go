@@ -84,8 +84,30 @@ func (c *Conn) takeHeld() ([]byte, []*rawPending) {
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
 	held, calls := c.held, c.heldCalls
-	c.held, c.heldCalls = nil, nil
+	c.held, c.heldCalls = c.spare, c.spareCalls
+	c.spare, c.spareCalls = nil, nil
 	return held, calls
+}
+
+// maxSpare bounds the capacity of the buffer of held lines kept once
+// written (see Conn.spare): a larger one, grown by a long line written with
+// the held ones, is left to the collector rather than held for the life of
+// the connection.
+const maxSpare = 2 * maxHeld
+
+// reuseHeld keeps held and calls, returned by takeHeld and now written in
+// full (no write holds them any more) and handed to heldWritten, for the
+// next lines held.
+func (c *Conn) reuseHeld(held []byte, calls []*rawPending) {
+	if cap(held) > maxSpare {
+		held = nil
+	}
+	clear(calls[:cap(calls)]) // the calls ended are not kept alive by it
+	c.hmu.Lock()
+	if c.spare == nil {
+		c.spare, c.spareCalls = held[:0], calls[:0]
+	}
+	c.hmu.Unlock()
 }
 
 // heldWritten ends the raw calls whose requests were held, when writing
@@ -129,8 +151,9 @@ func (c *Conn) flushHeld() {
 		go c.finishLocked(held[n:], calls) // still holding wmu
 		return
 	}
-	c.wmu.Unlock()
 	c.heldWritten(calls, err)
+	c.reuseHeld(held, calls)
+	c.wmu.Unlock()
 }
 
 // finishLocked writes rest, the end of a line begun, then the lines held

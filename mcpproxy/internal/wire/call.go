@@ -93,7 +93,8 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 		return
 	}
 	p := &rawPending{done: call.Done, inline: call.Inline, sent: make(chan struct{})}
-	p.id, _ = jsonrpc.MakeID(rawIDPrefix + strconv.FormatUint(c.rawSeq.Add(1), 10))
+	var idText [len(rawIDPrefix) + 20]byte // one allocation for the id's text, not two
+	p.id, _ = jsonrpc.MakeID(string(strconv.AppendUint(append(idText[:0], rawIDPrefix...), c.rawSeq.Add(1), 10)))
 	p.wire = wire
 	p.stop = context.AfterFunc(ctx, func() {
 		if !p.claim() {
@@ -219,6 +220,9 @@ func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 	c.wmu.Unlock()
 	close(p.sent)
 	c.heldWritten(append(calls, p), err)
+	if len(held) > 0 {
+		c.reuseHeld(line, calls)
+	}
 }
 
 // failedRaw ends the raw call p with the error of writing its request, if

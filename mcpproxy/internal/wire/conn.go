@@ -67,7 +67,12 @@ type Conn struct {
 	hmu       sync.Mutex
 	held      []byte
 	heldCalls []*rawPending // the raw calls whose requests are in held
-	batch     Batch         // the read loop's: see Batch
+	// spare and spareCalls are held and heldCalls once written, kept for
+	// the next lines held (see reuseHeld): a small call would otherwise
+	// allocate both anew on every connection it crosses.
+	spare      []byte
+	spareCalls []*rawPending
+	batch      Batch // the read loop's: see Batch
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -381,31 +386,32 @@ func (c *Conn) WriteLine(data ...[]byte) error {
 // Batch) go first.
 func (c *Conn) writeLocked(data ...[]byte) error {
 	held, calls := c.takeHeld()
-	if len(held) > 0 {
-		n := 0
-		for _, d := range data {
-			n += len(d)
-		}
-		if n <= maxHeld { // one write: net.Buffers writes a file's pieces one by one
-			for _, d := range data {
-				held = append(held, d...)
-			}
-			data = [][]byte{held}
-		} else {
-			data = append([][]byte{held}, data...)
-		}
+	n := 0
+	for _, d := range data {
+		n += len(d)
 	}
 	var err error
-	switch len(data) {
-	case 0:
+	switch {
+	case len(held) > 0 && n <= maxHeld: // one write: net.Buffers writes a file's pieces one by one
+		for _, d := range data {
+			held = append(held, d...)
+		}
+		_, err = c.w.Write(held) // held itself, not a slice holding it, which would escape
+	case len(held) > 0:
+		bufs := net.Buffers(append([][]byte{held}, data...))
+		_, err = bufs.WriteTo(c.w)
+	case len(data) == 0:
 		return nil
-	case 1:
+	case len(data) == 1:
 		_, err = c.w.Write(data[0])
 	default:
 		bufs := net.Buffers(data)
 		_, err = bufs.WriteTo(c.w)
 	}
 	c.heldWritten(calls, err)
+	if len(held) > 0 {
+		c.reuseHeld(held, calls)
+	}
 	return err
 }
 

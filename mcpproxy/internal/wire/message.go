@@ -261,7 +261,7 @@ func (c *Conn) fromEnvelope(env envelope) jsonrpc.Message {
 		}
 	}
 	if env.method != nil {
-		req := &jsonrpc.Request{ID: id, Method: string(env.method[1 : len(env.method)-1])}
+		req := &jsonrpc.Request{ID: id, Method: methodName(env.method[1 : len(env.method)-1])}
 		if env.params != nil {
 			req.Params = json.RawMessage(env.params)
 		}
@@ -303,4 +303,26 @@ func (c *Conn) settle(resp *jsonrpc.Response, line ResultLine) bool {
 	}
 	resp.Result = res
 	return true
+}
+
+// frequentMethods are the methods of the messages a session sends on
+// every call, whose name methodName returns without a copy.
+var frequentMethods = [...]string{
+	"tools/call",
+	"notifications/progress",
+	"notifications/cancelled",
+	"notifications/message",
+	"ping",
+}
+
+// methodName returns name, the raw method of a message (its unquoted
+// text), as a string: one of frequentMethods when it is one, so that the
+// reader does not copy the name of every call.
+func methodName(name []byte) string {
+	for _, m := range frequentMethods {
+		if string(name) == m {
+			return m
+		}
+	}
+	return string(name)
 }
