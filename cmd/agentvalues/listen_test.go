@@ -476,11 +476,13 @@ func TestHTTPSlowClients(t *testing.T) {
 			c := dial(t, l.url)
 			io.WriteString(c, s.sent)
 			go func() { // a byte every 50 ms, while the server listens: the pace of a slow client, not a wait (a slower machine sends fewer bytes before the timeout, and the client is cut off all the same)
+				pace := time.NewTicker(50 * time.Millisecond)
+				defer pace.Stop()
 				for i := 0; i < len(s.trickle); i++ {
 					if _, err := c.Write([]byte{s.trickle[i]}); err != nil {
 						return
 					}
-					time.Sleep(50 * time.Millisecond)
+					<-pace.C
 				}
 			}()
 			go func() {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,12 +26,22 @@ const versionServerArg = "test-version-server"
 
 func init() { testHelpers[versionServerArg] = versionServer }
 
+// versionServerAnnounce, set in its environment, makes the version
+// server say versionServerStarted on stderr as it starts.
+const (
+	versionServerAnnounce = "AGENTVALUES_TEST_VERSION_SERVER_ANNOUNCE"
+	versionServerStarted  = "versionserver: started"
+)
+
 func versionServer([]string) int {
 	s := mcp.NewServer(&mcp.Implementation{Name: "versionserver", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "version", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "at " + req.Session.InitializeParams().ProtocolVersion}}}, nil
 		})
+	if os.Getenv(versionServerAnnounce) != "" {
+		fmt.Fprintln(os.Stderr, versionServerStarted)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "versionserver:", err)
 	}
@@ -113,21 +125,32 @@ func TestProtocolFollowsClient(t *testing.T) {
 		// serves a client at another.
 		t.Run("proxy/late client", func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], commands["proxy"]...)
-			cmd.Env = testkit.ChildEnv(runMainEnv + "=1")
+			cmd.Env = testkit.ChildEnv(runMainEnv+"=1", versionServerAnnounce+"=1")
 			stdin, err1 := cmd.StdinPipe()
 			stdout, err2 := cmd.StdoutPipe()
-			if err := errors.Join(err1, err2, cmd.Start()); err != nil {
+			stderr, err3 := cmd.StderrPipe() // the server's stderr is the proxy's
+			if err := errors.Join(err1, err2, err3, cmd.Start()); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
 				stdin.Close()
 				cmd.Wait()
 			})
-			for try := 0; len(procChildren(cmd.Process.Pid)) == 0; try++ {
-				if try == 6000 {
-					t.Fatal("the proxy started no server within a minute of a client that sends nothing")
+			started := make(chan struct{})
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					if sc.Text() == versionServerStarted {
+						close(started)
+						break
+					}
 				}
-				time.Sleep(10 * time.Millisecond)
+				io.Copy(io.Discard, stderr)
+			}()
+			select {
+			case <-started:
+			case <-time.After(time.Minute):
+				t.Fatal("the proxy started no server within a minute of a client that sends nothing")
 			}
 			client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 			cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
