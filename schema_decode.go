@@ -109,19 +109,8 @@ func (d *argsDecoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[k.(string)] = v // the last of duplicate keys, as encoding/json
-		d.space()
-		if d.i >= len(d.b) {
-			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
+		if more, ok := d.next('}'); !ok || !more {
+			return m, ok
 		}
 	}
 }
@@ -143,21 +132,30 @@ func (d *argsDecoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.b) {
-			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
-			return a, true
-		default:
-			return nil, false
+		if more, ok := d.next(']'); !ok || !more {
+			return a, ok
 		}
 	}
+}
+
+// next reads what follows a member or element of a container that end
+// closes: a comma, then more (more), or end (the container's end); ok is
+// false for anything else.
+func (d *argsDecoder) next(end byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		d.space()
+		return true, true
+	case end:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // string decodes the string at i. One with no escape and valid UTF-8 is
