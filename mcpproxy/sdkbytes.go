@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/internal/mcpresult"
@@ -126,7 +125,7 @@ func appendResult(b []byte, res *mcp.CallToolResult) ([]byte, bool) {
 			var enc []byte
 			switch v := res.Meta[k].(type) {
 			case string:
-				enc, _ = json.Marshal(v)
+				enc = appendString(nil, v)
 			case json.RawMessage:
 				enc, _ = json.Marshal(v)
 			}
@@ -165,19 +164,64 @@ func appendResult(b []byte, res *mcp.CallToolResult) ([]byte, bool) {
 }
 
 // appendString appends s as encoding/json encodes a string (HTML
-// escaped), which cannot fail. ASCII text without '<', '>' or '&' (the
-// text of most results) is quoted by jsontext.AppendQuote, to the same
-// bytes (FuzzAppendString); anything else by encoding/json.
+// escaped), which cannot fail: '"' and '\\' escaped, control characters
+// as \b, \f, \n, \r, \t or \u00XX, '<', '>' and '&' as \u003c, \u003e and
+// \u0026, U+2028 and U+2029 as \u2028 and \u2029, and each byte of invalid
+// UTF-8 as \ufffd (FuzzAppendString holds it to encoding/json). The
+// previews the proxy writes hold non-ASCII ('…', '·') in nearly every
+// result, which encoding/json would take a reflection and a copy to write.
 func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || c == '<' || c == '>' || c == '&' {
-			enc, _ := json.Marshal(s)
-			return append(b, enc...)
+	b = append(b, '"')
+	start := 0 // of the run of bytes written as they are
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // another control character, '<', '>' or '&'
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += n
+			continue
+		}
+		i += n
+		start = i
 	}
-	// AppendQuote only reads s.
-	return jsontext.AppendQuote(b, unsafe.Slice(unsafe.StringData(s), len(s)))
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
+
+// hexDigits are the digits of a \u escape, as encoding/json writes them.
+const hexDigits = "0123456789abcdef"
 
 // callParams reads the params of a nominal tools/call: an object of a
 // string name and, if any, an arguments object and a _meta object, and
