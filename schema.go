@@ -81,6 +81,11 @@ func stepCost(depth int) int { return 1 + depth*depth/1024 }
 type Schema struct {
 	raw []byte
 
+	// fast is the schema as the fast path reads it, of fastNodes
+	// subschemas; nil when it is not of the subset (schema_fast.go).
+	fast      *fastSchema
+	fastNodes int
+
 	mu   sync.Mutex
 	idle []*compiled // copies not in use
 
@@ -115,7 +120,8 @@ func CompileSchema(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{raw: raw, idle: []*compiled{c}}, nil
+	fast, nodes := compileFast(raw)
+	return &Schema{raw: raw, idle: []*compiled{c}, fast: fast, fastNodes: nodes}, nil
 }
 
 // compile compiles raw with a step counter attached to every subschema.

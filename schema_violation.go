@@ -139,7 +139,7 @@ func (s *Schema) check(args []byte, refs []Reference) error {
 		limitVs, more, shape := checkLimits(args)
 		if len(limitVs) > 0 {
 			vs, omitted = append(vs, limitVs...), more // too costly to validate
-		} else {
+		} else if s.fast == nil || !s.fast.admits(s.fastNodes, args, shape) {
 			schemaVs, _, err := s.violations(args, shape)
 			if err != nil {
 				return err
