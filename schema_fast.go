@@ -85,8 +85,8 @@ const (
 const maxRequiredFast = 64
 
 // fastAnnotations are the keywords that never fail a value, which the fast
-// path reads past. ("format" is one from draft 2019-09 on; see
-// compileFast.)
+// path reads past. ("format" is one in schemas that name draft 2019-09 or
+// 2020-12; see compileFast.)
 var fastAnnotations = map[string]bool{
 	"title": true, "description": true, "default": true, "examples": true, "$comment": true,
 	"deprecated": true, "readOnly": true, "writeOnly": true, "$defs": true, "definitions": true,
