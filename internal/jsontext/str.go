@@ -258,7 +258,14 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 	dst = slices.Grow(dst, len(raw))
 	out := dst[:cap(dst)]
 	i, short := 0, true
+	dense := 0 // short runs in a row
 	for {
+		if dense >= denseEscapes {
+			// Escapes a few bytes apart (JSON text in a string): a block
+			// of 64 bytes at a time, while they last.
+			i, n = decodeBlocks(out, raw, i, n)
+			dense = 0
+		}
 		// Up to the next backslash. Between escapes a few bytes apart (JSON
 		// text in a string), 8 bytes at a time: a word is stored whole, and
 		// n moved only past the bytes before its first backslash (n+8 <=
@@ -291,6 +298,11 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 			i, n = i+k, n+k
 		}
 		short = i-from < shortRun
+		if short {
+			dense++
+		} else {
+			dense = 0
+		}
 		for i < len(raw) && raw[i] != '\\' {
 			out[n] = raw[i]
 			i, n = i+1, n+1
