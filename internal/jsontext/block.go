@@ -79,14 +79,14 @@ func scanWord(w uint64) (quotes, slashes, odd uint64) {
 // block of 64 bytes at a time, and returns the index after the closing
 // quote; or 0 and the index, not inside an escape, of the block that needs
 // a closer look (a \u escape past the block, a bad escape, a control
-// character or a byte that is not ASCII), or after a block with fewer than
+// character or invalid UTF-8), or after a block with fewer than
 // denseEscapes escapes, or from which fewer than blockLen bytes are left.
 func scanBlocks(d []byte, i int) (end, j int) {
 	for i+blockLen <= len(d) {
 		b := d[i : i+blockLen]
-		quotes, slashes, ok := blockMasks(b)
-		if !ok {
-			break
+		quotes, slashes, ascii := blockMasks(b)
+		if !ascii {
+			quotes, slashes = quoteMask(b), slashMask(b)
 		}
 		starts, escaped := escapes(slashes)
 		// The block is passed up to the closing quote, or whole but for a
@@ -114,6 +114,21 @@ func scanBlocks(d []byte, i int) (end, j int) {
 		if m != 0 {
 			break
 		}
+		if !ascii {
+			// A control character is for the closer look, which reports
+			// it. The bytes that are not ASCII must be valid UTF-8, up to
+			// a character that runs past the block, which the next block
+			// starts with.
+			if ctrlMask(b)&valid != 0 {
+				break
+			}
+			if ends == 0 {
+				n = runeCut(b, n)
+			}
+			if !utf8.Valid(b[:n]) {
+				break
+			}
+		}
 		if ends != 0 {
 			return i + n + 1, 0
 		}
@@ -123,6 +138,34 @@ func scanBlocks(d []byte, i int) (end, j int) {
 		}
 	}
 	return 0, i
+}
+
+// ctrlMask returns the control characters of the 64 bytes of b as a mask,
+// bit k for b[k], whatever the bytes.
+func ctrlMask(b []byte) uint64 {
+	b = b[:blockLen]
+	var m uint64
+	for k := 0; k < blockLen; k += 8 {
+		w := binary.LittleEndian.Uint64(b[k:])
+		m |= (^(w&low7 + ones*0x60 | w) & highs * gatherHighs) >> 56 << k
+	}
+	return m
+}
+
+// runeCut returns the start of the character of b that starts before n
+// and ends past it, or n when there is none.
+func runeCut(b []byte, n int) int {
+	for k := n - 1; k >= n-utf8.UTFMax+1; k-- {
+		if c := b[k]; c < utf8.RuneSelf {
+			return n
+		} else if utf8.RuneStart(c) {
+			if utf8.FullRune(b[k:n]) {
+				return n
+			}
+			return k
+		}
+	}
+	return n
 }
 
 // blockWait is how far scanString looks at a string a word at a time
@@ -183,7 +226,7 @@ var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 
 // decodeBlocks decodes the body of a valid JSON string raw from i, not
 // inside an escape, into out from n, a block of 64 bytes at a time: the
 // runs between the escapes of a block, found from its mask of
-// backslashes, are copied a word or two at a time, with no search for the
+// backslashes, are copied two words at a time, with no search for the
 // next escape. It returns where it stopped in raw and in out: after a
 // block with fewer than denseEscapes escapes (runs long enough for the
 // caller's loop, which leaves it at each escape), or where fewer than
@@ -205,16 +248,16 @@ func decodeBlocks(out, raw []byte, i, n int) (int, int) {
 				starts &= starts - 1
 				continue
 			}
-			r, w := DecodeEscape(raw, i+k)
+			r, w := DecodeEscape(b[:], k) // a pair ends within the block's 16 bytes more
 			n += utf8.EncodeRune(out[n:], r)
 			from = k + w
 			starts &= ^uint64(0) << from // none inside the escape
 		}
-		if from < blockLen {
-			n = copyRun(out, n, b[from:], blockLen-from)
-			from = blockLen
-		}
-		i += from
+		// The rest of the block, if any, without a branch on it (which the
+		// varying length of the last run would mispredict).
+		r := min(from, blockLen)
+		n = copyRun(out, n, b[r:], blockLen-r)
+		i += max(from, blockLen)
 		if escs < denseEscapes {
 			break
 		}

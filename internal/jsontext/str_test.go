@@ -112,7 +112,7 @@ func TestEachUnquotedPiece(t *testing.T) {
 // on strings the fuzzer's bytes make dense with escapes of every kind, at
 // every offset from a block; and checks that it writes nothing past the
 // room it may write (len(raw) bytes past dst), and that EachUnquotedPiece
-// agrees.
+// agrees (on the first of them: it decodes each string seven times).
 func FuzzAppendUnquoted(f *testing.F) {
 	for _, seed := range []string{
 		`{"id":1,"path":"/usr/local/x.go","ok":true},{"id":22}`,
@@ -123,7 +123,7 @@ func FuzzAppendUnquoted(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		body := escapeDense(data)
-		for _, raw := range [][]byte{
+		for v, raw := range [][]byte{
 			append(append([]byte{'"'}, body...), '"'),
 			append(append([]byte(`"`+strings.Repeat("x", len(data)%67)), body...), '"'),
 			append(append([]byte{'"'}, data...), '"'), // when valid
@@ -154,7 +154,9 @@ func FuzzAppendUnquoted(f *testing.F) {
 					t.Fatalf("AppendUnquoted(%q) wrote %d bytes past its room", raw, i+1)
 				}
 			}
-			checkUnquotedFunc(t, raw)
+			if v == 0 {
+				checkUnquotedFunc(t, raw)
+			}
 		}
 	})
 }
