@@ -1189,7 +1189,6 @@ func scanString(d []byte, i int) (int, error) {
 	for {
 		for {
 			if i+8 > len(d) {
-				// Fewer than eight bytes left: one at a time.			if i+8 > len(d) {
 				// Fewer than eight bytes left: one at a time.
 				for i < len(d) && d[i] < utf8.RuneSelf && escLen[d[i]] == 1 {
 					i++
@@ -1223,10 +1222,10 @@ func scanString(d []byte, i int) (int, error) {
 				if end > 0 {
 					return end, nil
 				}
-				// A block at j needs this loop, or escapes got sparse:
-				// this loop takes the next blockWait bytes, and more when
-				// the first block needed it (text that is mostly not
-				// ASCII).
+				// A block at j needs this loop (a \u escape across its
+				// end, a control character), or escapes got sparse: this
+				// loop takes the next blockWait bytes, and more when the
+				// first block needed it.
 				mark = j + blockWait
 				if j == i {
 					mark = j + blockMiss
