@@ -85,8 +85,9 @@ func scanBlocks(d []byte, i int) (end, j int) {
 	for i+blockLen <= len(d) {
 		b := d[i : i+blockLen]
 		quotes, slashes, ascii := blockMasks(b)
+		var ctrl uint64
 		if !ascii {
-			quotes, slashes = quoteMask(b), slashMask(b)
+			quotes, slashes, ctrl = exactMasks(b)
 		}
 		starts, escaped := escapes(slashes)
 		// The block is passed up to the closing quote, or whole but for a
@@ -119,7 +120,7 @@ func scanBlocks(d []byte, i int) (end, j int) {
 			// it. The bytes that are not ASCII must be valid UTF-8, up to
 			// a character that runs past the block, which the next block
 			// starts with.
-			if ctrlMask(b)&valid != 0 {
+			if ctrl&valid != 0 {
 				break
 			}
 			if ends == 0 {
@@ -140,16 +141,17 @@ func scanBlocks(d []byte, i int) (end, j int) {
 	return 0, i
 }
 
-// ctrlMask returns the control characters of the 64 bytes of b as a mask,
-// bit k for b[k], whatever the bytes.
-func ctrlMask(b []byte) uint64 {
+// exactMasks returns the quotes, backslashes and control characters of
+// the 64 bytes of b as masks, bit k for b[k], whatever the bytes.
+func exactMasks(b []byte) (quotes, slashes, ctrl uint64) {
 	b = b[:blockLen]
-	var m uint64
 	for k := 0; k < blockLen; k += 8 {
 		w := binary.LittleEndian.Uint64(b[k:])
-		m |= (^(w&low7 + ones*0x60 | w) & highs * gatherHighs) >> 56 << k
+		quotes |= gatherEq(w, ones*'"') << k
+		slashes |= gatherEq(w, ones*'\\') << k
+		ctrl |= (^(w&low7 + ones*0x60 | w) & highs * gatherHighs) >> 56 << k
 	}
-	return m
+	return quotes, slashes, ctrl
 }
 
 // runeCut returns the start of the character of b that starts before n
