@@ -9,7 +9,7 @@ import (
 // This file looks at a long JSON string 64 bytes at a time, as simdjson
 // does with vector registers, here with eight words and bit tricks: a mask
 // of one bit per byte for each kind of byte, and the escaped bytes found
-// from the backslashes with an addition. JSON text held in a string has an
+// from the backslashes with one subtraction. JSON text held in a string has an
 // escaped quote every few bytes; a loop that leaves its fast path at each
 // escape is bound by the latency from one escape to the next, where a
 // block of masks has no such chain.
