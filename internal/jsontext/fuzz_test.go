@@ -628,7 +628,9 @@ func FuzzScanStream(f *testing.F) {
 }
 
 // FuzzSkipString checks SkipString against the validating scanner: on a
-// valid string, followed by anything, both end at the same byte.
+// valid string, followed by anything, both end at the same byte; and, on
+// any bytes after a quote (Depth skips strings of invalid JSON), against
+// the search it had before it looked at blocks of escaped quotes.
 func FuzzSkipString(f *testing.F) {
 	for _, seed := range []string{`"plain"`, `"a\"b"x"`, `"\\\\"`, `"{\"a\":\"b\\\\\"}\"c" tail`, `"` + strings.Repeat(`\"x`, 40) + `",1`, `"` + strings.Repeat(`\\`, 30) + `"`} {
 		f.Add([]byte(seed))
@@ -637,14 +639,45 @@ func FuzzSkipString(f *testing.F) {
 		if len(d) == 0 || d[0] != '"' {
 			return
 		}
-		end, err := scanString(d, 0)
-		if err != nil {
-			return
-		}
-		if got := SkipString(d, 0); got != end {
-			t.Fatalf("SkipString(%q) = %d, want %d", d, got, end)
+		for _, d := range [][]byte{
+			d,
+			append([]byte(`"`+strings.Repeat(`\"`, 4)), d[1:]...),
+			append([]byte(`"`+strings.Repeat(`\"`, 4)+strings.Repeat("x", len(d)%64)), d[1:]...),
+			append([]byte(`"`+strings.Repeat(`\"`, 4)), bytes.Repeat(d[1:], 6)...),
+		} {
+			if got, want := SkipString(d, 0), skipStringSearch(d, 0); got != want {
+				t.Fatalf("SkipString(%q) = %d, the search %d", d, got, want)
+			}
+			end, err := scanString(d, 0)
+			if err != nil {
+				continue
+			}
+			if got := SkipString(d, 0); got != end {
+				t.Fatalf("SkipString(%q) = %d, want %d", d, got, end)
+			}
 		}
 	})
+}
+
+// skipStringSearch is SkipString as it was before it looked at blocks:
+// the reference FuzzSkipString holds it to.
+func skipStringSearch(d []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(d[i:], '"')
+		if j < 0 {
+			return len(d)
+		}
+		i += j
+		n := 0
+		for k := i - 1; d[k] == '\\'; k-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
 }
 
 // checkUnquotedFunc checks that EachUnquotedPiece decodes the valid JSON

@@ -1177,9 +1177,15 @@ func quickString(d []byte, i int) int {
 // scanString validates the string starting at the quote d[i] and returns the
 // index after its closing quote. It looks at eight bytes at a time up to the
 // first byte that needs a closer look, so a short plain string (a key, a
-// name) costs one or two loads.
+// name) costs one or two loads. Where escapes are dense (denseEscapes in
+// blockWait bytes, past the first blockWait bytes of the string), it looks
+// at the string a block of 64 bytes at a time (scanBlocks), and takes a
+// block that needs a closer look here, a word at a time.
 func scanString(d []byte, i int) (int, error) {
 	i++
+	// Every denseEscapes escapes, the loop checks how far it went since
+	// mark (the last check); blocks are not tried before mark.
+	mark, next := i+blockWait, denseEscapes
 	for {
 		for {
 			if i+8 > len(d) {
@@ -1203,6 +1209,28 @@ func scanString(d []byte, i int) (int, error) {
 			// loop; anything else is for the switch.
 			if i+1 < len(d) && d[i] == '\\' && shortEscapes[d[i+1]] {
 				i += 2
+				// Every denseEscapes escapes: were they dense?
+				if next--; next > 0 {
+					continue
+				}
+				next = denseEscapes
+				if k := i - mark; k < 0 || k > blockWait {
+					mark = max(mark, i)
+					continue
+				}
+				end, j := scanBlocks(d, i)
+				if end > 0 {
+					return end, nil
+				}
+				// A block at j needs this loop (a \u escape across its
+				// end, a control character), or escapes got sparse: this
+				// loop takes the next blockWait bytes, and more when the
+				// first block needed it.
+				mark = j + blockWait
+				if j == i {
+					mark = j + blockMiss
+				}
+				i = j
 				continue
 			}
 			break

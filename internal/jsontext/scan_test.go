@@ -407,7 +407,9 @@ func scanWhole(d []byte, from int, inArray bool, stop int, lim Limits) (top Span
 // FuzzScanString holds scanString, which passes the escapes of two bytes
 // in its loop of eight bytes at a time, to the scan it had before, which
 // left every special byte to its switch: the same end, the same error at
-// the same byte, for any bytes after a quote, and after runs of escapes.
+// the same byte, for any bytes after a quote, and after runs of escapes;
+// and so the block scan of a long string (scanBlocks), with its masks of
+// escaped bytes, to the same.
 func FuzzScanString(f *testing.F) {
 	for _, seed := range []string{`abc"`, `a\"b\\c\"d\"e\"f\"g\"h\"i"`, `\\\\\\\"x"`, "\\\"\\\"\\\"\\\"\x01", `\"\"\"\"\u00e9"`, `\"\"\"\"\ud83d\ude00"`, "é\\\"\\\"\\\"\\\"\\\"\"", `\"\"\"\"\"\"\x"`} {
 		f.Add([]byte(seed))
@@ -418,6 +420,12 @@ func FuzzScanString(f *testing.F) {
 			append([]byte(`"\"\"\"\"\"\"\"\"`), data...),
 			append([]byte(`"éèé\"ü\nçà`), data...),
 			append([]byte(`"a\\b\\c\\d\\"`), data...), // ends: the rest is after the string
+			// Long strings, taken a block of 64 bytes at a time once past
+			// the first (scanBlocks), at each offset from a block.
+			append([]byte(`"`+strings.Repeat("x", blockWait)), data...),
+			append([]byte(`"`+strings.Repeat(`\"`, blockWait/2)+"abc"), data...),
+			append([]byte(`"`+strings.Repeat("x", blockWait+len(data)%61)), bytes.Repeat(data, 4)...),
+			append([]byte{'"'}, bytes.Repeat(data, 12)...),
 		} {
 			end, err := scanString(d, 0)
 			wantEnd, wantErr := scanStringBytewise(d, 0)

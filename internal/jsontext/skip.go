@@ -40,8 +40,14 @@ func SkipValue(d []byte, i int) int {
 
 // SkipString returns the index after the valid string starting at the
 // quote d[i].
+//
+// It searches for the next quote and counts the backslashes before it.
+// Where denseEscapes escaped quotes come within blockLen bytes (JSON held
+// in a string), it looks at the rest a block of 64 bytes at a time
+// (skipBlocks), up to a block with no quote.
 func SkipString(d []byte, i int) int {
 	i++
+	mark, escaped := i, 0
 	for {
 		j := bytes.IndexByte(d[i:], '"')
 		if j < 0 {
@@ -57,6 +63,17 @@ func SkipString(d []byte, i int) int {
 		if n%2 == 0 {
 			return i
 		}
+		if escaped++; escaped < denseEscapes {
+			continue
+		}
+		if i-mark <= blockLen {
+			end, j := skipBlocks(d, i)
+			if end > 0 {
+				return end
+			}
+			i = j
+		}
+		mark, escaped = i, 0
 	}
 }
 

@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// benchStrings returns three texts of about 16 MiB as JSON strings: JSON
+// benchStrings returns four texts of about 16 MiB as JSON strings: JSON
 // held in a string, dense with escaped quotes (as an MCP text block holding
-// a tool's JSON), a log whose lines each quote one field, and a plain log.
-// raw is the JSON the first one holds.
+// a tool's JSON), the same with a field of text that is not ASCII in each
+// row, a log whose lines each quote one field, and a plain log. raw is the
+// JSON the first one holds.
 func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, raw string) {
 	var rows strings.Builder
 	rows.WriteByte('[')
@@ -21,9 +22,18 @@ func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, ra
 		rows.WriteString(`{"id":` + strings.Repeat("7", i%5+1) + `,"path":"/usr/local/go/src/internal/x.go","ok":true}`)
 	}
 	rows.WriteByte(']')
+	var utf8Rows strings.Builder
+	utf8Rows.WriteByte('[')
+	for i := 0; utf8Rows.Len() < 16<<20; i++ {
+		if i > 0 {
+			utf8Rows.WriteByte(',')
+		}
+		utf8Rows.WriteString(`{"id":` + strings.Repeat("7", i%5+1) + `,"name":"Zoë Ångström","city":"Köln","ok":true}`)
+	}
+	utf8Rows.WriteByte(']')
 	quotedLog := strings.Repeat(`2025-03-01T08:00:00.000Z INFO  [worker-3] req=0a1b2c3d GET /api/v1/items/42 status=200 user="alice"`+"\n", 16<<20/100)
 	logText := strings.Repeat("2025-03-01T08:00:00Z INFO served /api/v1/items in 12ms\n", 16<<20/56)
-	for _, c := range []struct{ name, text string }{{"json-in-string", rows.String()}, {"quoted-log", quotedLog}, {"log", logText}} {
+	for _, c := range []struct{ name, text string }{{"json-in-string", rows.String()}, {"json-utf8-in-string", utf8Rows.String()}, {"quoted-log", quotedLog}, {"log", logText}} {
 		quoted, err := json.Marshal(c.text)
 		if err != nil {
 			b.Fatal(err)

@@ -258,6 +258,7 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 	dst = slices.Grow(dst, len(raw))
 	out := dst[:cap(dst)]
 	i, short := 0, true
+	dense := 0 // short runs in a row
 	for {
 		// Up to the next backslash. Between escapes a few bytes apart (JSON
 		// text in a string), 8 bytes at a time: a word is stored whole, and
@@ -267,9 +268,15 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 		// by the library's search and copy, faster at length.
 		from := i
 		if short {
+			if dense++; dense > denseEscapes {
+				// Escapes a few bytes apart (JSON text in a string): a
+				// block of 64 bytes at a time, while they last.
+				i, n = decodeBlocks(out, raw, i, n)
+				from, dense = i, 0
+			}
 			for i+8 <= len(raw) {
 				if i-from >= shortRun {
-					short = false // a long run after all: searched below
+					short, dense = false, 0 // a long run after all: searched below
 					break
 				}
 				w := binary.LittleEndian.Uint64(raw[i:])

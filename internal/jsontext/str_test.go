@@ -2,6 +2,7 @@ package jsontext
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -104,4 +105,78 @@ func TestEachUnquotedPiece(t *testing.T) {
 		}
 		checkUnquotedFunc(t, []byte(raw))
 	}
+}
+
+// FuzzAppendUnquoted holds AppendUnquoted, which decodes a long string a
+// block of 64 bytes at a time (decodeBlocks), to encoding/json's decoding,
+// on strings the fuzzer's bytes make dense with escapes of every kind, at
+// every offset from a block; and checks that it writes nothing past the
+// room it may write (len(raw) bytes past dst), and that EachUnquotedPiece
+// agrees (on the first of them: it decodes each string seven times).
+func FuzzAppendUnquoted(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":1,"path":"/usr/local/x.go","ok":true},{"id":22}`,
+		"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13",
+		strings.Repeat(`a"b\`, 40), strings.Repeat("\x01", 70) + "x\x02\x02\x02",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		body := escapeDense(data)
+		for v, raw := range [][]byte{
+			append(append([]byte{'"'}, body...), '"'),
+			append(append([]byte(`"`+strings.Repeat("x", len(data)%67)), body...), '"'),
+			append(append([]byte{'"'}, data...), '"'), // when valid
+		} {
+			if Valid(raw) != nil {
+				continue
+			}
+			var want string
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatalf("encoding/json rejects %q: %v", raw, err)
+			}
+			// Room for the decoding and no more, then a guard.
+			room := len(raw) - 2
+			buf := make([]byte, 3+room+16)
+			for i := range buf {
+				buf[i] = 0xAA
+			}
+			copy(buf, "pre")
+			got := AppendUnquoted(buf[:3:3+room], raw)
+			if string(got) != "pre"+want {
+				t.Fatalf("AppendUnquoted(%q) = %q, want %q", raw, got[3:], want)
+			}
+			if &got[0] != &buf[0] {
+				t.Fatalf("AppendUnquoted(%q) grew a dst with room for it", raw)
+			}
+			for i, c := range buf[3+room:] {
+				if c != 0xAA {
+					t.Fatalf("AppendUnquoted(%q) wrote %d bytes past its room", raw, i+1)
+				}
+			}
+			if v == 0 {
+				checkUnquotedFunc(t, raw)
+			}
+		}
+	})
+}
+
+// escapeDense returns a JSON string body made from data: printable ASCII
+// bytes but '"' and '\\' are kept, the others stand for an escape or a
+// character that is not ASCII, or a run of plain bytes.
+func escapeDense(data []byte) []byte {
+	pieces := []string{
+		`\"`, `\\`, `\/`, `\n`, `\t`, `\b`, `\f`, `\r`, `\u00e9`, `\u0041`, `\ud83d\ude00`, `\ud800`, `\udc00x`,
+		`\\\\\"`, `\\\"`, "é", "日本", "😀", `\u0000`, `\u005c`, `\u0022`, `\uD834\uDD1E`, `\ud83d\ud83d\ude00`,
+		strings.Repeat("y", 63), strings.Repeat("z", 129),
+	}
+	var b []byte
+	for _, c := range data {
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, pieces[int(c)%len(pieces)]...)
+	}
+	return b
 }
