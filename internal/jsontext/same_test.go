@@ -83,6 +83,15 @@ func FuzzSameJSON(f *testing.F) {
 		if got := equalDecoded([]byte(text), s[1:len(s)-1]); !got {
 			t.Fatalf("equalDecoded(%q, %s) = false: it is its decoding", text, s)
 		}
+		// A piece at a time, of every size up to the string's.
+		for every := 1; every <= len(s); every = every*2 + 1 {
+			if got := equalPieces(a, s[1:len(s)-1], every); got != (string(a) == text) {
+				t.Fatalf("equalPieces(%q, %s, %d) = %v, want %v", a, s, every, got, !got)
+			}
+			if !equalPieces([]byte(text), s[1:len(s)-1], every) {
+				t.Fatalf("equalPieces(%q, %s, %d) = false: it is its decoding", text, s, every)
+			}
+		}
 		want = sameJSONModel(a, []byte(text))
 		if got := SameJSONString(a, s); got != want {
 			t.Fatalf("SameJSONString(%q, %s) = %v, want %v", a, s, got, want)
