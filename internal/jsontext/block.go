@@ -189,24 +189,16 @@ const denseEscapes = 4
 
 // slashMask returns the backslashes of the 64 bytes of b as a mask, bit k
 // for b[k], whatever the bytes.
-func slashMask(b []byte) uint64 {
-	b = b[:blockLen]
-	const c = ones * '\\'
-	return gatherEq(binary.LittleEndian.Uint64(b[0:]), c) |
-		gatherEq(binary.LittleEndian.Uint64(b[8:]), c)<<8 |
-		gatherEq(binary.LittleEndian.Uint64(b[16:]), c)<<16 |
-		gatherEq(binary.LittleEndian.Uint64(b[24:]), c)<<24 |
-		gatherEq(binary.LittleEndian.Uint64(b[32:]), c)<<32 |
-		gatherEq(binary.LittleEndian.Uint64(b[40:]), c)<<40 |
-		gatherEq(binary.LittleEndian.Uint64(b[48:]), c)<<48 |
-		gatherEq(binary.LittleEndian.Uint64(b[56:]), c)<<56
-}
+func slashMask(b []byte) uint64 { return eqMask(b, ones*'\\') }
 
 // quoteMask returns the quotes of the 64 bytes of b as a mask, bit k for
 // b[k], whatever the bytes.
-func quoteMask(b []byte) uint64 {
+func quoteMask(b []byte) uint64 { return eqMask(b, ones*'"') }
+
+// eqMask returns the bytes of the 64 bytes of b that are the byte of c (c
+// is ones times it) as a mask, bit k for b[k], whatever the bytes.
+func eqMask(b []byte, c uint64) uint64 {
 	b = b[:blockLen]
-	const c = ones * '"'
 	return gatherEq(binary.LittleEndian.Uint64(b[0:]), c) |
 		gatherEq(binary.LittleEndian.Uint64(b[8:]), c)<<8 |
 		gatherEq(binary.LittleEndian.Uint64(b[16:]), c)<<16 |
