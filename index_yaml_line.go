@@ -71,18 +71,38 @@ func yamlMarker(line []byte, m string) bool {
 // skipProps returns s after its node properties (anchor "&a", tag "!t")
 // and the spaces after them. A node has at most one of each: a second
 // anchor or tag is left at the start of what it returns, which no caller
-// reads as a value or a key.
+// reads as a value or a key; so is an anchor whose name holds anything
+// but letters, digits, '-' and '_', where the parser ends the name ("&0,"
+// is the anchor "0" on an empty node, and whatever follows, another).
 func skipProps(s []byte) []byte {
 	var anchor, tag bool
 	for len(s) > 0 && (s[0] == '&' && !anchor || s[0] == '!' && !tag) {
-		anchor, tag = anchor || s[0] == '&', tag || s[0] == '!'
 		k := bytes.IndexAny(s, " \t")
+		end := k
+		if end < 0 {
+			end = len(s)
+		}
+		if s[0] == '&' && !anchorName(s[1:end]) {
+			return s
+		}
+		anchor, tag = anchor || s[0] == '&', tag || s[0] == '!'
 		if k < 0 {
 			return nil
 		}
 		s = bytes.TrimLeft(s[k:], " \t")
 	}
 	return s
+}
+
+// anchorName reports whether name is one the parser reads whole as an
+// anchor's: letters, digits, '-' and '_', at least one.
+func anchorName(name []byte) bool {
+	for _, c := range name {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return len(name) > 0
 }
 
 // yamlKeyOf splits a key line: a plain or quoted key, then ':' and a
