@@ -434,10 +434,10 @@ func (f *fastSchema) object(d []byte) bool {
 			ok = false // decoded, it may name another property
 			return false
 		}
-		p, named := f.props[string(name)]
+		p := f.props[string(name)] // the zero fastProp when it names none
 		seen |= p.bit
 		switch {
-		case named && p.named:
+		case p.named:
 			ok = p.schema.accepts(v)
 		case f.noOthers:
 			ok = false
@@ -479,12 +479,12 @@ func (f *fastSchema) text(s []byte) bool {
 // plainText reports whether the body of a JSON string s decodes to
 // itself: no escape, and valid UTF-8 (invalid bytes decode to U+FFFD).
 func plainText(s []byte) bool {
-	for _, c := range s {
+	for i, c := range s {
 		if c == '\\' {
 			return false
 		}
 		if c >= utf8.RuneSelf {
-			return utf8.Valid(s) && bytes.IndexByte(s, '\\') < 0
+			return bytes.IndexByte(s[i:], '\\') < 0 && utf8.Valid(s[i:])
 		}
 	}
 	return true

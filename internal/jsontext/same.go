@@ -104,18 +104,14 @@ const samePiece = 16 << 10
 // and comparing each piece's decoding with the value; it stops at the
 // first piece that differs.
 func equalPieces(v, body []byte, every int) bool {
-	buf := make([]byte, 0, every+16)
-	for i, j := 0, 0; ; {
-		cut := pieceEnd(body, i, min(len(body), i+max(every, 1)))
-		buf = appendUnquotedBody(buf[:0], body[i:cut])
-		if len(v)-j < len(buf) || !bytes.Equal(v[j:j+len(buf)], buf) {
+	j := 0 // in v
+	return decodePieces(body, every, make([]byte, 0, every+16), func(dec []byte, _ int) bool {
+		if len(v)-j < len(dec) || !bytes.Equal(v[j:j+len(dec)], dec) {
 			return false
 		}
-		i, j = cut, j+len(buf)
-		if i == len(body) {
-			return j == len(v)
-		}
-	}
+		j += len(dec)
+		return true
+	}) && j == len(v)
 }
 
 // byteMask returns a mask whose lowest set bit is the high bit of the first

@@ -329,22 +329,36 @@ const shortRun = 32
 // inside an escape or between the two escapes of a surrogate pair).
 func EachUnquotedPiece(raw []byte, every int, buf []byte, fn func(dec, piece []byte)) {
 	body := raw[1 : len(raw)-1]
-	every = max(every, 1)
 	from := 0 // in raw: where the next piece starts
-	for i := 0; i < len(body); {
-		cut := pieceEnd(body, i, min(len(body), i+every))
-		buf = appendUnquotedBody(buf[:0], body[i:cut])
-		i = cut
+	decodePieces(body, every, buf, func(dec []byte, cut int) bool {
 		end := cut + 1 // in raw
 		if cut == len(body) {
 			end = len(raw)
 		}
-		fn(buf, raw[from:end])
+		fn(dec, raw[from:end])
 		from = end
-	}
+		return true
+	})
 	if from < len(raw) { // the empty string
 		fn(buf[:0], raw[from:])
 	}
+}
+
+// decodePieces decodes the body of a valid JSON string about every bytes
+// at a time, into buf (grown as needed), calling fn with each piece's
+// decoding and the index in body where the piece ends (see pieceEnd),
+// until fn returns false; it reports whether fn never did.
+func decodePieces(body []byte, every int, buf []byte, fn func(dec []byte, cut int) bool) bool {
+	every = max(every, 1)
+	for i := 0; i < len(body); {
+		cut := pieceEnd(body, i, min(len(body), i+every))
+		buf = appendUnquotedBody(buf[:0], body[i:cut])
+		if !fn(buf, cut) {
+			return false
+		}
+		i = cut
+	}
+	return true
 }
 
 // pieceEnd returns the first index at or after i in the valid JSON string
