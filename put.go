@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/agentvalues/values/internal/hooks"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/gabriel-vasile/mimetype"
 )
@@ -86,10 +87,21 @@ func (s *SessionValues) PutOutput(out []byte) string {
 	return s.add(classify(out, s.cfg.inline()))
 }
 
+func init() {
+	hooks.PutUTF8Output = func(s any, out []byte) string {
+		v := s.(*SessionValues)
+		return v.add(classifyText(out, v.cfg.inline(), true))
+	}
+}
+
 // classify builds the value PutOutput stores for b, which it owns. A value
 // of more than eager bytes is indexed at once, a smaller one on first use
 // (see value.index).
-func classify(b []byte, eager int) *value {
+func classify(b []byte, eager int) *value { return classifyText(b, eager, false) }
+
+// classifyText is classify of b, which is valid UTF-8 when utf8Known is
+// set (see hooks.PutUTF8Output).
+func classifyText(b []byte, eager int, utf8Known bool) *value {
 	tried := jsonUntried
 	if i := jsontext.SkipSpace(b, 0); i < len(b) && (b[i] == '{' || b[i] == '[') {
 		x, err := newJSON(b, eager)
@@ -100,6 +112,9 @@ func classify(b []byte, eager int) *value {
 		if jsontext.AfterValue(err) {
 			tried = jsonMore
 		}
+	}
+	if !utf8Known && !utf8.Valid(b) {
+		return newBinary(b)
 	}
 	return newText(b, eager, tried)
 }
@@ -115,14 +130,16 @@ const (
 	jsonMore                     // one whole value and more after it: maybe a stream
 )
 
-func newTextOrBinary(b []byte, eager int) *value { return newText(b, eager, jsonUntried) }
-
-// newText is newTextOrBinary of text the caller may have scanned as JSON
-// already (tried).
-func newText(b []byte, eager int, tried jsonTried) *value {
+func newTextOrBinary(b []byte, eager int) *value {
 	if !utf8.Valid(b) {
 		return newBinary(b)
 	}
+	return newText(b, eager, jsonUntried)
+}
+
+// newText is the value of the valid UTF-8 text b, which the caller may
+// have scanned as JSON already (tried).
+func newText(b []byte, eager int, tried jsonTried) *value {
 	lines := lineCount(b)
 	if len(b) <= eager {
 		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines}, jsontext.Child{})

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/hooks"
 	"github.com/agentvalues/values/internal/jsontext"
 )
 
@@ -60,7 +61,7 @@ func Store(vals *values.SessionValues, structured []byte, c Content) (h, content
 	// A Result's structured content was validated with the bytes around it.
 	valid := res != nil || jsontext.Valid(structured) == nil
 	if valid && c.AllText() && mirrors(structured, c, res) {
-		return vals.PutOutput(take(c, res)), ""
+		return putText(vals, c, res), ""
 	}
 	if res != nil {
 		// The bytes holding structured are not kept: the store keeps a
@@ -95,7 +96,7 @@ const compareApart = 1 << 20
 // the JSON array of the blocks. res is c when c is a Result.
 func storeContent(vals *values.SessionValues, c Content, res *Result) string {
 	if c.AllText() {
-		return vals.PutOutput(take(c, res))
+		return putText(vals, c, res)
 	}
 	blocks, err := c.JSON()
 	if err != nil {
@@ -107,13 +108,15 @@ func storeContent(vals *values.SessionValues, c Content, res *Result) string {
 	return vals.PutOutput(blocks)
 }
 
-// take returns the text of c for the last time: a Result's decoded a
-// piece at a time, giving back the memory behind it (see takeText).
-func take(c Content, res *Result) []byte {
+// putText stores the text of c, read for the last time: a Result's is
+// decoded a piece at a time, giving back the memory behind it (see
+// takeText), and is valid UTF-8 by its making (the JSON it is decoded
+// from was validated), so the store does not check it again.
+func putText(vals *values.SessionValues, c Content, res *Result) string {
 	if res != nil {
-		return res.takeText()
+		return hooks.PutUTF8Output(vals, res.takeText())
 	}
-	return c.Text()
+	return vals.PutOutput(c.Text())
 }
 
 // mirrors reports whether the valid structured content is only the text
