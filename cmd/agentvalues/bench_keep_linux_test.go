@@ -12,14 +12,13 @@ func init() {
 }
 
 // A mappedKeeper keeps a line in a private anonymous mapping made for it,
-// as the proxy reads a long line (mcpproxy's longLine), its pages faulted
-// in a run at a time ahead of the line, as the proxy's are.
+// as the proxy reads a long line (mcpproxy's longLine): each page costs
+// when the line first reaches it.
 type mappedKeeper struct {
-	b     *testing.B
-	size  int    // of the result; a line of a structured result carries it about twice, escaped once
-	m     []byte // the mapping, nil between lines
-	n     int    // bytes of it written
-	ready int    // bytes of it faulted in
+	b    *testing.B
+	size int    // of the result; a line of a structured result carries it about twice, escaped once
+	m    []byte // the mapping, nil between lines
+	n    int    // bytes of it written
 }
 
 func (k *mappedKeeper) write(chunk []byte) {
@@ -33,16 +32,6 @@ func (k *mappedKeeper) write(chunk []byte) {
 	if k.n+len(chunk) > len(k.m) {
 		k.b.Fatalf("a response line of more than %d bytes for a result of %d", len(k.m), k.size)
 	}
-	// As the proxy does (mcpproxy/internal/wire's populateAhead): the
-	// memory ahead of the line is faulted in 2 MiB at a time, in one
-	// system call, rather than a page at a time as the line reaches it.
-	if end := k.n + len(chunk); end > k.ready {
-		to := min(len(k.m), end+2<<20)
-		if err := unix.Madvise(k.m[k.ready:to], unix.MADV_POPULATE_WRITE); err != nil {
-			k.b.Fatal(err)
-		}
-		k.ready = to
-	}
 	k.n += copy(k.m[k.n:], chunk)
 }
 
@@ -50,7 +39,7 @@ func (k *mappedKeeper) end() {
 	if k.m != nil {
 		unix.Munmap(k.m)
 	}
-	k.m, k.n, k.ready = nil, 0, 0
+	k.m, k.n = nil, 0
 }
 
 func (k *mappedKeeper) cpu() (user, sys time.Duration) {

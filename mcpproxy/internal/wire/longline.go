@@ -22,9 +22,6 @@ import (
 type longLine struct {
 	mapped []byte // the mapping, when the line is in one; its length is the mapping's
 	n      int    // bytes of the mapping in use
-	// ready is how much of the mapping has been faulted in ahead of the
-	// line (see populateAhead); -1 once the system has refused to.
-	ready  int
 	blocks [][]byte
 }
 
@@ -53,25 +50,11 @@ func (l *longLine) write(b []byte) {
 		l.mapped = g
 	}
 	if l.mapped != nil {
-		if end := l.n + len(b); end > l.ready && l.ready >= 0 {
-			to := min(len(l.mapped), end+populateAhead)
-			if populate(l.mapped[l.ready:to]) {
-				l.ready = to
-			} else {
-				l.ready = -1
-			}
-		}
 		l.n += copy(l.mapped[l.n:], b)
 		return
 	}
 	l.blocks = AppendBlocks(l.blocks, b)
 }
-
-// populateAhead is how far past the bytes being written a mapped line's
-// memory is faulted in, in one system call: a fault per page as the line
-// reaches it costs several times as much (a 100 MB line is 25,600 pages),
-// and the memory taken early is at most this much.
-const populateAhead = 2 << 20
 
 // edges returns copies of the first and last n bytes of the line.
 func (l *longLine) edges(n int) (head, tail []byte) {

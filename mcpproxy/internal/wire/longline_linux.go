@@ -24,14 +24,6 @@ func growLine(m []byte, size int) ([]byte, bool) {
 	return g, err == nil
 }
 
-// populate faults in the pages of b, part of a line's mapping, for
-// writing, and reports false when the system cannot (before Linux 5.14,
-// or memory is short: the line's pages are then faulted in as it is
-// written, as for any memory).
-func populate(b []byte) bool {
-	return unix.Madvise(b, unix.MADV_POPULATE_WRITE) == nil
-}
-
 // unmapLine frees a mapping of mapLine or growLine.
 func unmapLine(m []byte) {
 	unix.Munmap(m) // fails only for a slice that is no mapping

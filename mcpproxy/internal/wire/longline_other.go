@@ -7,6 +7,5 @@ package wire
 func mapLine(int) []byte                      { return nil }
 func growLine(m []byte, _ int) ([]byte, bool) { return m, false }
 func unmapLine([]byte)                        {}
-func populate([]byte) bool                    { return false }
 func releasePages([]byte)                     {}
 func movePages(_, _ []byte) bool              { return false }
