@@ -16,6 +16,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentvalues/values/internal/hooks"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/google/go-cmp/cmp"
 )
@@ -352,6 +353,19 @@ func TestPutOutputClassifies(t *testing.T) {
 			}
 			if !json.Valid(v.JSON()) {
 				t.Errorf("JSON is not valid: %s", v.JSON())
+			}
+			if !utf8.ValidString(tt.out) {
+				return
+			}
+			// Output known to be UTF-8 (mcpresult's decoded texts) is
+			// stored alike, and previewed alike, without the check.
+			h := hooks.PutUTF8Output(s, []byte(tt.out))
+			u, _ := s.Get(h)
+			if u.Kind() != v.Kind() || string(u.JSON()) != string(v.JSON()) || u.Len() != v.Len() || u.Lines() != v.Lines() {
+				t.Errorf("PutUTF8Output: %v %s (len %d), PutOutput: %v %s (len %d)", u.Kind(), u.JSON(), u.Len(), v.Kind(), v.JSON(), v.Len())
+			}
+			if p, q := RenderPreview("rX", u), RenderPreview("rX", v); p != q {
+				t.Errorf("PutUTF8Output's preview:\n%s\nPutOutput's:\n%s", p, q)
 			}
 		})
 	}
