@@ -22,11 +22,12 @@ import (
 const goneWait = 3 * time.Second
 
 // finishCall returns what the agent gets for a call of m made over the
-// link l under callCtx (a child of the call's ctx that Close cancels),
-// whose result went to vals: the result res presented, or, for err, the
-// result or error that says what went wrong. The SDK route and the raw
-// call route (call_rawcall.go) both end here.
-func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+// link l under callCtx (a child of the call's ctx that Close cancels; on
+// the raw call route, the call's wire.Cancel, which is cancelled when
+// either is), whose result went to vals: the result res presented, or,
+// for err, the result or error that says what went wrong. The SDK route
+// and the raw call route (call_rawcall.go) both end here.
+func (p *Proxy) finishCall(ctx context.Context, callCtx interface{ Err() error }, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -65,6 +65,10 @@ type rawRequest struct {
 	// wire.Call.Done), or nil; it is set just before done is called, on
 	// that goroutine, and the response line is held in it.
 	answerIn *wire.Batch
+	// stop, when not nil, is how the caller cancels the downstream call,
+	// directly, when it cancels the call's context (see rawStop); nil:
+	// the call watches its context.
+	stop *wire.Cancel
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -99,15 +103,15 @@ type rawUpstream struct {
 	work   chan func() // to an idle worker; see run
 
 	mu       sync.Mutex
-	initID   *jsonrpc.ID                            // the initialize request's, until it is answered
-	version  string                                 // the protocol version the initialize response gave
-	ready    bool                                   // initialized at a version the raw call route takes
-	discover map[jsonrpc.ID][]byte                  // server/discover requests awaiting their response: their _meta
-	newMeta  []byte                                 // the _meta of the last server/discover the SDK answered
-	newSeen  *rawNewProtocol                        // what the raw call route needs of that discover, once answered
-	closing  bool                                   // the connection is closing: no more raw calls
-	inFlight map[jsonrpc.ID]context.CancelCauseFunc // the raw calls being answered
-	sdkCalls map[jsonrpc.ID]struct{}                // the requests handed to the SDK, until their response is written
+	initID   *jsonrpc.ID             // the initialize request's, until it is answered
+	version  string                  // the protocol version the initialize response gave
+	ready    bool                    // initialized at a version the raw call route takes
+	discover map[jsonrpc.ID][]byte   // server/discover requests awaiting their response: their _meta
+	newMeta  []byte                  // the _meta of the last server/discover the SDK answered
+	newSeen  *rawNewProtocol         // what the raw call route needs of that discover, once answered
+	closing  bool                    // the connection is closing: no more raw calls
+	inFlight map[jsonrpc.ID]*rawStop // the raw calls being answered
+	sdkCalls map[jsonrpc.ID]struct{} // the requests handed to the SDK, until their response is written
 	// cancelled holds the requests in flight that the client cancelled:
 	// their response is not written (the specification: the receiver of a
 	// cancellation does not answer the request). Each is forgotten as its
@@ -127,7 +131,7 @@ func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 	u := &rawUpstream{
 		caller:    rc,
 		conn:      c,
-		inFlight:  make(map[jsonrpc.ID]context.CancelCauseFunc),
+		inFlight:  make(map[jsonrpc.ID]*rawStop),
 		sdkCalls:  make(map[jsonrpc.ID]struct{}),
 		cancelled: make(map[jsonrpc.ID]struct{}),
 		discover:  make(map[jsonrpc.ID][]byte),
@@ -196,14 +200,14 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 		// to drop its response, and the SDK cancels its handler.
 		if id, ok := wire.CancelledID(req.Params); ok {
 			u.mu.Lock()
-			cancel := u.inFlight[id]
+			stop := u.inFlight[id]
 			_, sdk := u.sdkCalls[id]
 			if sdk {
 				u.cancelled[id] = struct{}{}
 			}
 			u.mu.Unlock()
-			if cancel != nil {
-				cancel(clientCancelled{cancelCause(req.Params)})
+			if stop != nil {
+				stop.stop(clientCancelled{cancelCause(req.Params)})
 			}
 			if !sdk {
 				return true // not the SDK's request: nothing for it to cancel
@@ -299,14 +303,18 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if run == nil {
 		return false
 	}
-	ctx, cancel := context.WithCancelCause(u.ctx)
+	// Not a child of u.ctx: readEnded stops the calls in flight itself,
+	// and a context with no parent to watch costs no registration.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := &rawStop{cancel: cancel}
+	r.stop = &stop.wire
 	u.mu.Lock()
 	if u.closing {
 		u.mu.Unlock()
 		cancel(nil)
 		return false
 	}
-	u.inFlight[req.ID] = cancel
+	u.inFlight[req.ID] = stop
 	u.calls.Add(1)
 	u.mu.Unlock()
 	done := func(resp *jsonrpc.Response) {
@@ -330,6 +338,24 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.run(func() { run(ctx, done) })
 	}
 	return true
+}
+
+// A rawStop cancels a raw call in flight on a line connection: the
+// context the call runs under, and then the downstream call itself
+// (wire.Cancel), directly rather than by a context watching the other,
+// each of which would cost a registration and a goroutine-less callback
+// on every call.
+type rawStop struct {
+	cancel context.CancelCauseFunc
+	wire   wire.Cancel
+}
+
+// stop cancels the call with cause, as cancelling a context with cause
+// would cancel both: the context first, so that the call's end, which
+// the downstream call's cancellation brings, sees it cancelled.
+func (s *rawStop) stop(cause error) {
+	s.cancel(cause)
+	s.wire.Cancel(cause)
 }
 
 // clientCancelled is the cause of a raw call's context when the client
@@ -371,7 +397,14 @@ func hasKey(m mcp.Meta, k string) bool {
 func (u *rawUpstream) readEnded() {
 	u.mu.Lock()
 	u.closing = true
+	stops := make([]*rawStop, 0, len(u.inFlight))
+	for _, s := range u.inFlight {
+		stops = append(stops, s)
+	}
 	u.mu.Unlock()
+	for _, s := range stops {
+		s.stop(nil)
+	}
 	u.cancel()
 }
 
@@ -477,23 +510,33 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 		return
 	}
 
-	callCtx, cancel := context.WithCancel(downCtx)
-	stop := context.AfterFunc(p.ctx, cancel)
+	// stop is what callCtx is on the SDK route: cancelled when the call's
+	// context is (by the caller, or by watching downCtx when the caller
+	// does not, or when telemetry gave a context of its own), and by Close.
+	stop, unwatch := req.stop, func() bool { return false }
+	if stop == nil {
+		stop = new(wire.Cancel)
+	}
+	if req.stop == nil || o != nil {
+		unwatch = stop.Watch(downCtx)
+	}
+	p.rawCalls.add(stop)
 	id := l.conn.NextID()
 	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
-	l.conn.Start(callCtx, id, "tools/call", frame, wire.Call{
+	l.conn.Start(stop, id, "tools/call", frame, wire.Call{
 		Tag:       vals,
 		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too
 		OnReader:  req.onReader,
 		Batch:     req.sendIn,
 		Cancelled: cancelNote,
 		Done: func(resp *jsonrpc.Response, b *wire.Batch, err error) {
-			stop()
+			p.rawCalls.remove(stop)
+			unwatch()
 			var res *mcp.CallToolResult
 			switch {
 			case err == nil:
 				res, err = decodeResult(resp)
-			case callCtx.Err() == nil: // not cancelled: the connection's end, or a failed write
+			case stop.Err() == nil: // not cancelled: the connection's end, or a failed write
 				err = callError(err)
 			}
 			o.answered(err)
@@ -505,12 +548,12 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 				// and calls again through the SDK client, off this
 				// goroutine, which may be the one reading the server.
 				if req.serverInfo != nil {
-					defer cancel()
 					req.answerIn = b
 					done(inputRequired(res), nil)
 					return
 				}
 				go func() {
+					callCtx, cancel := context.WithCancel(downCtx)
 					defer cancel()
 					defer context.AfterFunc(p.ctx, cancel)()
 					params := &mcp.CallToolParams{Meta: p.requestMeta(req.meta), Name: m.name, Arguments: json.RawMessage(prepared)}
@@ -530,12 +573,56 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 				}()
 				return
 			}
-			defer cancel()
-			out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err)
+			out, err := p.finishCall(ctx, stop, l, m, vals, res, err)
 			req.answerIn = b
 			done(out, err)
 		},
 	})
+}
+
+// rawCalls are the downstream calls of the raw call route in flight,
+// which the end of the proxy's context (Close) cancels, as it cancels
+// the SDK route's calls: one watch of the context for them all, rather
+// than one per call.
+type rawCalls struct {
+	mu     sync.Mutex
+	closed bool
+	calls  map[*wire.Cancel]struct{}
+}
+
+// add adds the call that stop cancels, cancelling it at once when the
+// proxy's context has ended.
+func (r *rawCalls) add(stop *wire.Cancel) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		stop.Cancel(nil)
+		return
+	}
+	if r.calls == nil {
+		r.calls = make(map[*wire.Cancel]struct{})
+	}
+	r.calls[stop] = struct{}{}
+	r.mu.Unlock()
+}
+
+// remove forgets the call that stop cancels, once it has ended.
+func (r *rawCalls) remove(stop *wire.Cancel) {
+	r.mu.Lock()
+	delete(r.calls, stop)
+	r.mu.Unlock()
+}
+
+// close cancels the calls in flight, and every call added later.
+func (r *rawCalls) close() {
+	r.mu.Lock()
+	r.closed = true
+	calls := r.calls
+	r.calls = nil
+	r.mu.Unlock()
+	for stop := range calls {
+		stop.Cancel(nil)
+	}
 }
 
 // discoverMeta returns what noteDiscover kept, or nil.

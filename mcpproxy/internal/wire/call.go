@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,8 +58,7 @@ type rawPending struct {
 	method   string
 	claimed  atomic.Bool // by the first of the response, the context, the connection's end, a failed write
 	done     func(*jsonrpc.Response, *Batch, error)
-	inline   bool        // done may run on the goroutine reading the connection
-	stop     func() bool // stops the watch on the call's context
+	inline   bool // done may run on the goroutine reading the connection
 	// sent is closed once the request has been written, or will never be
 	// (the call ended first); wrote says whether any of it was.
 	sent  chan struct{}
@@ -79,24 +79,22 @@ func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true)
 // goroutine of its own, where Done runs too): it must not wait. Otherwise
 // Done runs on a goroutine of its own.
 //
-// When ctx is done first, Done gets ctx's error, and the server, if it
-// was sent the request, is sent call.Cancelled's line after it; when the
-// connection breaks or closes, ErrClosed; when the request cannot be
-// written, the write's error. Done is called exactly once, and never on
-// the caller's goroutine but for a context already done: with
-// call.OnReader (the caller is the goroutine reading the client) the
-// caller is not held up either by a server that does not read (see
-// sendRaw).
-func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame [][]byte, call Call) {
-	if err := ctx.Err(); err != nil {
-		call.Done(nil, nil, err)
-		return
-	}
+// When stop is cancelled first (see [Cancel]), Done gets its error, and
+// the server, if it was sent the request, is sent call.Cancelled's line
+// after it; when the connection breaks or closes, ErrClosed; when the
+// request cannot be written, the write's error. Done is called exactly
+// once, and never on the caller's goroutine but for a stop already
+// cancelled: with call.OnReader (the caller is the goroutine reading the
+// client) the caller is not held up either by a server that does not
+// read (see sendRaw).
+func (c *Conn) Start(stop *Cancel, wire jsonrpc.ID, method string, frame [][]byte, call Call) {
 	p := &rawPending{done: call.Done, inline: call.Inline, sent: make(chan struct{})}
 	var idText [len(rawIDPrefix) + 20]byte // one allocation for the id's text, not two
 	p.id, _ = jsonrpc.MakeID(string(strconv.AppendUint(append(idText[:0], rawIDPrefix...), c.rawSeq.Add(1), 10)))
 	p.wire = wire
-	p.stop = context.AfterFunc(ctx, func() {
+	cancelled := call.Cancelled
+	// Run by stop's cancellation, unless the call has ended first.
+	end := func(err error, reason string) {
 		if !p.claim() {
 			return
 		}
@@ -104,7 +102,7 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 		// As the SDK client does: off the caller's path, so that a server
 		// that does not read cannot hold the call; and after the request,
 		// when it was sent, so that the server knows the id it names.
-		note := call.Cancelled(wire, cancelReason(ctx))
+		note := cancelled(wire, reason)
 		c.notes.Add(1)
 		go func() {
 			defer c.notes.Done()
@@ -112,8 +110,12 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 				c.WriteLine(note)
 			}
 		}()
-		p.done(nil, nil, ctx.Err())
-	})
+		go p.done(nil, nil, err) // Done may wait; the one cancelling must not
+	}
+	if err := stop.watch(end); err != nil {
+		call.Done(nil, nil, err)
+		return
+	}
 	c.calls.Add(p.wire, Pending{Method: method, Tag: call.Tag, ID: p.id})
 	if c.storing != nil {
 		c.storing()
@@ -229,7 +231,6 @@ func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 // err is not nil and the call has not ended.
 func (c *Conn) failedRaw(p *rawPending, err error) {
 	if err != nil && p.claim() {
-		p.stop()
 		c.forgetRaw(p)
 		p.done(nil, nil, err)
 	}
@@ -247,7 +248,6 @@ func (c *Conn) failRaw(p *rawPending) {
 	if !p.claim() {
 		return
 	}
-	p.stop()
 	c.forgetRaw(p)
 	go p.done(nil, nil, ErrClosed) // Done may wait (for the server's end)
 }
@@ -274,7 +274,6 @@ func (c *Conn) deliverRaw(resp *jsonrpc.Response, b *Batch) {
 	if !p.claim() {
 		return
 	}
-	p.stop()
 	if p.inline {
 		p.done(resp, b, nil)
 		return
@@ -290,6 +289,80 @@ func (c *Conn) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// A Cancel cancels a call made with Start: before Start, while it runs,
+// or once it has returned (after the call has ended, it does nothing).
+// The one cancelling calls it directly, with no context watching another:
+// a call's cancellation costs nothing until it happens. Its zero value is
+// ready for one call; a nil *Cancel is never cancelled. A Cancel is safe
+// for concurrent use, and must not be copied after first use.
+type Cancel struct {
+	mu     sync.Mutex
+	err    error                     // what Done gets, once cancelled
+	reason string                    // the reason the server is given
+	end    func(err error, r string) // ends the call (set by Start), until cancelled
+}
+
+// Cancel cancels the call with cause, the first time it is called (later
+// calls do nothing): Done gets context.Canceled, and the server, if it was
+// sent the request, is given cause's text as the reason (as
+// context.WithCancelCause's cause would be; context.Canceled's text for a
+// nil cause).
+func (c *Cancel) Cancel(cause error) {
+	if cause == nil {
+		cause = context.Canceled
+	}
+	c.cancel(context.Canceled, cause.Error())
+}
+
+// Watch has c cancelled once ctx is done, with ctx's error and its cause
+// (see cancelReason), unless it is cancelled first. It returns the
+// function that stops the watch (see context.AfterFunc).
+func (c *Cancel) Watch(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { c.cancel(ctx.Err(), cancelReason(ctx)) })
+}
+
+// Err returns what Done gets for the cancellation: nil until c is
+// cancelled.
+func (c *Cancel) Err() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// cancel cancels c with err, the server given reason, the first time.
+func (c *Cancel) cancel(err error, reason string) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err, c.reason = err, reason
+	end := c.end
+	c.end = nil
+	c.mu.Unlock()
+	if end != nil {
+		end(err, reason)
+	}
+}
+
+// watch has end called when c is cancelled, or returns c's error when it
+// already is.
+func (c *Cancel) watch(end func(error, string)) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.end = end
+	return nil
 }
 
 // cancelReason is the reason a cancellation of a call made under ctx gives:

@@ -45,11 +45,13 @@ func TestRawCancelWhileStarting(t *testing.T) {
 }
 
 // startTestCall starts a call of tools/call with params {"name":"x"} on
-// c, onReader as given.
+// c, onReader as given, cancelled when ctx is done.
 func startTestCall(c *Conn, ctx context.Context, onReader bool, done func(*jsonrpc.Response, error)) {
 	id := c.NextID()
 	frame := [][]byte{fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`+"\n", id.Raw())}
-	c.Start(ctx, id, "tools/call", frame, Call{Inline: true, OnReader: onReader, Cancelled: testNote, Done: func(resp *jsonrpc.Response, _ *Batch, err error) { done(resp, err) }})
+	stop := new(Cancel)
+	stop.Watch(ctx)
+	c.Start(stop, id, "tools/call", frame, Call{Inline: true, OnReader: onReader, Cancelled: testNote, Done: func(resp *jsonrpc.Response, _ *Batch, err error) { done(resp, err) }})
 }
 
 // testNote is the line of the cancellation of call id.
