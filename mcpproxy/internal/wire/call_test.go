@@ -29,8 +29,9 @@ func TestRawCancelWhileStarting(t *testing.T) {
 	if got := out.String(); got != "" {
 		t.Errorf("wrote %q for a call cancelled before it was sent", got)
 	}
-	n := 0
-	c.rawWait.Range(func(_, _ any) bool { n++; return true })
+	c.rawMu.Lock()
+	n := len(c.rawWait)
+	c.rawMu.Unlock()
 	c.calls.mu.Lock()
 	pending := len(c.calls.pending)
 	c.calls.mu.Unlock()
