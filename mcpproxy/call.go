@@ -113,7 +113,8 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 	}
 	v, _ := vals.Get(h)
 	if raw || !mcpresult.Whole(p.threshold, v, structured, c) {
-		content := []mcp.Content{&mcp.TextContent{Text: mcpresult.Preview(vals, h, ch)}}
+		pr.line.Text = mcpresult.Preview(vals, h, ch)
+		content := append(pr.blocks[:0], &pr.line)
 		for _, b := range res.Content {
 			if isMedia(b) {
 				content = append(content, b)
@@ -122,10 +123,17 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 		pr.out = mcp.CallToolResult{Meta: meta, Content: content, IsError: res.IsError}
 		return &pr.out
 	}
+	pr.line.Text = mcpresult.HandleLine(vals, h, ch)
+	var content []mcp.Content
+	if len(res.Content) < len(pr.blocks) {
+		content = append(append(pr.blocks[:0], res.Content...), &pr.line)
+	} else {
+		content = append(slicesClip(res.Content), &pr.line)
+	}
 	out := &pr.out
 	*out = mcp.CallToolResult{
 		Meta:    meta,
-		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: mcpresult.HandleLine(vals, h, ch)}),
+		Content: content,
 		IsError: res.IsError,
 	}
 	if structured != nil {
@@ -135,10 +143,14 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 }
 
 // presented is what present allocates, once: the result the agent gets,
-// and the blocks of the downstream result as the rule reads them.
+// the blocks of the downstream result as the rule reads them, and the
+// block present adds (the handle line, or the preview) with, for a
+// result of one block, the content array it goes in.
 type presented struct {
 	out     mcp.CallToolResult
 	content sdkContent
+	line    mcp.TextContent
+	blocks  [2]mcp.Content
 }
 
 // sdkContent is a result's content blocks as the SDK decoded them, for the

@@ -69,6 +69,10 @@ type rawRequest struct {
 	// directly, when it cancels the call's context (see rawStop); nil:
 	// the call watches its context.
 	stop *wire.Cancel
+	// end and done, set as the call runs, end the call: end what
+	// Proxy.begin began, and hand the response to the caller (answerRaw).
+	end  func()
+	done func(*jsonrpc.Response)
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -284,7 +288,8 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	r := &rawRequest{name: name, args: args}
+	lc := &rawLineCall{req: rawRequest{name: name, args: args}}
+	r := &lc.req
 	u.mu.Lock()
 	ready := !u.closing
 	switch {
@@ -306,8 +311,8 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	// Not a child of u.ctx: readEnded stops the calls in flight itself,
 	// and a context with no parent to watch costs no registration.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	stop := &rawStop{cancel: cancel}
-	r.stop = &stop.wire
+	stop := &lc.stop
+	stop.cancel, r.stop = cancel, &stop.wire
 	u.mu.Lock()
 	if u.closing {
 		u.mu.Unlock()
@@ -322,8 +327,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
-		var byClient clientCancelled
-		cancelled := errors.As(context.Cause(ctx), &byClient)
+		_, cancelled := context.Cause(ctx).(clientCancelled) // the cause take gives, as is
 		cancel(nil)
 		if cancelled || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
@@ -338,6 +342,13 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.run(func() { run(ctx, done) })
 	}
 	return true
+}
+
+// A rawLineCall is what a raw call on a line connection keeps, in one
+// allocation.
+type rawLineCall struct {
+	req  rawRequest
+	stop rawStop
 }
 
 // A rawStop cancels a raw call in flight on a line connection: the
@@ -478,21 +489,26 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		// What the server asks during the call goes to req.ss (over HTTP;
 		// on a line connection, to its one session).
-		ctx, end := p.begin(ctx, req.ss)
-		p.callToolRaw(ctx, vals, m, l, req, downMeta, func(res *mcp.CallToolResult, err error) {
-			end()
-			done(rawResponse(req, res, err))
-		})
+		ctx, req.end = p.begin(ctx, req.ss)
+		req.done = done
+		p.callToolRaw(ctx, vals, m, l, req, downMeta)
 	}
+}
+
+// answerRaw ends the raw call req, observed by o under ctx, whose result
+// went to vals, with the outcome res or err (see rawCaller).
+func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.SessionValues, req *rawRequest, res *mcp.CallToolResult, err error) {
+	o.endCall(ctx, vals, res, err)
+	req.end()
+	req.done(rawResponse(req, res, err))
 }
 
 // callToolRaw is callTool on the raw call route: the same steps, results and
 // errors, over the link l's line connection, with the outcome handed to
-// done (see rawCaller). downMeta, when not nil, is the SDK client's
-// _meta, which the request carries as the SDK client would add it.
-func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta, done func(*mcp.CallToolResult, error)) {
+// req.done (see rawCaller, answerRaw). downMeta, when not nil, is the SDK
+// client's _meta, which the request carries as the SDK client would add it.
+func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta) {
 	ctx, o := p.observe(ctx, "tools/call", req.name, req.meta) // telemetry.go
-	done = o.callDone(ctx, vals, done)
 	args := req.args
 	if args == nil {
 		args = []byte("{}")
@@ -500,13 +516,13 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	prepared, resolved, err := vals.Prepare(m.schema, args)
 	o.prepared(args, prepared, resolved, err)
 	if err != nil {
-		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		p.answerRaw(ctx, o, vals, req, errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
 	}
 	downCtx, meta := o.sending(ctx, p.requestMeta(req.meta))
 	head, err := callHead(meta, downMeta, m.name)
 	if err != nil {
-		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		p.answerRaw(ctx, o, vals, req, errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
 	}
 
@@ -549,9 +565,10 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 				// goroutine, which may be the one reading the server.
 				if req.serverInfo != nil {
 					req.answerIn = b
-					done(inputRequired(res), nil)
+					p.answerRaw(ctx, o, vals, req, inputRequired(res), nil)
 					return
 				}
+				res, err := res, err // the goroutine's: a call that asks for no input allocates none
 				go func() {
 					callCtx, cancel := context.WithCancel(downCtx)
 					defer cancel()
@@ -569,13 +586,14 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 						params.RequestState = res.RequestState
 						res, err = l.down.CallTool(wire.WithTag(callCtx, vals), params) // tagged for fixResult
 					}
-					done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+					out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err)
+					p.answerRaw(ctx, o, vals, req, out, err)
 				}()
 				return
 			}
 			out, err := p.finishCall(ctx, stop, l, m, vals, res, err)
 			req.answerIn = b
-			done(out, err)
+			p.answerRaw(ctx, o, vals, req, out, err)
 		},
 	})
 }
