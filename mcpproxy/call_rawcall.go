@@ -520,7 +520,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 		return
 	}
 	downCtx, meta := o.sending(ctx, p.requestMeta(req.meta))
-	head, err := callHead(meta, downMeta, m.name)
+	metaJSON, err := callMeta(meta, downMeta)
 	if err != nil {
 		p.answerRaw(ctx, o, vals, req, errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
@@ -538,7 +538,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	}
 	p.rawCalls.add(stop)
 	id := l.conn.NextID()
-	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
+	frame := callFrame(id, req.onReader, metaJSON, m.name, prepared)
 	l.conn.Start(stop, id, "tools/call", frame, wire.Call{
 		Tag:       vals,
 		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too
