@@ -22,11 +22,12 @@ import (
 const goneWait = 3 * time.Second
 
 // finishCall returns what the agent gets for a call of m made over the
-// link l under callCtx (a child of the call's ctx that Close cancels),
-// whose result went to vals: the result res presented, or, for err, the
-// result or error that says what went wrong. The SDK route and the raw
-// call route (call_rawcall.go) both end here.
-func (p *Proxy) finishCall(ctx, callCtx context.Context, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+// link l under callCtx (a child of the call's ctx that Close cancels; on
+// the raw call route, the call's wire.Cancel, which is cancelled when
+// either is), whose result went to vals: the result res presented, or,
+// for err, the result or error that says what went wrong. The SDK route
+// and the raw call route (call_rawcall.go) both end here.
+func (p *Proxy) finishCall(ctx context.Context, callCtx interface{ Err() error }, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -112,7 +113,8 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 	}
 	v, _ := vals.Get(h)
 	if raw || !mcpresult.Whole(p.threshold, v, structured, c) {
-		content := []mcp.Content{&mcp.TextContent{Text: mcpresult.Preview(vals, h, ch)}}
+		pr.line.Text = mcpresult.Preview(vals, h, ch)
+		content := append(pr.blocks[:0], &pr.line)
 		for _, b := range res.Content {
 			if isMedia(b) {
 				content = append(content, b)
@@ -121,10 +123,17 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 		pr.out = mcp.CallToolResult{Meta: meta, Content: content, IsError: res.IsError}
 		return &pr.out
 	}
+	pr.line.Text = mcpresult.HandleLine(vals, h, ch)
+	var content []mcp.Content
+	if len(res.Content) < len(pr.blocks) {
+		content = append(append(pr.blocks[:0], res.Content...), &pr.line)
+	} else {
+		content = append(slicesClip(res.Content), &pr.line)
+	}
 	out := &pr.out
 	*out = mcp.CallToolResult{
 		Meta:    meta,
-		Content: append(slicesClip(res.Content), &mcp.TextContent{Text: mcpresult.HandleLine(vals, h, ch)}),
+		Content: content,
 		IsError: res.IsError,
 	}
 	if structured != nil {
@@ -134,10 +143,14 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 }
 
 // presented is what present allocates, once: the result the agent gets,
-// and the blocks of the downstream result as the rule reads them.
+// the blocks of the downstream result as the rule reads them, and the
+// block present adds (the handle line, or the preview) with, for a
+// result of one block, the content array it goes in.
 type presented struct {
 	out     mcp.CallToolResult
 	content sdkContent
+	line    mcp.TextContent
+	blocks  [2]mcp.Content
 }
 
 // sdkContent is a result's content blocks as the SDK decoded them, for the

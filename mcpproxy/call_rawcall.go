@@ -65,6 +65,14 @@ type rawRequest struct {
 	// wire.Call.Done), or nil; it is set just before done is called, on
 	// that goroutine, and the response line is held in it.
 	answerIn *wire.Batch
+	// stop, when not nil, is how the caller cancels the downstream call,
+	// directly, when it cancels the call's context (see rawStop); nil:
+	// the call watches its context.
+	stop *wire.Cancel
+	// end and done, set as the call runs, end the call: end what
+	// Proxy.begin began, and hand the response to the caller (answerRaw).
+	end  func()
+	done func(*jsonrpc.Response)
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -99,15 +107,15 @@ type rawUpstream struct {
 	work   chan func() // to an idle worker; see run
 
 	mu       sync.Mutex
-	initID   *jsonrpc.ID                            // the initialize request's, until it is answered
-	version  string                                 // the protocol version the initialize response gave
-	ready    bool                                   // initialized at a version the raw call route takes
-	discover map[jsonrpc.ID][]byte                  // server/discover requests awaiting their response: their _meta
-	newMeta  []byte                                 // the _meta of the last server/discover the SDK answered
-	newSeen  *rawNewProtocol                        // what the raw call route needs of that discover, once answered
-	closing  bool                                   // the connection is closing: no more raw calls
-	inFlight map[jsonrpc.ID]context.CancelCauseFunc // the raw calls being answered
-	sdkCalls map[jsonrpc.ID]struct{}                // the requests handed to the SDK, until their response is written
+	initID   *jsonrpc.ID             // the initialize request's, until it is answered
+	version  string                  // the protocol version the initialize response gave
+	ready    bool                    // initialized at a version the raw call route takes
+	discover map[jsonrpc.ID][]byte   // server/discover requests awaiting their response: their _meta
+	newMeta  []byte                  // the _meta of the last server/discover the SDK answered
+	newSeen  *rawNewProtocol         // what the raw call route needs of that discover, once answered
+	closing  bool                    // the connection is closing: no more raw calls
+	inFlight map[jsonrpc.ID]*rawStop // the raw calls being answered
+	sdkCalls map[jsonrpc.ID]struct{} // the requests handed to the SDK, until their response is written
 	// cancelled holds the requests in flight that the client cancelled:
 	// their response is not written (the specification: the receiver of a
 	// cancellation does not answer the request). Each is forgotten as its
@@ -127,7 +135,7 @@ func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 	u := &rawUpstream{
 		caller:    rc,
 		conn:      c,
-		inFlight:  make(map[jsonrpc.ID]context.CancelCauseFunc),
+		inFlight:  make(map[jsonrpc.ID]*rawStop),
 		sdkCalls:  make(map[jsonrpc.ID]struct{}),
 		cancelled: make(map[jsonrpc.ID]struct{}),
 		discover:  make(map[jsonrpc.ID][]byte),
@@ -196,14 +204,14 @@ func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 		// to drop its response, and the SDK cancels its handler.
 		if id, ok := wire.CancelledID(req.Params); ok {
 			u.mu.Lock()
-			cancel := u.inFlight[id]
+			stop := u.inFlight[id]
 			_, sdk := u.sdkCalls[id]
 			if sdk {
 				u.cancelled[id] = struct{}{}
 			}
 			u.mu.Unlock()
-			if cancel != nil {
-				cancel(clientCancelled{cancelCause(req.Params)})
+			if stop != nil {
+				stop.stop(clientCancelled{cancelCause(req.Params)})
 			}
 			if !sdk {
 				return true // not the SDK's request: nothing for it to cancel
@@ -280,7 +288,8 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	r := &rawRequest{name: name, args: args}
+	lc := &rawLineCall{req: rawRequest{name: name, args: args}}
+	r := &lc.req
 	u.mu.Lock()
 	ready := !u.closing
 	switch {
@@ -299,14 +308,18 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if run == nil {
 		return false
 	}
-	ctx, cancel := context.WithCancelCause(u.ctx)
+	// Not a child of u.ctx: readEnded stops the calls in flight itself,
+	// and a context with no parent to watch costs no registration.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := &lc.stop
+	stop.cancel, r.stop = cancel, &stop.wire
 	u.mu.Lock()
 	if u.closing {
 		u.mu.Unlock()
 		cancel(nil)
 		return false
 	}
-	u.inFlight[req.ID] = cancel
+	u.inFlight[req.ID] = stop
 	u.calls.Add(1)
 	u.mu.Unlock()
 	done := func(resp *jsonrpc.Response) {
@@ -314,8 +327,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
-		var byClient clientCancelled
-		cancelled := errors.As(context.Cause(ctx), &byClient)
+		_, cancelled := context.Cause(ctx).(clientCancelled) // the cause take gives, as is
 		cancel(nil)
 		if cancelled || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
@@ -330,6 +342,31 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.run(func() { run(ctx, done) })
 	}
 	return true
+}
+
+// A rawLineCall is what a raw call on a line connection keeps, in one
+// allocation.
+type rawLineCall struct {
+	req  rawRequest
+	stop rawStop
+}
+
+// A rawStop cancels a raw call in flight on a line connection: the
+// context the call runs under, and then the downstream call itself
+// (wire.Cancel), directly rather than by a context watching the other,
+// each of which would cost a registration and a goroutine-less callback
+// on every call.
+type rawStop struct {
+	cancel context.CancelCauseFunc
+	wire   wire.Cancel
+}
+
+// stop cancels the call with cause, as cancelling a context with cause
+// would cancel both: the context first, so that the call's end, which
+// the downstream call's cancellation brings, sees it cancelled.
+func (s *rawStop) stop(cause error) {
+	s.cancel(cause)
+	s.wire.Cancel(cause)
 }
 
 // clientCancelled is the cause of a raw call's context when the client
@@ -371,7 +408,14 @@ func hasKey(m mcp.Meta, k string) bool {
 func (u *rawUpstream) readEnded() {
 	u.mu.Lock()
 	u.closing = true
+	stops := make([]*rawStop, 0, len(u.inFlight))
+	for _, s := range u.inFlight {
+		stops = append(stops, s)
+	}
 	u.mu.Unlock()
+	for _, s := range stops {
+		s.stop(nil)
+	}
 	u.cancel()
 }
 
@@ -445,21 +489,26 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		// What the server asks during the call goes to req.ss (over HTTP;
 		// on a line connection, to its one session).
-		ctx, end := p.begin(ctx, req.ss)
-		p.callToolRaw(ctx, vals, m, l, req, downMeta, func(res *mcp.CallToolResult, err error) {
-			end()
-			done(rawResponse(req, res, err))
-		})
+		ctx, req.end = p.begin(ctx, req.ss)
+		req.done = done
+		p.callToolRaw(ctx, vals, m, l, req, downMeta)
 	}
+}
+
+// answerRaw ends the raw call req, observed by o under ctx, whose result
+// went to vals, with the outcome res or err (see rawCaller).
+func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.SessionValues, req *rawRequest, res *mcp.CallToolResult, err error) {
+	o.endCall(ctx, vals, res, err)
+	req.end()
+	req.done(rawResponse(req, res, err))
 }
 
 // callToolRaw is callTool on the raw call route: the same steps, results and
 // errors, over the link l's line connection, with the outcome handed to
-// done (see rawCaller). downMeta, when not nil, is the SDK client's
-// _meta, which the request carries as the SDK client would add it.
-func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta, done func(*mcp.CallToolResult, error)) {
+// req.done (see rawCaller, answerRaw). downMeta, when not nil, is the SDK
+// client's _meta, which the request carries as the SDK client would add it.
+func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *mirroredTool, l *link, req *rawRequest, downMeta *sdkMeta) {
 	ctx, o := p.observe(ctx, "tools/call", req.name, req.meta) // telemetry.go
-	done = o.callDone(ctx, vals, done)
 	args := req.args
 	if args == nil {
 		args = []byte("{}")
@@ -467,33 +516,43 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	prepared, resolved, err := vals.Prepare(m.schema, args)
 	o.prepared(args, prepared, resolved, err)
 	if err != nil {
-		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		p.answerRaw(ctx, o, vals, req, errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
 	}
 	downCtx, meta := o.sending(ctx, p.requestMeta(req.meta))
-	head, err := callHead(meta, downMeta, m.name)
+	metaJSON, err := callMeta(meta, downMeta)
 	if err != nil {
-		done(errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
+		p.answerRaw(ctx, o, vals, req, errorResult(fmt.Sprintf("%s was not called: %v", m.up, err)), nil)
 		return
 	}
 
-	callCtx, cancel := context.WithCancel(downCtx)
-	stop := context.AfterFunc(p.ctx, cancel)
+	// stop is what callCtx is on the SDK route: cancelled when the call's
+	// context is (by the caller, or by watching downCtx when the caller
+	// does not, or when telemetry gave a context of its own), and by Close.
+	stop, unwatch := req.stop, func() bool { return false }
+	if stop == nil {
+		stop = new(wire.Cancel)
+	}
+	if req.stop == nil || o != nil {
+		unwatch = stop.Watch(downCtx)
+	}
+	p.rawCalls.add(stop)
 	id := l.conn.NextID()
-	frame := callFrame(id, req.onReader, head, prepared, []byte("}"))
-	l.conn.Start(callCtx, id, "tools/call", frame, wire.Call{
+	frame := callFrame(id, req.onReader, metaJSON, m.name, prepared)
+	l.conn.Start(stop, id, "tools/call", frame, wire.Call{
 		Tag:       vals,
 		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too
 		OnReader:  req.onReader,
 		Batch:     req.sendIn,
 		Cancelled: cancelNote,
 		Done: func(resp *jsonrpc.Response, b *wire.Batch, err error) {
-			stop()
+			p.rawCalls.remove(stop)
+			unwatch()
 			var res *mcp.CallToolResult
 			switch {
 			case err == nil:
 				res, err = decodeResult(resp)
-			case callCtx.Err() == nil: // not cancelled: the connection's end, or a failed write
+			case stop.Err() == nil: // not cancelled: the connection's end, or a failed write
 				err = callError(err)
 			}
 			o.answered(err)
@@ -505,12 +564,13 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 				// and calls again through the SDK client, off this
 				// goroutine, which may be the one reading the server.
 				if req.serverInfo != nil {
-					defer cancel()
 					req.answerIn = b
-					done(inputRequired(res), nil)
+					p.answerRaw(ctx, o, vals, req, inputRequired(res), nil)
 					return
 				}
+				res, err := res, err // the goroutine's: a call that asks for no input allocates none
 				go func() {
+					callCtx, cancel := context.WithCancel(downCtx)
 					defer cancel()
 					defer context.AfterFunc(p.ctx, cancel)()
 					params := &mcp.CallToolParams{Meta: p.requestMeta(req.meta), Name: m.name, Arguments: json.RawMessage(prepared)}
@@ -526,16 +586,61 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 						params.RequestState = res.RequestState
 						res, err = l.down.CallTool(wire.WithTag(callCtx, vals), params) // tagged for fixResult
 					}
-					done(p.finishCall(ctx, callCtx, l, m, vals, res, err))
+					out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err)
+					p.answerRaw(ctx, o, vals, req, out, err)
 				}()
 				return
 			}
-			defer cancel()
-			out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err)
+			out, err := p.finishCall(ctx, stop, l, m, vals, res, err)
 			req.answerIn = b
-			done(out, err)
+			p.answerRaw(ctx, o, vals, req, out, err)
 		},
 	})
+}
+
+// rawCalls are the downstream calls of the raw call route in flight,
+// which the end of the proxy's context (Close) cancels, as it cancels
+// the SDK route's calls: one watch of the context for them all, rather
+// than one per call.
+type rawCalls struct {
+	mu     sync.Mutex
+	closed bool
+	calls  map[*wire.Cancel]struct{}
+}
+
+// add adds the call that stop cancels, cancelling it at once when the
+// proxy's context has ended.
+func (r *rawCalls) add(stop *wire.Cancel) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		stop.Cancel(nil)
+		return
+	}
+	if r.calls == nil {
+		r.calls = make(map[*wire.Cancel]struct{})
+	}
+	r.calls[stop] = struct{}{}
+	r.mu.Unlock()
+}
+
+// remove forgets the call that stop cancels, once it has ended.
+func (r *rawCalls) remove(stop *wire.Cancel) {
+	r.mu.Lock()
+	delete(r.calls, stop)
+	r.mu.Unlock()
+}
+
+// close cancels the calls in flight, and every call added later.
+func (r *rawCalls) close() {
+	r.mu.Lock()
+	r.closed = true
+	calls := r.calls
+	r.calls = nil
+	r.mu.Unlock()
+	for stop := range calls {
+		stop.Cancel(nil)
+	}
 }
 
 // discoverMeta returns what noteDiscover kept, or nil.

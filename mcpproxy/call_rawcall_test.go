@@ -14,6 +14,7 @@ import (
 	values "github.com/agentvalues/values"
 	valuestore "github.com/agentvalues/values/store"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // scriptServer is a downstream MCP server written by hand, over r and w:
@@ -550,6 +551,34 @@ func TestRawCallCancelled(t *testing.T) {
 				t.Errorf("rawOff=%v: the cancelled call was answered: %s", rawOff, l)
 			}
 		}
+	}
+}
+
+// TestRawCallProxyClosed: a raw call in flight when the proxy is closed
+// gets the result that says the proxy shut down during it (not that the
+// connection to the server broke), as on the SDK route.
+func TestRawCallProxyClosed(t *testing.T) {
+	p, c, srv := startLineProxy(t, scriptCases(), false)
+	c.initialize(t)
+	c.send(t, callLine("hang"))
+	waitFor(t, func() bool { return len(srv.lines(`"hang"`)) == 1 })
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := c.next(t)
+	var resp struct {
+		ID     int                 `json:"id"`
+		Result *mcp.CallToolResult `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(l), &resp); err != nil || resp.ID != 7 || resp.Result == nil {
+		t.Fatalf("the call in flight at Close got %s (%v)", l, err)
+	}
+	want := "the proxy shut down during the call of result; it may have partly run"
+	if got := text(resp.Result); !resp.Result.IsError || got != want {
+		t.Errorf("the call in flight at Close got %q (isError %v), want %q", got, resp.Result.IsError, want)
+	}
+	if n := p.rawN.Load(); n != 1 {
+		t.Errorf("the raw path took %d calls, want 1", n)
 	}
 }
 

@@ -135,7 +135,10 @@
 //     initialization, cancels a call the client cancels (and the server is
 //     sent notifications/cancelled naming the call's id, as the SDK client
 //     sends it), drops a request whose id is in flight on either route (as
-//     the SDK drops one), and takes a nominal tools/call.
+//     the SDK drops one), and takes a nominal tools/call. A raw call is
+//     cancelled with no context watching another: the one cancelling
+//     (take for the client, readEnded for the client's end, Close through
+//     rawCalls) cancels the call's context and its wire.Cancel itself.
 //  2. callToolRaw prepares the arguments and starts the downstream call by
 //     bytes (wire.Conn.Start), on the goroutine that read the request when
 //     its arguments are small and hold no reference (rawLight), else on a

@@ -181,6 +181,7 @@ type Proxy struct {
 	rootsFrom   rootsFrom // the session whose roots were last announced to the server
 	urlElicits  urlElicits
 	parked      parkedCalls // calls waiting for a client's answers (bridge.go)
+	rawCalls    rawCalls    // the raw call route's calls downstream, which p.ctx's end cancels
 	progressSeq atomic.Uint64
 
 	refresh chan struct{} // a pending list_changed notification
@@ -350,6 +351,7 @@ func (p *Proxy) serveOn(ctx context.Context, server *mcp.Server) error {
 		p.names = newNames(nil, p.log) // a lone proxy's
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	context.AfterFunc(p.ctx, p.rawCalls.close) // one watch for every raw call
 	if err := p.syncTools(ctx); err != nil {
 		p.cancel()
 		p.link.down.Close()
@@ -499,7 +501,8 @@ func (p *Proxy) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.cancel() // first: the session's Close waits for the calls it cancels
+	p.cancel()         // first: the session's Close waits for the calls it cancels
+	p.rawCalls.close() // now, not on the watch's goroutine: before the connection's end fails them
 	err := p.current().down.Close()
 	p.wg.Wait()
 	if errors.Is(err, mcp.ErrConnectionClosed) {

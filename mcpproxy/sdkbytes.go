@@ -4,7 +4,7 @@ package mcpproxy
 // for byte: what the raw routes write where the SDK would write it, and
 // read as the SDK would decode it. The SDK server writes the response line
 // and encodes its result (encodeResponse, rawResponse, encodeResult); the
-// SDK client writes the downstream request and its cancellation (callHead,
+// SDK client writes the downstream request and its cancellation (callMeta,
 // callFrame, cancelNote, noteDiscover), decodes the response
 // (decodeResult, textResult; sdkDecodes for the raw result route) and
 // words the errors of a call that ends without one (callError); the SDK
@@ -259,13 +259,11 @@ func callParams(params json.RawMessage) (name string, args, meta []byte, ok bool
 // ends under it (wire.ErrClosed), worded as the SDK words its own.
 var errRawClosed = fmt.Errorf("%w: calling %q: the downstream connection is closed", mcp.ErrConnectionClosed, "tools/call")
 
-// callHead returns the params of a raw call's tools/call request up to
-// its arguments, as the SDK client writes them: meta is the request's own
-// _meta (nil for none), to which the SDK client's own (downMeta, at
-// protocol 2026-07-28; nil before) is added, not over the caller's keys.
-func callHead(meta mcp.Meta, downMeta *sdkMeta, name string) ([]byte, error) {
-	head := make([]byte, 0, 96+len(name))
-	head = append(head, '{')
+// callMeta returns the _meta of a raw call's tools/call request as the
+// SDK client writes it, nil for none: meta is the request's own _meta (nil
+// for none), to which the SDK client's own (downMeta, at protocol
+// 2026-07-28; nil before) is added, not over the caller's keys.
+func callMeta(meta mcp.Meta, downMeta *sdkMeta) ([]byte, error) {
 	var metaJSON []byte
 	switch {
 	case downMeta != nil && meta == nil: // the common case: the SDK client's alone
@@ -284,14 +282,7 @@ func callHead(meta mcp.Meta, downMeta *sdkMeta, name string) ([]byte, error) {
 		}
 		metaJSON = b
 	}
-	if metaJSON != nil {
-		head = append(head, `"_meta":`...)
-		head = append(head, metaJSON...)
-		head = append(head, ',')
-	}
-	head = append(head, `"name":`...)
-	head = jsontext.AppendQuote(head, []byte(name))
-	return append(head, `,"arguments":`...), nil
+	return metaJSON, nil
 }
 
 // callError is the error of a raw call that ended without a response,
@@ -310,31 +301,35 @@ func callError(err error) error {
 const rawJoinMax = 16 << 10
 
 // callFrame returns the line of a tools/call request whose id on the wire
-// is wire and whose params are params (pieces, one after the other), as
-// the SDK client writes it: in one piece up to rawJoinMax bytes, or for a
-// call made by the goroutine reading the client (onReader, whose
-// arguments are small); otherwise in pieces, the arguments not copied.
-func callFrame(wire jsonrpc.ID, onReader bool, params ...[]byte) [][]byte {
-	const before, after = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":`
+// is wire, of the tool name with the arguments args and the _meta meta
+// (callMeta's; nil for none), as the SDK client writes it: in one piece up
+// to rawJoinMax bytes, or for a call made by the goroutine reading the
+// client (onReader, whose arguments are small); otherwise in pieces, the
+// arguments not copied.
+func callFrame(wire jsonrpc.ID, onReader bool, meta []byte, name string, args []byte) [][]byte {
+	const before, after = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":{`
+	const metaKey, nameKey, argsKey, end = `"_meta":`, `"name":`, `,"arguments":`, "}}\n"
 	var num [20]byte
 	wireNum := strconv.AppendInt(num[:0], wire.Raw().(int64), 10)
-	size := len(before) + len(wireNum) + len(after)
-	n := size + len("}\n")
-	for _, b := range params {
-		n += len(b)
+	size := len(before) + len(wireNum) + len(after) + len(nameKey) + len(name) + 2 + len(argsKey)
+	if meta != nil {
+		size += len(metaKey) + len(meta) + 1
 	}
+	n := size + len(args) + len(end)
 	join := n <= rawJoinMax || onReader // one buffer, one write (a light call's is small)
 	if join {
 		size = n
 	}
 	head := append(append(append(make([]byte, 0, size), before...), wireNum...), after...)
-	if join {
-		for _, b := range params {
-			head = append(head, b...)
-		}
-		return [][]byte{append(head, "}\n"...)}
+	if meta != nil {
+		head = append(append(append(head, metaKey...), meta...), ',')
 	}
-	return append(append(append(make([][]byte, 0, len(params)+2), head), params...), []byte("}\n"))
+	head = jsontext.AppendQuote(append(head, nameKey...), []byte(name))
+	head = append(head, argsKey...)
+	if join {
+		return [][]byte{append(append(head, args...), end...)}
+	}
+	return [][]byte{head, args, []byte(end)}
 }
 
 // cancelNote returns the line of the notifications/cancelled request that

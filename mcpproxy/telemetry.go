@@ -146,18 +146,6 @@ func observeOwn(tel Telemetry, st *stores, h mcp.ToolHandler) mcp.ToolHandler {
 	}
 }
 
-// callDone returns done, for a tool call observed by o, preceded by
-// the end of the observation.
-func (o *observed) callDone(ctx context.Context, vals *values.SessionValues, done func(*mcp.CallToolResult, error)) func(*mcp.CallToolResult, error) {
-	if o == nil {
-		return done
-	}
-	return func(res *mcp.CallToolResult, err error) {
-		o.endCall(ctx, vals, res, err)
-		done(res, err)
-	}
-}
-
 // prepared notes the outcome of preparing the arguments args: prepared,
 // with the references resolved, or err.
 func (o *observed) prepared(args, prepared []byte, resolved []string, err error) {

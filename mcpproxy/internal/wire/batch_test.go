@@ -60,7 +60,7 @@ func TestBatchedRequests(t *testing.T) {
 	up.SetHooks(Hooks{Take: func(req *jsonrpc.Request) bool {
 		id := server.NextID()
 		frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x","n":%v}}`+"\n", id.Raw(), req.ID.Raw())
-		server.Start(context.Background(), id, "tools/call", [][]byte{frame}, Call{
+		server.Start(nil, id, "tools/call", [][]byte{frame}, Call{
 			Inline: true, OnReader: true, Batch: up.Batch(), Cancelled: testNote,
 			Done: func(*jsonrpc.Response, *Batch, error) {},
 		})
@@ -88,7 +88,7 @@ func TestBatchedResponses(t *testing.T) {
 	up := NewConn(strings.NewReader(""), client, nil, -1, true, nil)
 	for range 3 {
 		id := server.NextID()
-		server.Start(context.Background(), id, "tools/call", [][]byte{[]byte("{}\n")}, Call{
+		server.Start(nil, id, "tools/call", [][]byte{[]byte("{}\n")}, Call{
 			Inline: true, Cancelled: testNote,
 			Done: func(resp *jsonrpc.Response, b *Batch, err error) {
 				if err != nil {
@@ -150,7 +150,7 @@ func TestHeldRequestFails(t *testing.T) {
 	var b Batch
 	ended := make(chan error, 1)
 	id := c.NextID()
-	c.Start(context.Background(), id, "tools/call", [][]byte{[]byte("{}\n")}, Call{
+	c.Start(nil, id, "tools/call", [][]byte{[]byte("{}\n")}, Call{
 		Inline: true, OnReader: true, Batch: &b, Cancelled: testNote,
 		Done: func(_ *jsonrpc.Response, _ *Batch, err error) { ended <- err },
 	})

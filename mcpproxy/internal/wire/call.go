@@ -4,23 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strconv"
-	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// rawIDPrefix begins the own id of every call made with Start (on the
-// wire it has a number, as every call has: see Conn.Write), by which its
-// response comes back to it rather than to Read, whose caller numbers its
-// calls.
-const rawIDPrefix = "agentvalues-raw-"
+// The own id of every call made with Start is a negative number (on the
+// wire it has a number of the connection's, as every call has: see
+// Conn.Write), by which its response comes back to it rather than to
+// Read, whose caller (the SDK client) numbers its calls from 1 up. Its
+// id never leaves the connection: the response is given it by settle,
+// from the call's number on the wire.
 
 // isRawID reports whether id is that of a call made with Start.
 func isRawID(id jsonrpc.ID) bool {
-	s, ok := id.Raw().(string)
-	return ok && strings.HasPrefix(s, rawIDPrefix)
+	n, ok := id.Raw().(int64)
+	return ok && n < 0
 }
 
 // ErrClosed is why a call made with Start ends when the connection can no
@@ -53,20 +53,72 @@ type Call struct {
 
 // A rawPending is a call made with Start awaiting its response.
 type rawPending struct {
-	id, wire jsonrpc.ID // the call's own id, and its number on the wire
-	method   string
-	claimed  atomic.Bool // by the first of the response, the context, the connection's end, a failed write
-	done     func(*jsonrpc.Response, *Batch, error)
-	inline   bool        // done may run on the goroutine reading the connection
-	stop     func() bool // stops the watch on the call's context
-	// sent is closed once the request has been written, or will never be
-	// (the call ended first); wrote says whether any of it was.
-	sent  chan struct{}
-	wrote atomic.Bool
+	c         *Conn
+	id, wire  jsonrpc.ID  // the call's own id, and its number on the wire
+	claimed   atomic.Bool // by the first of the response, the cancellation, the connection's end, a failed write
+	done      func(*jsonrpc.Response, *Batch, error)
+	cancelled func(id jsonrpc.ID, why string) []byte // Call.Cancelled
+	inline    bool                                   // done may run on the goroutine reading the connection
+	// sent is set once the request has been written, or will never be
+	// (the call ended first); wrote says whether any of it was. Only a
+	// cancellation waits for it, on sentCh, made when it waits.
+	sentMu sync.Mutex
+	sent   bool
+	sentCh chan struct{}
+	wrote  atomic.Bool
 }
 
 // claim reports whether the caller is the one to end the call.
 func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true) }
+
+// markSent notes that the request has been written, or never will be.
+func (p *rawPending) markSent() {
+	p.sentMu.Lock()
+	if !p.sent {
+		p.sent = true
+		if p.sentCh != nil {
+			close(p.sentCh)
+		}
+	}
+	p.sentMu.Unlock()
+}
+
+// waitSent waits until markSent has been called.
+func (p *rawPending) waitSent() {
+	p.sentMu.Lock()
+	if p.sent {
+		p.sentMu.Unlock()
+		return
+	}
+	if p.sentCh == nil {
+		p.sentCh = make(chan struct{})
+	}
+	ch := p.sentCh
+	p.sentMu.Unlock()
+	<-ch
+}
+
+// cancel ends the call, unless it has ended, as its Cancel was cancelled
+// with err and the server is to be given reason.
+func (p *rawPending) cancel(err error, reason string) {
+	if !p.claim() {
+		return
+	}
+	c := p.c
+	c.forgetRaw(p)
+	// As the SDK client does: off the caller's path, so that a server
+	// that does not read cannot hold the call; and after the request,
+	// when it was sent, so that the server knows the id it names.
+	note := p.cancelled(p.wire, reason)
+	c.notes.Add(1)
+	go func() {
+		defer c.notes.Done()
+		if p.waitSent(); p.wrote.Load() {
+			c.WriteLine(note)
+		}
+	}()
+	go p.done(nil, nil, err) // Done may wait; the one cancelling must not
+}
 
 // Start writes frame, the request line of a call whose id on the wire is
 // wire (from NextID) and whose method is method (pieces written one after
@@ -79,58 +131,43 @@ func (p *rawPending) claim() bool { return p.claimed.CompareAndSwap(false, true)
 // goroutine of its own, where Done runs too): it must not wait. Otherwise
 // Done runs on a goroutine of its own.
 //
-// When ctx is done first, Done gets ctx's error, and the server, if it
-// was sent the request, is sent call.Cancelled's line after it; when the
-// connection breaks or closes, ErrClosed; when the request cannot be
-// written, the write's error. Done is called exactly once, and never on
-// the caller's goroutine but for a context already done: with
-// call.OnReader (the caller is the goroutine reading the client) the
-// caller is not held up either by a server that does not read (see
-// sendRaw).
-func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame [][]byte, call Call) {
-	if err := ctx.Err(); err != nil {
+// When stop is cancelled first (see [Cancel]), Done gets its error, and
+// the server, if it was sent the request, is sent call.Cancelled's line
+// after it; when the connection breaks or closes, ErrClosed; when the
+// request cannot be written, the write's error. Done is called exactly
+// once, and never on the caller's goroutine but for a stop already
+// cancelled: with call.OnReader (the caller is the goroutine reading the
+// client) the caller is not held up either by a server that does not
+// read (see sendRaw).
+func (c *Conn) Start(stop *Cancel, wire jsonrpc.ID, method string, frame [][]byte, call Call) {
+	p := &rawPending{c: c, wire: wire, done: call.Done, cancelled: call.Cancelled, inline: call.Inline}
+	p.id, _ = jsonrpc.MakeID(-float64(c.rawSeq.Add(1)))
+	if err := stop.watch(p); err != nil {
 		call.Done(nil, nil, err)
 		return
 	}
-	p := &rawPending{done: call.Done, inline: call.Inline, sent: make(chan struct{})}
-	var idText [len(rawIDPrefix) + 20]byte // one allocation for the id's text, not two
-	p.id, _ = jsonrpc.MakeID(string(strconv.AppendUint(append(idText[:0], rawIDPrefix...), c.rawSeq.Add(1), 10)))
-	p.wire = wire
-	p.stop = context.AfterFunc(ctx, func() {
-		if !p.claim() {
-			return
-		}
-		c.forgetRaw(p)
-		// As the SDK client does: off the caller's path, so that a server
-		// that does not read cannot hold the call; and after the request,
-		// when it was sent, so that the server knows the id it names.
-		note := call.Cancelled(wire, cancelReason(ctx))
-		c.notes.Add(1)
-		go func() {
-			defer c.notes.Done()
-			if <-p.sent; p.wrote.Load() {
-				c.WriteLine(note)
-			}
-		}()
-		p.done(nil, nil, ctx.Err())
-	})
 	c.calls.Add(p.wire, Pending{Method: method, Tag: call.Tag, ID: p.id})
 	if c.storing != nil {
 		c.storing()
 	}
-	c.rawWait.Store(p.id, p)
+	c.rawMu.Lock()
+	if c.rawWait == nil {
+		c.rawWait = make(map[jsonrpc.ID]*rawPending)
+	}
+	c.rawWait[p.id] = p
+	c.rawMu.Unlock()
 	switch {
 	case p.claimed.Load():
 		// Cancelled while it was being stored: the cancellation found
 		// nothing to forget.
 		c.forgetRaw(p)
-		close(p.sent)
+		p.markSent()
 		return
 	case c.Broken() || c.isClosed():
 		// Reading stopped before the call was stored, or is stopping: the
 		// end of reading (endRaw) may have missed it.
 		c.failRaw(p)
-		close(p.sent)
+		p.markSent()
 		return
 	}
 	if call.OnReader && len(frame) > 1 {
@@ -147,7 +184,7 @@ func (c *Conn) Start(ctx context.Context, wire jsonrpc.ID, method string, frame 
 // be written at once (see hold).
 func (c *Conn) holdRaw(p *rawPending, line []byte, b *Batch) bool {
 	if p.claimed.Load() {
-		close(p.sent)
+		p.markSent()
 		return true
 	}
 	// Held is as good as written: whatever is written to c next, the
@@ -157,7 +194,7 @@ func (c *Conn) holdRaw(p *rawPending, line []byte, b *Batch) bool {
 		p.wrote.Store(false)
 		return false
 	}
-	close(p.sent)
+	p.markSent()
 	return true
 }
 
@@ -172,14 +209,14 @@ func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 	write := func(left [][]byte) {
 		err := c.writeLocked(left...)
 		c.wmu.Unlock()
-		close(p.sent)
+		p.markSent()
 		c.failedRaw(p, err)
 	}
 	// start begins the write, holding wmu; false when the call has ended.
 	start := func() bool {
 		if p.claimed.Load() {
 			c.wmu.Unlock()
-			close(p.sent)
+			p.markSent()
 			return false
 		}
 		p.wrote.Store(true)
@@ -212,13 +249,13 @@ func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 	if err == nil && n < len(line) {
 		// Still holding wmu: the rest of the line comes next.
 		go func() {
-			close(p.sent)
+			p.markSent()
 			c.finishLocked(line[n:], append(calls, p))
 		}()
 		return
 	}
 	c.wmu.Unlock()
-	close(p.sent)
+	p.markSent()
 	c.heldWritten(append(calls, p), err)
 	if len(held) > 0 {
 		c.reuseHeld(line, calls)
@@ -229,7 +266,6 @@ func (c *Conn) sendRaw(p *rawPending, frame [][]byte, onReader bool) {
 // err is not nil and the call has not ended.
 func (c *Conn) failedRaw(p *rawPending, err error) {
 	if err != nil && p.claim() {
-		p.stop()
 		c.forgetRaw(p)
 		p.done(nil, nil, err)
 	}
@@ -238,7 +274,9 @@ func (c *Conn) failedRaw(p *rawPending, err error) {
 // forgetRaw forgets the raw call p: its response, should it come, is
 // dropped.
 func (c *Conn) forgetRaw(p *rawPending) {
-	c.rawWait.Delete(p.id)
+	c.rawMu.Lock()
+	delete(c.rawWait, p.id)
+	c.rawMu.Unlock()
 	c.calls.Done(p.wire)
 }
 
@@ -247,7 +285,6 @@ func (c *Conn) failRaw(p *rawPending) {
 	if !p.claim() {
 		return
 	}
-	p.stop()
 	c.forgetRaw(p)
 	go p.done(nil, nil, ErrClosed) // Done may wait (for the server's end)
 }
@@ -256,25 +293,28 @@ func (c *Conn) failRaw(p *rawPending) {
 // longer deliver their responses: reading has stopped, or the connection
 // is closed. A response delivered before then has ended its call.
 func (c *Conn) endRaw() {
-	c.rawWait.Range(func(_, p any) bool {
-		c.failRaw(p.(*rawPending))
-		return true
-	})
+	c.rawMu.Lock()
+	waiting := make([]*rawPending, 0, len(c.rawWait))
+	for _, p := range c.rawWait {
+		waiting = append(waiting, p)
+	}
+	c.rawMu.Unlock()
+	for _, p := range waiting {
+		c.failRaw(p)
+	}
 }
 
 // deliverRaw hands the response of a raw call to it, or drops it when the
 // call is over (cancelled). b is the read loop's batch when the read loop
 // calls it, else nil.
 func (c *Conn) deliverRaw(resp *jsonrpc.Response, b *Batch) {
-	v, ok := c.rawWait.LoadAndDelete(resp.ID)
-	if !ok {
+	c.rawMu.Lock()
+	p, ok := c.rawWait[resp.ID]
+	delete(c.rawWait, resp.ID)
+	c.rawMu.Unlock()
+	if !ok || !p.claim() {
 		return
 	}
-	p := v.(*rawPending)
-	if !p.claim() {
-		return
-	}
-	p.stop()
 	if p.inline {
 		p.done(resp, b, nil)
 		return
@@ -290,6 +330,80 @@ func (c *Conn) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// A Cancel cancels a call made with Start: before Start, while it runs,
+// or once it has returned (after the call has ended, it does nothing).
+// The one cancelling calls it directly, with no context watching another:
+// a call's cancellation costs nothing until it happens. Its zero value is
+// ready for one call; a nil *Cancel is never cancelled. A Cancel is safe
+// for concurrent use, and must not be copied after first use.
+type Cancel struct {
+	mu     sync.Mutex
+	err    error       // what Done gets, once cancelled
+	reason string      // the reason the server is given
+	call   *rawPending // the call (set by Start), until cancelled
+}
+
+// Cancel cancels the call with cause, the first time it is called (later
+// calls do nothing): Done gets context.Canceled, and the server, if it was
+// sent the request, is given cause's text as the reason (as
+// context.WithCancelCause's cause would be; context.Canceled's text for a
+// nil cause).
+func (c *Cancel) Cancel(cause error) {
+	if cause == nil {
+		cause = context.Canceled
+	}
+	c.cancel(context.Canceled, cause.Error())
+}
+
+// Watch has c cancelled once ctx is done, with ctx's error and its cause
+// (see cancelReason), unless it is cancelled first. It returns the
+// function that stops the watch (see context.AfterFunc).
+func (c *Cancel) Watch(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { c.cancel(ctx.Err(), cancelReason(ctx)) })
+}
+
+// Err returns what Done gets for the cancellation: nil until c is
+// cancelled.
+func (c *Cancel) Err() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// cancel cancels c with err, the server given reason, the first time.
+func (c *Cancel) cancel(err error, reason string) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err, c.reason = err, reason
+	p := c.call
+	c.call = nil
+	c.mu.Unlock()
+	if p != nil {
+		p.cancel(err, reason)
+	}
+}
+
+// watch has the call p cancelled when c is, or returns c's error when it
+// already is.
+func (c *Cancel) watch(p *rawPending) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.call = p
+	return nil
 }
 
 // cancelReason is the reason a cancellation of a call made under ctx gives:

@@ -29,8 +29,9 @@ func TestRawCancelWhileStarting(t *testing.T) {
 	if got := out.String(); got != "" {
 		t.Errorf("wrote %q for a call cancelled before it was sent", got)
 	}
-	n := 0
-	c.rawWait.Range(func(_, _ any) bool { n++; return true })
+	c.rawMu.Lock()
+	n := len(c.rawWait)
+	c.rawMu.Unlock()
 	c.calls.mu.Lock()
 	pending := len(c.calls.pending)
 	c.calls.mu.Unlock()
@@ -45,11 +46,13 @@ func TestRawCancelWhileStarting(t *testing.T) {
 }
 
 // startTestCall starts a call of tools/call with params {"name":"x"} on
-// c, onReader as given.
+// c, onReader as given, cancelled when ctx is done.
 func startTestCall(c *Conn, ctx context.Context, onReader bool, done func(*jsonrpc.Response, error)) {
 	id := c.NextID()
 	frame := [][]byte{fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`+"\n", id.Raw())}
-	c.Start(ctx, id, "tools/call", frame, Call{Inline: true, OnReader: onReader, Cancelled: testNote, Done: func(resp *jsonrpc.Response, _ *Batch, err error) { done(resp, err) }})
+	stop := new(Cancel)
+	stop.Watch(ctx)
+	c.Start(stop, id, "tools/call", frame, Call{Inline: true, OnReader: onReader, Cancelled: testNote, Done: func(resp *jsonrpc.Response, _ *Batch, err error) { done(resp, err) }})
 }
 
 // testNote is the line of the cancellation of call id.
@@ -95,5 +98,49 @@ func TestRawCancelNoteAfterRequest(t *testing.T) {
 	got := out.String()
 	if req, note := strings.Index(got, `"tools/call"`), strings.Index(got, "notifications/cancelled"); req < 0 || note < req {
 		t.Errorf("sent and then cancelled: wrote %q, want the request, then the note", got)
+	}
+}
+
+// TestCancel: a Cancel cancelled before Start ends the call at once, on
+// the caller's goroutine, with nothing written; cancelled after the
+// request was written, the server is sent the cancellation with the
+// cause's text as its reason, once, however often it is cancelled.
+func TestCancel(t *testing.T) {
+	var out syncBuffer
+	c := NewConn(strings.NewReader(""), &out, nil, -1, false, nil)
+	stop := new(Cancel)
+	stop.Cancel(errors.New("first"))
+	stop.Cancel(errors.New("second"))
+	var ended error
+	id := c.NextID()
+	c.Start(stop, id, "tools/call", [][]byte{[]byte("{}\n")}, Call{Cancelled: testNote, Done: func(_ *jsonrpc.Response, _ *Batch, err error) { ended = err }})
+	if !errors.Is(ended, context.Canceled) || !errors.Is(stop.Err(), context.Canceled) {
+		t.Errorf("cancelled before Start: the call ended with %v (Err %v), want context.Canceled at once", ended, stop.Err())
+	}
+	if got := out.String(); got != "" {
+		t.Errorf("cancelled before Start: wrote %q", got)
+	}
+
+	stop = new(Cancel)
+	done := make(chan error, 2)
+	id = c.NextID()
+	c.Start(stop, id, "tools/call", [][]byte{[]byte("{}\n")}, Call{Cancelled: testNote, Done: func(_ *jsonrpc.Response, _ *Batch, err error) { done <- err }})
+	if stop.Err() != nil {
+		t.Fatalf("Err before the cancellation: %v", stop.Err())
+	}
+	stop.Cancel(errors.New("the user changed their mind"))
+	stop.Cancel(nil)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled after Start: the call ended with %v", err)
+	}
+	c.notes.Wait()
+	want := "{}\n" + string(testNote(id, "the user changed their mind"))
+	if got := out.String(); got != want {
+		t.Errorf("cancelled after Start: wrote %q, want %q", got, want)
+	}
+	select {
+	case err := <-done:
+		t.Errorf("the call ended twice, again with %v", err)
+	default:
 	}
 }

@@ -49,9 +49,10 @@ type Conn struct {
 
 	calls Tracker // client side: this connection's calls awaiting a response
 
-	rawWait sync.Map      // client side: jsonrpc.ID -> *rawPending, the raw calls awaiting a response
-	rawSeq  atomic.Uint64 // client side: numbers the raw calls' own ids
-	wireSeq atomic.Int64  // client side: numbers the calls on the wire
+	rawMu   sync.Mutex
+	rawWait map[jsonrpc.ID]*rawPending // client side, under rawMu: the raw calls awaiting a response, by their own id
+	rawSeq  atomic.Uint64              // client side: numbers the raw calls' own ids
+	wireSeq atomic.Int64               // client side: numbers the calls on the wire
 
 	start    sync.Once
 	incoming chan jsonrpc.Message

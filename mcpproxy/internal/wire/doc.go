@@ -25,7 +25,8 @@
 //     given the tag of its call ([WithTag]); Take sees each request of a
 //     client before it is delivered, and may answer it itself.
 //   - The call API: [Conn.Start] writes a request the caller framed and
-//     hands its response to the caller, never to Read (call.go).
+//     hands its response to the caller, never to Read; a [Cancel], which
+//     the one cancelling calls directly, ends it first (call.go).
 //   - [Splices]: large arguments written in place of a placeholder, never
 //     re-encoded (splice.go).
 //
