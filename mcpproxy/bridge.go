@@ -179,8 +179,11 @@ func (p *Proxy) startBridge(ctx context.Context, o *observed, req *mcp.CallToolR
 	var downDone func(error)
 	callCtx, params.Meta, downDone = o.sendingDetached(callCtx, params.Meta)
 	go func() {
-		defer func() { stopSession(); stopProxy(); end(); release() }()
+		defer func() { stopSession(); stopProxy(); end() }()
 		res, err := l.down.CallTool(callCtx, params)
+		// The request has been written: its placeholders are done with,
+		// and are let go before the client can have the result.
+		release()
 		downDone(err)
 		b.outcome <- callOutcome{res, err}
 	}()
