@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	values "github.com/agentvalues/values"
@@ -408,10 +410,7 @@ func hasKey(m mcp.Meta, k string) bool {
 func (u *rawUpstream) readEnded() {
 	u.mu.Lock()
 	u.closing = true
-	stops := make([]*rawStop, 0, len(u.inFlight))
-	for _, s := range u.inFlight {
-		stops = append(stops, s)
-	}
+	stops := slices.Collect(maps.Values(u.inFlight))
 	u.mu.Unlock()
 	for _, s := range stops {
 		s.stop(nil)

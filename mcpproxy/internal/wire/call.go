@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -294,10 +296,7 @@ func (c *Conn) failRaw(p *rawPending) {
 // is closed. A response delivered before then has ended its call.
 func (c *Conn) endRaw() {
 	c.rawMu.Lock()
-	waiting := make([]*rawPending, 0, len(c.rawWait))
-	for _, p := range c.rawWait {
-		waiting = append(waiting, p)
-	}
+	waiting := slices.Collect(maps.Values(c.rawWait))
 	c.rawMu.Unlock()
 	for _, p := range waiting {
 		c.failRaw(p)
