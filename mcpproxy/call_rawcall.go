@@ -22,13 +22,13 @@ import (
 // [Proxy], or a [Gateway] for its servers.
 type rawCaller interface {
 	// rawCall returns the function that makes the call req and hands its
-	// response, without its id, to done, once; or nil when the call is to
+	// response line (of the id req.id), to done, once; or nil when the call is to
 	// take the SDK route. The function's context is cancelled when the
 	// client cancels the call. The function returns once the request is
 	// sent (or the call has failed): done may be called before it returns,
 	// or later on another goroutine, among them the one reading the
 	// downstream connection (see wire.Conn.Start).
-	rawCall(req *rawRequest) func(ctx context.Context, done func(*jsonrpc.Response))
+	rawCall(req *rawRequest) func(ctx context.Context, done func(line []byte))
 }
 
 // rawLight bounds the arguments of a call that the goroutine reading the
@@ -48,6 +48,7 @@ func (r *rawRequest) light() bool {
 
 // A rawRequest is a nominal tools/call, read from its params.
 type rawRequest struct {
+	id   jsonrpc.ID // the client's, which the response line carries
 	name string
 	args []byte   // the arguments object; nil for none
 	meta mcp.Meta // the request's _meta, decoded as the SDK decodes it; nil for none
@@ -70,9 +71,10 @@ type rawRequest struct {
 	// the call watches its context.
 	stop *wire.Cancel
 	// end and done, set as the call runs, end the call: end what
-	// Proxy.begin began, and hand the response to the caller (answerRaw).
+	// Proxy.begin began, and hand the response line to the caller
+	// (answerRaw).
 	end  func()
-	done func(*jsonrpc.Response)
+	done func(line []byte)
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -288,7 +290,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if !ok {
 		return false
 	}
-	lc := &rawLineCall{req: rawRequest{name: name, args: args}}
+	lc := &rawLineCall{req: rawRequest{id: req.ID, name: name, args: args}}
 	r := &lc.req
 	u.mu.Lock()
 	ready := !u.closing
@@ -322,7 +324,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	u.inFlight[req.ID] = stop
 	u.calls.Add(1)
 	u.mu.Unlock()
-	done := func(resp *jsonrpc.Response) {
+	done := func(line []byte) {
 		defer u.calls.Done()
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
@@ -332,8 +334,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		if cancelled || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
 		}
-		resp.ID = req.ID
-		u.conn.WriteLineIn(r.answerIn, encodeResponse(resp)) // a failed write shows on the next one the session makes
+		u.conn.WriteLineIn(r.answerIn, line) // a failed write shows on the next one the session makes
 	}
 	if r.light() {
 		r.onReader, r.sendIn = true, u.conn.Batch() // take runs on the reading goroutine
@@ -455,7 +456,7 @@ func (u *rawUpstream) wait() {
 }
 
 // rawCall implements rawCaller for the proxy's mirrored tools.
-func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
+func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 	vals := p.stores.shared
 	if req.vals != nil {
 		vals = req.vals
@@ -485,7 +486,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 			return nil
 		}
 	}
-	return func(ctx context.Context, done func(*jsonrpc.Response)) {
+	return func(ctx context.Context, done func([]byte)) {
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		// What the server asks during the call goes to req.ss (over HTTP;
 		// on a line connection, to its one session).
@@ -500,7 +501,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.SessionValues, req *rawRequest, res *mcp.CallToolResult, err error) {
 	o.endCall(ctx, vals, res, err)
 	req.end()
-	req.done(rawResponse(req, res, err))
+	req.done(rawLine(req, res, err))
 }
 
 // callToolRaw is callTool on the raw call route: the same steps, results and

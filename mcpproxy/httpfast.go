@@ -120,7 +120,7 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 			return false
 		}
 	}
-	run := h.fastCall(r, s, method, params)
+	run := h.fastCall(r, s, reqID, method, params)
 	if run == nil {
 		s.http.trackSDK(reqID, w) // for a cancellation to drop its response
 		return false
@@ -132,17 +132,17 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		return true
 	}
 	type outcome struct {
-		resp      *jsonrpc.Response
+		line      []byte
 		cancelled bool // by the client
 	}
 	got := make(chan outcome, 1)
-	run(ctx, func(resp *jsonrpc.Response) {
+	run(ctx, func(line []byte) {
 		s.http.endFast(reqID)
 		h.st.handedOut(s.ss) // as after a request the SDK answers
 		var byClient clientCancelled
 		cancelled := errors.As(context.Cause(ctx), &byClient)
 		cancel(nil)
-		got <- outcome{resp, cancelled}
+		got <- outcome{line, cancelled}
 	})
 	var out outcome
 	select {
@@ -163,8 +163,7 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		// The session ended (DELETE, idle): what is written is cut off,
 		// as for the SDK's streams.
 	default:
-		out.resp.ID = reqID
-		data := encodeResponse(out.resp)
+		data := out.line
 		w.Header()["Content-Type"] = jsonContentType
 		if len(data) < bufferedAnswer {
 			// Held in net/http's buffer until the handler returns, which then
@@ -190,9 +189,9 @@ const bufferedAnswer = 2048
 var jsonContentType = []string{"application/json"}
 
 // fastCall returns the function that makes the call of method with
-// params, the request r of the session s, on the fast path; nil when it
-// does not take it (see the top of this file).
-func (h *httpSessions) fastCall(r *http.Request, s *session, method, params []byte) func(context.Context, func(*jsonrpc.Response)) {
+// params, the request r of the session s whose id is id, on the fast
+// path; nil when it does not take it (see the top of this file).
+func (h *httpSessions) fastCall(r *http.Request, s *session, id jsonrpc.ID, method, params []byte) func(context.Context, func([]byte)) {
 	if h.fast == nil || !jsontext.KeyEquals(method, "tools/call") || !h.fastHeaders(r, s) {
 		return nil
 	}
@@ -200,7 +199,7 @@ func (h *httpSessions) fastCall(r *http.Request, s *session, method, params []by
 	if !ok || meta != nil {
 		return nil
 	}
-	return h.fast.rawCall(&rawRequest{name: name, args: args, ss: s.ss, vals: h.st.of(s.ss)})
+	return h.fast.rawCall(&rawRequest{id: id, name: name, args: args, ss: s.ss, vals: h.st.of(s.ss)})
 }
 
 // fastHeaders reports whether the request r of the session s may take the
