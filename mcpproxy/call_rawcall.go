@@ -156,20 +156,13 @@ func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 // responses of one id.
 func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 	if req.IsCall() {
-		u.mu.Lock()
-		_, raw := u.inFlight[req.ID]
-		_, sdk := u.sdkCalls[req.ID]
-		u.mu.Unlock()
-		if raw || sdk {
-			u.conn.Logf("ignored a %s request from the client: its id %v is that of a request still in flight", wire.ClipText(req.Method), req.ID.Raw())
+		if req.Method == "tools/call" {
+			if u.call(req) {
+				return true
+			}
+		} else if !u.toSDK(req) {
 			return true
 		}
-		if req.Method == "tools/call" && u.call(req) {
-			return true
-		}
-		u.mu.Lock()
-		u.sdkCalls[req.ID] = struct{}{}
-		u.mu.Unlock()
 	}
 	switch req.Method {
 	case "initialize":
@@ -283,16 +276,58 @@ func paramsMeta(params json.RawMessage) ([]byte, bool) {
 	return bytes.Clone(m), true
 }
 
+// toSDK notes the call req, which the SDK is to answer, in sdkCalls, and
+// reports true; false, when a request of its id is in flight (on either
+// path), which is dropped.
+func (u *rawUpstream) toSDK(req *jsonrpc.Request) bool {
+	u.mu.Lock()
+	dup := u.inFlightLocked(req.ID)
+	if !dup {
+		u.sdkCalls[req.ID] = struct{}{}
+	}
+	u.mu.Unlock()
+	if dup {
+		u.dropped(req)
+	}
+	return !dup
+}
+
+// inFlightLocked reports whether a request of the id is in flight, on
+// either path.
+func (u *rawUpstream) inFlightLocked(id jsonrpc.ID) bool {
+	_, raw := u.inFlight[id]
+	_, sdk := u.sdkCalls[id]
+	return raw || sdk
+}
+
+// dropped logs the request req, dropped because its id is in flight.
+func (u *rawUpstream) dropped(req *jsonrpc.Request) {
+	u.conn.Logf("ignored a %s request from the client: its id %v is that of a request still in flight", wire.ClipText(req.Method), req.ID.Raw())
+}
+
 // call takes the call req if it is nominal and runs it in a goroutine of
-// its own, which writes the response.
+// its own, which writes the response, reporting true; it drops it, also
+// reporting true, when a request of its id is in flight. It reports false
+// for a call the SDK is to answer, noted in sdkCalls (see toSDK).
+//
+// It takes u.mu once for a call it takes (and once as the call ends): the
+// call is noted in flight as it is found ready, before the caller is asked
+// for it (rawCall), and forgotten in the rare case the caller refuses it.
+// Nothing sees the call in flight meanwhile but take and readEnded, which
+// run on this goroutine, the one reading the client.
 func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	name, args, meta, ok := callParams(req.Params)
 	if !ok {
-		return false
+		return !u.toSDK(req)
 	}
 	lc := &rawLineCall{req: rawRequest{id: req.ID, name: name, args: args}}
-	r := &lc.req
+	r, stop := &lc.req, &lc.stop
 	u.mu.Lock()
+	if u.inFlightLocked(req.ID) {
+		u.mu.Unlock()
+		u.dropped(req)
+		return true
+	}
 	ready := !u.closing
 	switch {
 	case meta == nil:
@@ -302,28 +337,27 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	default:
 		ready = false
 	}
-	u.mu.Unlock()
 	if !ready {
-		return false
-	}
-	run := u.caller.rawCall(r)
-	if run == nil {
-		return false
-	}
-	// Not a child of u.ctx: readEnded stops the calls in flight itself,
-	// and a context with no parent to watch costs no registration.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	stop := &lc.stop
-	stop.cancel, r.stop = cancel, &stop.wire
-	u.mu.Lock()
-	if u.closing {
+		u.sdkCalls[req.ID] = struct{}{}
 		u.mu.Unlock()
-		cancel(nil)
 		return false
 	}
 	u.inFlight[req.ID] = stop
 	u.calls.Add(1)
 	u.mu.Unlock()
+	run := u.caller.rawCall(r)
+	if run == nil {
+		u.mu.Lock()
+		delete(u.inFlight, req.ID)
+		u.sdkCalls[req.ID] = struct{}{}
+		u.mu.Unlock()
+		u.calls.Done()
+		return false
+	}
+	// Not a child of u.ctx: readEnded stops the calls in flight itself,
+	// and a context with no parent to watch costs no registration.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop.cancel, r.stop = cancel, &stop.wire
 	done := func(line []byte) {
 		defer u.calls.Done()
 		u.mu.Lock()
@@ -366,6 +400,9 @@ type rawStop struct {
 // would cancel both: the context first, so that the call's end, which
 // the downstream call's cancellation brings, sees it cancelled.
 func (s *rawStop) stop(cause error) {
+	if s.cancel == nil {
+		return // not yet running: see call
+	}
 	s.cancel(cause)
 	s.wire.Cancel(cause)
 }
