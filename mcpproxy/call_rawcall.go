@@ -320,7 +320,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	if !ok {
 		return !u.toSDK(req)
 	}
-	lc := &rawLineCall{req: rawRequest{id: req.ID, name: name, args: args}}
+	lc := &rawTaken{req: rawRequest{id: req.ID, name: name, args: args}}
 	r, stop := &lc.req, &lc.stop
 	u.mu.Lock()
 	if u.inFlightLocked(req.ID) {
@@ -379,14 +379,14 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	return true
 }
 
-// A rawLineCall is what a raw call on a line connection keeps, in one
-// allocation.
-type rawLineCall struct {
+// A rawTaken is what a raw call the session layer takes (on a line
+// connection, or on the HTTP fast path) keeps, in one allocation.
+type rawTaken struct {
 	req  rawRequest
 	stop rawStop
 }
 
-// A rawStop cancels a raw call in flight on a line connection: the
+// A rawStop cancels a raw call in flight that the session layer took: the
 // context the call runs under, and then the downstream call itself
 // (wire.Cancel), directly rather than by a context watching the other,
 // each of which would cost a registration and a goroutine-less callback
