@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/internal/mcpresult"
@@ -86,14 +87,14 @@ func rawLineSize(res *mcp.CallToolResult) int {
 		n += len(k) + 8
 		switch v := v.(type) {
 		case string:
-			n += len(v) + len(v)/16
+			n += len(v) + len(v)/8 + 16
 		case json.RawMessage:
 			n += len(v)
 		}
 	}
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
-			n += len(tc.Text) + len(tc.Text)/16 + 32
+			n += len(tc.Text) + len(tc.Text)/8 + 64 // the block, and escapes: a quote, <, > and & are 2 to 6 bytes
 		}
 	}
 	return n
@@ -467,7 +468,8 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	if len(r) == 0 || r[0] != '{' || jsontext.Valid(r) != nil {
 		return nil, false
 	}
-	res := &mcp.CallToolResult{}
+	tr := new(textRead)
+	res := &tr.res
 	var content []byte
 	ok, seenError, seenType, seenMeta := true, false, false, false
 	jsontext.EachChild(r, func(k, v []byte) bool {
@@ -492,7 +494,7 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	if !ok || content == nil {
 		return nil, false
 	}
-	res.Content = make([]mcp.Content, 0, 2)
+	res.Content = tr.blocks[:0]
 	jsontext.EachChild(content, func(_, block []byte) bool {
 		var typ, text []byte
 		ok = block[0] == '{'
@@ -511,11 +513,36 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 		}
 		ok = ok && typ != nil && typ[0] == '"' && jsontext.KeyEquals(typ, "text") && text != nil && text[0] == '"'
 		if ok {
-			res.Content = append(res.Content, &mcp.TextContent{Text: string(jsontext.AppendUnquoted(nil, text))})
+			tc := &tr.first
+			if len(res.Content) > 0 {
+				tc = new(mcp.TextContent)
+			}
+			tc.Text = unquote(text)
+			res.Content = append(res.Content, tc)
 		}
 		return ok
 	})
 	return res, ok
+}
+
+// A textRead is what textResult allocates, at once, for a result of up
+// to two blocks: the result, its content array and its first block.
+type textRead struct {
+	res    mcp.CallToolResult
+	blocks [2]mcp.Content
+	first  mcp.TextContent
+}
+
+// unquote returns the decoding of raw, a valid JSON string, in one
+// allocation: a string without an escape is its bytes; another is decoded
+// into a buffer of its size that becomes the string.
+func unquote(raw []byte) string {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body)
+	}
+	b := jsontext.AppendUnquoted(make([]byte, 0, len(body)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
 // sdkDecodes reports whether the SDK client decodes the tools/call result
