@@ -123,8 +123,12 @@ var hintLen = len(ReferenceHint(""))
 // pass it, or a part of it, as a tool argument. A model reads from it
 // what it would otherwise count in the value.
 func StoredLine(handle string, v Value) string {
-	return string(appendStoredLine(nil, handle, v.get()))
+	return string(appendStoredLine(make([]byte, 0, storedLineSize), handle, v.get()))
 }
+
+// storedLineSize is room for most stored lines (about 90 to 200 bytes),
+// so that the line is not regrown as it is written.
+const storedLineSize = 192
 
 // appendStoredLine appends StoredLine(handle, Value{x}) to dst.
 func appendStoredLine(dst []byte, handle string, x *value) []byte {

@@ -47,6 +47,9 @@ type mdEvidence struct {
 // Markdown, unless it also has code fences or tables.
 func detectMarkdown(b []byte) *mdDoc {
 	n := min(len(b), mdSniff)
+	if bytes.IndexByte(b[:n], '#') < 0 && bytes.IndexByte(b[:n], '\n') < 0 {
+		return nil // no "#" heading, and no line to underline below another
+	}
 	var ev mdEvidence
 	var d mdDoc
 	d.read(b[:n], &ev)
@@ -57,7 +60,8 @@ func detectMarkdown(b []byte) *mdDoc {
 		d = mdDoc{}
 		d.read(b, nil)
 	}
-	return &d
+	found := d // d stays on the stack: most texts are not Markdown
+	return &found
 }
 
 // read reads the lines of b into d, and what they show of Markdown into

@@ -236,7 +236,8 @@ func detectYAML(b []byte) *yamlDoc {
 	if !marker && !nested && d.n < 2 {
 		return nil
 	}
-	return &d
+	found := d // d stays on the stack: most texts are not YAML
+	return &found
 }
 
 // countItemKey counts the key k (a span of b) of an item of a top-level

@@ -24,13 +24,13 @@ import (
 // [Proxy], or a [Gateway] for its servers.
 type rawCaller interface {
 	// rawCall returns the function that makes the call req and hands its
-	// response, without its id, to done, once; or nil when the call is to
+	// response line (of the id req.id), to done, once; or nil when the call is to
 	// take the SDK route. The function's context is cancelled when the
 	// client cancels the call. The function returns once the request is
 	// sent (or the call has failed): done may be called before it returns,
 	// or later on another goroutine, among them the one reading the
 	// downstream connection (see wire.Conn.Start).
-	rawCall(req *rawRequest) func(ctx context.Context, done func(*jsonrpc.Response))
+	rawCall(req *rawRequest) func(ctx context.Context, done func(line []byte))
 }
 
 // rawLight bounds the arguments of a call that the goroutine reading the
@@ -50,6 +50,7 @@ func (r *rawRequest) light() bool {
 
 // A rawRequest is a nominal tools/call, read from its params.
 type rawRequest struct {
+	id   jsonrpc.ID // the client's, which the response line carries
 	name string
 	args []byte   // the arguments object; nil for none
 	meta mcp.Meta // the request's _meta, decoded as the SDK decodes it; nil for none
@@ -72,9 +73,10 @@ type rawRequest struct {
 	// the call watches its context.
 	stop *wire.Cancel
 	// end and done, set as the call runs, end the call: end what
-	// Proxy.begin began, and hand the response to the caller (answerRaw).
+	// Proxy.begin began, and hand the response line to the caller
+	// (answerRaw).
 	end  func()
-	done func(*jsonrpc.Response)
+	done func(line []byte)
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -156,20 +158,13 @@ func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 // responses of one id.
 func (u *rawUpstream) take(req *jsonrpc.Request) bool {
 	if req.IsCall() {
-		u.mu.Lock()
-		_, raw := u.inFlight[req.ID]
-		_, sdk := u.sdkCalls[req.ID]
-		u.mu.Unlock()
-		if raw || sdk {
-			u.conn.Logf("ignored a %s request from the client: its id %v is that of a request still in flight", wire.ClipText(req.Method), req.ID.Raw())
+		if req.Method == "tools/call" {
+			if u.call(req) {
+				return true
+			}
+		} else if !u.toSDK(req) {
 			return true
 		}
-		if req.Method == "tools/call" && u.call(req) {
-			return true
-		}
-		u.mu.Lock()
-		u.sdkCalls[req.ID] = struct{}{}
-		u.mu.Unlock()
 	}
 	switch req.Method {
 	case "initialize":
@@ -283,16 +278,58 @@ func paramsMeta(params json.RawMessage) ([]byte, bool) {
 	return bytes.Clone(m), true
 }
 
+// toSDK notes the call req, which the SDK is to answer, in sdkCalls, and
+// reports true; false, when a request of its id is in flight (on either
+// path), which is dropped.
+func (u *rawUpstream) toSDK(req *jsonrpc.Request) bool {
+	u.mu.Lock()
+	dup := u.inFlightLocked(req.ID)
+	if !dup {
+		u.sdkCalls[req.ID] = struct{}{}
+	}
+	u.mu.Unlock()
+	if dup {
+		u.dropped(req)
+	}
+	return !dup
+}
+
+// inFlightLocked reports whether a request of the id is in flight, on
+// either path.
+func (u *rawUpstream) inFlightLocked(id jsonrpc.ID) bool {
+	_, raw := u.inFlight[id]
+	_, sdk := u.sdkCalls[id]
+	return raw || sdk
+}
+
+// dropped logs the request req, dropped because its id is in flight.
+func (u *rawUpstream) dropped(req *jsonrpc.Request) {
+	u.conn.Logf("ignored a %s request from the client: its id %v is that of a request still in flight", wire.ClipText(req.Method), req.ID.Raw())
+}
+
 // call takes the call req if it is nominal and runs it in a goroutine of
-// its own, which writes the response.
+// its own, which writes the response, reporting true; it drops it, also
+// reporting true, when a request of its id is in flight. It reports false
+// for a call the SDK is to answer, noted in sdkCalls (see toSDK).
+//
+// It takes u.mu once for a call it takes (and once as the call ends): the
+// call is noted in flight as it is found ready, before the caller is asked
+// for it (rawCall), and forgotten in the rare case the caller refuses it.
+// Nothing sees the call in flight meanwhile but take and readEnded, which
+// run on this goroutine, the one reading the client.
 func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	name, args, meta, ok := callParams(req.Params)
 	if !ok {
-		return false
+		return !u.toSDK(req)
 	}
-	lc := &rawLineCall{req: rawRequest{name: name, args: args}}
-	r := &lc.req
+	lc := &rawTaken{req: rawRequest{id: req.ID, name: name, args: args}}
+	r, stop := &lc.req, &lc.stop
 	u.mu.Lock()
+	if u.inFlightLocked(req.ID) {
+		u.mu.Unlock()
+		u.dropped(req)
+		return true
+	}
 	ready := !u.closing
 	switch {
 	case meta == nil:
@@ -302,29 +339,28 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	default:
 		ready = false
 	}
-	u.mu.Unlock()
 	if !ready {
-		return false
-	}
-	run := u.caller.rawCall(r)
-	if run == nil {
-		return false
-	}
-	// Not a child of u.ctx: readEnded stops the calls in flight itself,
-	// and a context with no parent to watch costs no registration.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	stop := &lc.stop
-	stop.cancel, r.stop = cancel, &stop.wire
-	u.mu.Lock()
-	if u.closing {
+		u.sdkCalls[req.ID] = struct{}{}
 		u.mu.Unlock()
-		cancel(nil)
 		return false
 	}
 	u.inFlight[req.ID] = stop
 	u.calls.Add(1)
 	u.mu.Unlock()
-	done := func(resp *jsonrpc.Response) {
+	run := u.caller.rawCall(r)
+	if run == nil {
+		u.mu.Lock()
+		delete(u.inFlight, req.ID)
+		u.sdkCalls[req.ID] = struct{}{}
+		u.mu.Unlock()
+		u.calls.Done()
+		return false
+	}
+	// Not a child of u.ctx: readEnded stops the calls in flight itself,
+	// and a context with no parent to watch costs no registration.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop.cancel, r.stop = cancel, &stop.wire
+	done := func(line []byte) {
 		defer u.calls.Done()
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
@@ -334,8 +370,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		if cancelled || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
 		}
-		resp.ID = req.ID
-		u.conn.WriteLineIn(r.answerIn, encodeResponse(resp)) // a failed write shows on the next one the session makes
+		u.conn.WriteLineIn(r.answerIn, line) // a failed write shows on the next one the session makes
 	}
 	if r.light() {
 		r.onReader, r.sendIn = true, u.conn.Batch() // take runs on the reading goroutine
@@ -346,14 +381,14 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 	return true
 }
 
-// A rawLineCall is what a raw call on a line connection keeps, in one
-// allocation.
-type rawLineCall struct {
+// A rawTaken is what a raw call the session layer takes (on a line
+// connection, or on the HTTP fast path) keeps, in one allocation.
+type rawTaken struct {
 	req  rawRequest
 	stop rawStop
 }
 
-// A rawStop cancels a raw call in flight on a line connection: the
+// A rawStop cancels a raw call in flight that the session layer took: the
 // context the call runs under, and then the downstream call itself
 // (wire.Cancel), directly rather than by a context watching the other,
 // each of which would cost a registration and a goroutine-less callback
@@ -367,6 +402,9 @@ type rawStop struct {
 // would cancel both: the context first, so that the call's end, which
 // the downstream call's cancellation brings, sees it cancelled.
 func (s *rawStop) stop(cause error) {
+	if s.cancel == nil {
+		return // not yet running: see call
+	}
 	s.cancel(cause)
 	s.wire.Cancel(cause)
 }
@@ -454,7 +492,7 @@ func (u *rawUpstream) wait() {
 }
 
 // rawCall implements rawCaller for the proxy's mirrored tools.
-func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
+func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 	vals := p.stores.shared
 	if req.vals != nil {
 		vals = req.vals
@@ -484,7 +522,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 			return nil
 		}
 	}
-	return func(ctx context.Context, done func(*jsonrpc.Response)) {
+	return func(ctx context.Context, done func([]byte)) {
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		// What the server asks during the call goes to req.ss (over HTTP;
 		// on a line connection, to its one session).
@@ -499,7 +537,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Res
 func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.SessionValues, req *rawRequest, res *mcp.CallToolResult, err error) {
 	o.endCall(ctx, vals, res, err)
 	req.end()
-	req.done(rawResponse(req, res, err))
+	req.done(rawLine(req, res, err))
 }
 
 // callToolRaw is callTool on the raw call route: the same steps, results and

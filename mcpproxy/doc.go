@@ -147,7 +147,7 @@
 //     store is the proxy's own in memory (no I/O), else on one of its own.
 //  3. decodeResult reads the result as the SDK client would, and
 //     finishCall and present store it and build what the agent gets, as
-//     on the SDK route; encodeResponse writes the response line as the SDK
+//     on the SDK route; rawLine writes the response line as the SDK
 //     server would. The requests a goroutine reading the client sends
 //     from lines it read at once, and the responses one reading the server
 //     writes, are held and written together when it has no whole line

@@ -245,6 +245,9 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line w
 		if n, over := manyBlocks(r); over {
 			return nil, &jsonrpc.Error{Code: wire.CodeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
 		}
+		if resultAsIs(r) {
+			return result, nil
+		}
 		return keepContent(wrapStructured(result)), nil
 	case "tools/list":
 		return p.dropDeepTools(result), nil
@@ -284,6 +287,26 @@ func (p *Proxy) dropDeepTools(result json.RawMessage) json.RawMessage {
 	})
 	out = append(out, ']')
 	return append(out, result[at+len(tools):]...)
+}
+
+// resultAsIs reports whether wrapStructured and keepContent leave the
+// tools/call result r, an object, as it is: it has no member
+// structuredContent, and no content block that is not of type "text".
+// One pass over its members (and its blocks' types) tells, where the two
+// would validate it and read its members three times: the common small
+// result of text blocks alone is then passed on at once.
+func resultAsIs(r []byte) bool {
+	asIs := true
+	jsontext.EachChild(r, func(k, v []byte) bool {
+		switch {
+		case jsontext.KeyEquals(k, "structuredContent"):
+			asIs = false
+		case jsontext.KeyEquals(k, "content") && v[0] == '[':
+			asIs = !otherBlock(v)
+		}
+		return asIs
+	})
+	return asIs
 }
 
 // offsetIn returns the offset of sub within outer; sub must be a subslice.

@@ -104,6 +104,8 @@ func topLevelDuplicates(b []byte) bool {
 // which stays valid, a result of text blocks alone is left as it is, nothing but
 // _meta changes, and what the SDK decodes gives back exactly the content
 // array the server sent, whatever the server wrote under the same key.
+// And a result resultAsIs passes on as it is is one that wrapStructured
+// and keepContent leave as it is.
 func FuzzKeepContent(f *testing.F) {
 	for _, seed := range []string{
 		`{"content":[{"type":"text","text":"x"},{"data":"AA==","type":"image","mimeType":"image/png","x":1.0}]}`,
@@ -116,12 +118,19 @@ func FuzzKeepContent(f *testing.F) {
 		`{"content":[{"type":"resource_link","uri":"x"}],"_meta":{"a":1},"_meta":{}}`,
 		` {"isError":true,"content":[{"type":"image","data":"<>&"}]} `,
 		`[1,2]`, `{}`, `{"content":"x"}`,
+		`{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":1}}`,
+		`{"content":[],"structured\u0043ontent":null}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, result []byte) {
 		if !json.Valid(result) {
 			return // keepContent is given valid JSON
+		}
+		if r := bytes.TrimSpace(result); r[0] == '{' && resultAsIs(r) {
+			if out := keepContent(wrapStructured(bytes.Clone(result))); !bytes.Equal(out, result) {
+				t.Fatalf("resultAsIs(%s), but wrapStructured and keepContent make %s", result, out)
+			}
 		}
 		out := keepContent(bytes.Clone(result))
 		if !json.Valid(out) {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	values "github.com/agentvalues/values"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -211,7 +210,7 @@ func (g *Gateway) reach(ctx context.Context, s Downstream, t mcp.Transport) (*Pr
 // takes that server's raw call route. An alias (SERVER__NAME of a tool
 // offered bare) and a name not offered take the SDK route, where
 // names.resolve answers them.
-func (g *Gateway) rawCall(req *rawRequest) func(context.Context, func(*jsonrpc.Response)) {
+func (g *Gateway) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 	if p := g.names.toolOwner(req.name); p != nil {
 		return p.rawCall(req)
 	}

@@ -3,7 +3,6 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -120,29 +119,40 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 			return false
 		}
 	}
-	run := h.fastCall(r, s, method, params)
+	fc := &rawTaken{req: rawRequest{id: reqID}}
+	run := h.fastCall(r, s, &fc.req, method, params)
 	if run == nil {
 		s.http.trackSDK(reqID, w) // for a cancellation to drop its response
 		return false
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx) // the session's end cancels it
-	if !s.http.startFast(reqID, cancel) {
+	// Cancelled directly (rawStop) by the client's cancellation (cancel)
+	// and by the session's end (session.end), rather than a child of the
+	// session's context watched by the downstream call.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := &fc.stop
+	stop.cancel, fc.req.stop = cancel, &stop.wire
+	if !s.http.startFast(reqID, stop) {
 		cancel(nil)
 		writeHTTPError(w, http.StatusBadRequest, &reqID, jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID "+string(id), 0)
 		return true
 	}
+	if s.ctx.Err() != nil {
+		// The session ended before the call was noted: session.end may
+		// have missed it.
+		stop.stop(context.Cause(s.ctx))
+	}
 	type outcome struct {
-		resp      *jsonrpc.Response
+		line      []byte
 		cancelled bool // by the client
 	}
 	got := make(chan outcome, 1)
-	run(ctx, func(resp *jsonrpc.Response) {
+	run(ctx, func(line []byte) {
 		s.http.endFast(reqID)
 		h.st.handedOut(s.ss) // as after a request the SDK answers
-		var byClient clientCancelled
-		cancelled := errors.As(context.Cause(ctx), &byClient)
+		// The client's cancellation is the cause cancel gives, as is.
+		_, cancelled := context.Cause(ctx).(clientCancelled)
 		cancel(nil)
-		got <- outcome{resp, cancelled}
+		got <- outcome{line, cancelled}
 	})
 	var out outcome
 	select {
@@ -163,8 +173,7 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		// The session ended (DELETE, idle): what is written is cut off,
 		// as for the SDK's streams.
 	default:
-		out.resp.ID = reqID
-		data := encodeResponse(out.resp)
+		data := out.line
 		w.Header()["Content-Type"] = jsonContentType
 		if len(data) < bufferedAnswer {
 			// Held in net/http's buffer until the handler returns, which then
@@ -190,9 +199,10 @@ const bufferedAnswer = 2048
 var jsonContentType = []string{"application/json"}
 
 // fastCall returns the function that makes the call of method with
-// params, the request r of the session s, on the fast path; nil when it
-// does not take it (see the top of this file).
-func (h *httpSessions) fastCall(r *http.Request, s *session, method, params []byte) func(context.Context, func(*jsonrpc.Response)) {
+// params, the request r of the session s, on the fast path, filling in
+// req (whose id is set); nil when it does not take it (see the top of
+// this file).
+func (h *httpSessions) fastCall(r *http.Request, s *session, req *rawRequest, method, params []byte) func(context.Context, func([]byte)) {
 	if h.fast == nil || !jsontext.KeyEquals(method, "tools/call") || !h.fastHeaders(r, s) {
 		return nil
 	}
@@ -200,7 +210,8 @@ func (h *httpSessions) fastCall(r *http.Request, s *session, method, params []by
 	if !ok || meta != nil {
 		return nil
 	}
-	return h.fast.rawCall(&rawRequest{name: name, args: args, ss: s.ss, vals: h.st.of(s.ss)})
+	req.name, req.args, req.ss, req.vals = name, args, s.ss, h.st.of(s.ss)
+	return h.fast.rawCall(req)
 }
 
 // fastHeaders reports whether the request r of the session s may take the
@@ -258,19 +269,33 @@ func (hs *httpSession) streaming() bool {
 	return hs.streams > 0
 }
 
-// startFast notes the call id on the fast path, cancelled by cancel; false
+// startFast notes the call id on the fast path, cancelled by stop; false
 // if a call of that id is in flight on it.
-func (hs *httpSession) startFast(id jsonrpc.ID, cancel context.CancelCauseFunc) bool {
+func (hs *httpSession) startFast(id jsonrpc.ID, stop *rawStop) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if _, dup := hs.fast[id]; dup {
 		return false
 	}
 	if hs.fast == nil {
-		hs.fast = make(map[jsonrpc.ID]context.CancelCauseFunc)
+		hs.fast = make(map[jsonrpc.ID]*rawStop)
 	}
-	hs.fast[id] = cancel
+	hs.fast[id] = stop
 	return true
+}
+
+// stopFast cancels the calls on the fast path in flight with cause, as
+// the session ends.
+func (hs *httpSession) stopFast(cause error) {
+	hs.mu.Lock()
+	stops := make([]*rawStop, 0, len(hs.fast))
+	for _, stop := range hs.fast {
+		stops = append(stops, stop)
+	}
+	hs.mu.Unlock()
+	for _, stop := range stops {
+		stop.stop(cause)
+	}
 }
 
 func (hs *httpSession) endFast(id jsonrpc.ID) {
@@ -296,15 +321,15 @@ func (hs *httpSession) trackSDK(id jsonrpc.ID, w *streamWriter) {
 // if any, to be dropped.
 func (hs *httpSession) cancelFast(id jsonrpc.ID, cause error) bool {
 	hs.mu.Lock()
-	cancel := hs.fast[id]
+	stop := hs.fast[id]
 	if w := hs.sdk[id]; w != nil {
 		w.dropped.Store(true)
 	}
 	hs.mu.Unlock()
-	if cancel == nil {
+	if stop == nil {
 		return false
 	}
-	cancel(cause)
+	stop.stop(cause)
 	return true
 }
 

@@ -275,7 +275,10 @@ func TestHTTPFastPathClientGone(t *testing.T) {
 	}
 	resp.Body.Close()
 	select {
-	case <-b.cancelled:
+	case note := <-b.cancelled:
+		if note.Reason != errSessionDeleted.Error() {
+			t.Errorf("ending the session cancelled the call downstream with the reason %q, want %q", note.Reason, errSessionDeleted.Error())
+		}
 	case <-time.After(time.Minute):
 		t.Fatal("ending the session did not cancel the abandoned call downstream")
 	}

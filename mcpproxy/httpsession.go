@@ -1,7 +1,6 @@
 package mcpproxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -208,7 +207,7 @@ type httpSession struct {
 	// The calls in flight by request id (httpfast.go): those of the fast
 	// path, to cancel, and those the SDK answers on a request of their own,
 	// whose response a cancellation drops.
-	fast map[jsonrpc.ID]context.CancelCauseFunc
+	fast map[jsonrpc.ID]*rawStop
 	sdk  map[jsonrpc.ID]*streamWriter
 }
 

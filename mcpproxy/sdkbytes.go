@@ -3,9 +3,9 @@ package mcpproxy
 // This file is the only place in the package that must match the SDK byte
 // for byte: what the raw routes write where the SDK would write it, and
 // read as the SDK would decode it. The SDK server writes the response line
-// and encodes its result (encodeResponse, rawResponse, encodeResult); the
-// SDK client writes the downstream request and its cancellation (callMeta,
-// callFrame, cancelNote, noteDiscover), decodes the response
+// and encodes its result (rawLine, encodeResponse, rawResponse,
+// encodeResult); the SDK client writes the downstream request and its
+// cancellation (callMeta, callFrame, cancelNote, noteDiscover), decodes the response
 // (decodeResult, textResult; sdkDecodes for the raw result route) and
 // words the errors of a call that ends without one (callError); the SDK
 // server decodes a request's params (callParams). TestRawCallMatchesSDKPath,
@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/internal/mcpresult"
@@ -36,9 +37,7 @@ import (
 func encodeResponse(resp *jsonrpc.Response) []byte {
 	if n, ok := resp.ID.Raw().(int64); ok && resp.Error == nil && len(resp.Result) > 0 {
 		b := make([]byte, 0, len(resp.Result)+48)
-		b = append(b, `{"jsonrpc":"2.0","id":`...)
-		b = strconv.AppendInt(b, n, 10)
-		b = append(b, `,"result":`...)
+		b = appendResponseHead(b, n)
 		b = append(b, resp.Result...)
 		return append(b, "}\n"...)
 	}
@@ -47,6 +46,58 @@ func encodeResponse(resp *jsonrpc.Response) []byte {
 		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: resp.ID, Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)})
 	}
 	return append(data, '\n')
+}
+
+// appendResponseHead appends what comes before the result in the line of
+// a response of the number id n, as the SDK writes it.
+func appendResponseHead(b []byte, n int64) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, `,"result":`...)
+}
+
+// rawLine returns the response line to the raw call req, whose id is
+// req.id, and whose outcome is res or err, as the SDK server writes it
+// (rawResponse, encodeResponse). A result appendResult writes, under a
+// number id, is written once, into a buffer of about the line's size,
+// rather than encoded and then copied into the line.
+func rawLine(req *rawRequest, res *mcp.CallToolResult, err error) []byte {
+	if n, ok := req.id.Raw().(int64); ok && err == nil {
+		if req.serverInfo != nil { // see rawResponse
+			if res.Meta == nil {
+				res.Meta = mcp.Meta{}
+			}
+			res.Meta[mcp.MetaKeyServerInfo] = req.serverInfo
+		}
+		b := appendResponseHead(make([]byte, 0, rawLineSize(res)), n)
+		if out, ok := appendResult(b, res); ok {
+			return append(appendResultType(out, req, res), "}\n"...)
+		}
+	}
+	resp := rawResponse(req, res, err)
+	resp.ID = req.id
+	return encodeResponse(resp)
+}
+
+// rawLineSize is about the size of the response line rawLine writes for
+// res: its text and _meta, and some room for their escapes.
+func rawLineSize(res *mcp.CallToolResult) int {
+	n := 128 // the envelope, the members' names and a resultType
+	for k, v := range res.Meta {
+		n += len(k) + 8
+		switch v := v.(type) {
+		case string:
+			n += len(v) + len(v)/8 + 16
+		case json.RawMessage:
+			n += len(v)
+		}
+	}
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			n += len(tc.Text) + len(tc.Text)/8 + 64 // the block, and escapes: a quote, <, > and & are 2 to 6 bytes
+		}
+	}
+	return n
 }
 
 // rawResponse is the response to the raw call req whose outcome is res or
@@ -65,15 +116,21 @@ func rawResponse(req *rawRequest, res *mcp.CallToolResult, err error) *jsonrpc.R
 	if err != nil {
 		return &jsonrpc.Response{Error: fmt.Errorf("mcpproxy: encoding a result: %w", err)}
 	}
+	return &jsonrpc.Response{Result: appendResultType(out, req, res)}
+}
+
+// appendResultType adds to out, the encoded result res of the raw call
+// req, its resultType, at protocol 2026-07-28, which the SDK encodes
+// after the other members.
+func appendResultType(out []byte, req *rawRequest, res *mcp.CallToolResult) []byte {
 	if req.serverInfo != nil && len(out) > 0 && out[len(out)-1] == '}' {
-		// Its resultType, which the SDK encodes after the other members.
 		kind := resultComplete
 		if res.InputRequests != nil {
 			kind = resultInputRequired
 		}
 		out = append(out[:len(out)-1], `,"resultType":"`+kind+`"}`...)
 	}
-	return &jsonrpc.Response{Result: out}
+	return out
 }
 
 // resultComplete is the resultType of a complete result (protocol
@@ -411,7 +468,8 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	if len(r) == 0 || r[0] != '{' || jsontext.Valid(r) != nil {
 		return nil, false
 	}
-	res := &mcp.CallToolResult{}
+	tr := new(textRead)
+	res := &tr.res
 	var content []byte
 	ok, seenError, seenType, seenMeta := true, false, false, false
 	jsontext.EachChild(r, func(k, v []byte) bool {
@@ -436,7 +494,7 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 	if !ok || content == nil {
 		return nil, false
 	}
-	res.Content = make([]mcp.Content, 0, 2)
+	res.Content = tr.blocks[:0]
 	jsontext.EachChild(content, func(_, block []byte) bool {
 		var typ, text []byte
 		ok = block[0] == '{'
@@ -455,11 +513,36 @@ func textResult(r []byte) (*mcp.CallToolResult, bool) {
 		}
 		ok = ok && typ != nil && typ[0] == '"' && jsontext.KeyEquals(typ, "text") && text != nil && text[0] == '"'
 		if ok {
-			res.Content = append(res.Content, &mcp.TextContent{Text: string(jsontext.AppendUnquoted(nil, text))})
+			tc := &tr.first
+			if len(res.Content) > 0 {
+				tc = new(mcp.TextContent)
+			}
+			tc.Text = unquote(text)
+			res.Content = append(res.Content, tc)
 		}
 		return ok
 	})
 	return res, ok
+}
+
+// A textRead is what textResult allocates, at once, for a result of up
+// to two blocks: the result, its content array and its first block.
+type textRead struct {
+	res    mcp.CallToolResult
+	blocks [2]mcp.Content
+	first  mcp.TextContent
+}
+
+// unquote returns the decoding of raw, a valid JSON string, in one
+// allocation: a string without an escape is its bytes; another is decoded
+// into a buffer of its size that becomes the string.
+func unquote(raw []byte) string {
+	body := raw[1 : len(raw)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body)
+	}
+	b := jsontext.AppendUnquoted(make([]byte, 0, len(body)), raw)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
 // sdkDecodes reports whether the SDK client decodes the tools/call result

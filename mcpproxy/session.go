@@ -56,7 +56,7 @@ var errSessionEnded = errors.New("mcpproxy: the session ended")
 type session struct {
 	ss      *mcp.ServerSession
 	ctx     context.Context // done once the session ends or is being ended
-	end     context.CancelCauseFunc
+	cancel  context.CancelCauseFunc
 	out     *lane                                // its notifications not tied to a request
 	lvl     atomic.Int32                         // index in mcpLevels of the log level it set, -1 before
 	once    sync.Once                            // makes vals
@@ -68,10 +68,17 @@ type session struct {
 
 func newSession(ss *mcp.ServerSession) *session {
 	s := &session{ss: ss, started: time.Now()}
-	s.ctx, s.end = context.WithCancelCause(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.lvl.Store(-1)
 	s.out = &lane{ss: ss, ctx: context.WithValue(s.ctx, ownWriteKey{}, true)}
 	return s
+}
+
+// end ends the session's context with cause, and cancels its calls on
+// the HTTP fast path (httpfast.go), which are not its children.
+func (s *session) end(cause error) {
+	s.cancel(cause)
+	s.http.stopFast(context.Cause(s.ctx))
 }
 
 // wants reports whether the session set a log level at or below level; an

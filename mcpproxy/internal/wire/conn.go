@@ -227,10 +227,11 @@ func (c *Conn) readLoop() {
 				return
 			}
 			c.workers.Add(1)
+			big := ln // the goroutine's own: ln, which every line is read into, stays on the stack
 			go func() {
 				defer c.workers.Done()
 				defer func() { <-c.slots }()
-				c.deliver(c.take(&ln), nil)
+				c.deliver(c.take(&big), nil)
 			}()
 		default:
 			if !c.deliver(c.take(&ln), &c.batch) {
