@@ -87,6 +87,8 @@ func (s *SessionValues) PutOutput(out []byte) string {
 	return s.add(classify(out, s.cfg.inline()))
 }
 
+// The module's internal packages store text they decoded from valid
+// JSON (mcpresult's result texts) through hooks.PutUTF8Output.
 func init() {
 	hooks.PutUTF8Output = func(s any, out []byte) string {
 		v := s.(*SessionValues)
@@ -130,6 +132,8 @@ const (
 	jsonMore                     // one whole value and more after it: maybe a stream
 )
 
+// newTextOrBinary is the value of b: text when it is valid UTF-8, else a
+// binary value.
 func newTextOrBinary(b []byte, eager int) *value {
 	if !utf8.Valid(b) {
 		return newBinary(b)
