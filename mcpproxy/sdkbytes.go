@@ -237,23 +237,9 @@ func appendString(b []byte, s string) []byte {
 				i++
 				continue
 			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default: // another control character, '<', '>' or '&'
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
+			// '<', '>' and '&' get AppendEscape's \u00XX, as a control
+			// character without a short escape does.
+			b = jsontext.AppendEscape(append(b, s[start:i]...), c)
 			i++
 			start = i
 			continue
@@ -265,7 +251,7 @@ func appendString(b []byte, s string) []byte {
 			b = append(b, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			b = append(b, '\\', 'u', '2', '0', '2', '0'+byte(r&0xF))
 		default:
 			i += n
 			continue
@@ -276,9 +262,6 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
-
-// hexDigits are the digits of a \u escape, as encoding/json writes them.
-const hexDigits = "0123456789abcdef"
 
 // callParams reads the params of a nominal tools/call: an object of a
 // string name and, if any, an arguments object and a _meta object, and

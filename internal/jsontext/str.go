@@ -160,7 +160,8 @@ func quoteBytes(w uint64) uint64 {
 }
 
 // AppendEscape appends the JSON escape of the byte c, which is '"', '\\'
-// or a control character.
+// or a control character; any other ASCII byte it writes as \u00XX, as
+// encoding/json escapes '<', '>' and '&'.
 func AppendEscape(dst []byte, c byte) []byte {
 	switch c {
 	case '"', '\\':
