@@ -356,18 +356,14 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		u.calls.Done()
 		return false
 	}
-	// Not a child of u.ctx: readEnded stops the calls in flight itself,
-	// and a context with no parent to watch costs no registration.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	stop.cancel, r.stop = cancel, &stop.wire
+	// readEnded stops the calls in flight itself (see begin).
+	ctx := lc.begin()
 	done := func(line []byte) {
 		defer u.calls.Done()
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
 		u.mu.Unlock()
-		_, cancelled := context.Cause(ctx).(clientCancelled) // the cause take gives, as is
-		cancel(nil)
-		if cancelled || u.conn.Broken() {
+		if lc.end(ctx) || u.conn.Broken() {
 			return // as the SDK writes no response once reading has stopped
 		}
 		u.conn.WriteLineIn(r.answerIn, line) // a failed write shows on the next one the session makes
@@ -386,6 +382,25 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 type rawTaken struct {
 	req  rawRequest
 	stop rawStop
+}
+
+// begin returns the context the call runs under, which t.stop cancels
+// along with the downstream call. It is not a child of the session's: the
+// session layer stops its calls in flight itself as it ends, and a
+// context with no parent to watch costs no registration.
+func (t *rawTaken) begin() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.stop.cancel, t.req.stop = cancel, &t.stop.wire
+	return ctx
+}
+
+// end ends the call's context ctx (begin's) and reports whether the
+// client cancelled the call: then its response is not written. The cause
+// the client's cancellation gives is read as it is.
+func (t *rawTaken) end(ctx context.Context) (byClient bool) {
+	_, byClient = context.Cause(ctx).(clientCancelled)
+	t.stop.cancel(nil)
+	return byClient
 }
 
 // A rawStop cancels a raw call in flight that the session layer took: the

@@ -3,7 +3,9 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -125,14 +127,12 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		s.http.trackSDK(reqID, w) // for a cancellation to drop its response
 		return false
 	}
-	// Cancelled directly (rawStop) by the client's cancellation (cancel)
-	// and by the session's end (session.end), rather than a child of the
-	// session's context watched by the downstream call.
-	ctx, cancel := context.WithCancelCause(context.Background())
+	// Cancelled directly (rawStop) by the client's cancellation
+	// (cancelFast) and by the session's end (session.end).
+	ctx := fc.begin()
 	stop := &fc.stop
-	stop.cancel, fc.req.stop = cancel, &stop.wire
 	if !s.http.startFast(reqID, stop) {
-		cancel(nil)
+		fc.end(ctx)
 		writeHTTPError(w, http.StatusBadRequest, &reqID, jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID "+string(id), 0)
 		return true
 	}
@@ -149,10 +149,7 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 	run(ctx, func(line []byte) {
 		s.http.endFast(reqID)
 		h.st.handedOut(s.ss) // as after a request the SDK answers
-		// The client's cancellation is the cause cancel gives, as is.
-		_, cancelled := context.Cause(ctx).(clientCancelled)
-		cancel(nil)
-		got <- outcome{line, cancelled}
+		got <- outcome{line, fc.end(ctx)}
 	})
 	var out outcome
 	select {
@@ -288,10 +285,7 @@ func (hs *httpSession) startFast(id jsonrpc.ID, stop *rawStop) bool {
 // the session ends.
 func (hs *httpSession) stopFast(cause error) {
 	hs.mu.Lock()
-	stops := make([]*rawStop, 0, len(hs.fast))
-	for _, stop := range hs.fast {
-		stops = append(stops, stop)
-	}
+	stops := slices.Collect(maps.Values(hs.fast))
 	hs.mu.Unlock()
 	for _, stop := range stops {
 		stop.stop(cause)
