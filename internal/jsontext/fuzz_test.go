@@ -56,6 +56,7 @@ func FuzzScanJSON(f *testing.F) {
 		}
 		checkOutline(t, data)
 		checkNested(t, data)
+		checkInner(t, data)
 		// UseNumber: valid JSON such as 1e1000 does not fit a float64.
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -772,8 +773,16 @@ func checkNested(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := sh.Nested
-	base := want.Start
+	compareShape(t, data, sh.Nested, want.Start, &alone, part, Span{0, len(part)}, 8)
+}
+
+// compareShape checks got, a Shape Scan recorded in the document data of
+// the value val of part (part is at offset base in data, and got's offsets
+// are in data), against alone, Scan of part alone (or its Nested shape,
+// with val the NestedVal): the same children, marks, key blocks, items
+// (keys counts up to keys) and, when alone has one, the same Nested shape.
+func compareShape(t *testing.T, data []byte, got *Shape, base int, alone *Shape, part []byte, val Span, keys int) {
+	t.Helper()
 	rebase := func(ch Child) Child {
 		if ch == (Child{}) {
 			return ch // a zero span: fewer children than recorded
@@ -794,7 +803,7 @@ func checkNested(t *testing.T, data []byte) {
 	if got.Count != alone.Count || got.Depth != alone.Depth {
 		t.Fatalf("nested count %d depth %d, alone %d %d, for %q", got.Count, got.Depth, alone.Count, alone.Depth, data)
 	}
-	k := min(alone.Count, 2)
+	k := min(alone.Count, alone.ntail)
 	for name, pair := range map[string][2][]Child{
 		"head":    {rebaseAll(got.Head), alone.Head},
 		"last":    {rebaseAll(got.Last(k)), alone.Last(k)},
@@ -823,8 +832,68 @@ func checkNested(t *testing.T, data []byte) {
 		t.Fatalf("nested items %v, alone %v, for %q", got.Items, alone.Items, data)
 	}
 	if got.Items != nil {
-		checkItemsOf(t, part, data, got.Items, 8)
+		checkItemsOf(t, val.Of(part), data, got.Items, keys)
 	}
+	if (got.Nested == nil) != (alone.Nested == nil) {
+		t.Fatalf("nested Nested %v, alone %v, for %q", got.Nested != nil, alone.Nested != nil, data)
+	}
+	if alone.Nested != nil {
+		val := Span{got.NestedVal.Start - base, got.NestedVal.End - base}
+		if val != alone.NestedVal {
+			t.Fatalf("nested NestedVal %v, alone %v, for %q", val, alone.NestedVal, data)
+		}
+		compareShape(t, data, got.Nested, base, alone.Nested, part, alone.NestedVal, keys)
+	}
+}
+
+// checkInner checks the Inner shape Scan records of a container in an
+// outline (Limits.Inner), data placed in a document as the member k of
+// the member x that the outline descends into, against Scan of data alone,
+// and that the rest of what Scan records, and its error, are Scan's
+// without Inner.
+func checkInner(t *testing.T, data []byte) {
+	t.Helper()
+	const head = `{"a":1,"x":{"j":[2],"k":`
+	doc := append(append([]byte(head), data...), `,"l":{}},"y":[3]}`...)
+	inner := Limits{Head: 3, Tail: 2, Keys: 8, Index: true, Nested: true}
+	lim := Limits{Head: 6, Outline: 64, Descend: func(depth int, key []byte) bool {
+		return depth == 1 && KeyEquals(key, "x")
+	}}
+	_, plain, plainErr := Scan(doc, lim)
+	lim.Inner = func(depth int, key []byte) bool { return depth == 2 && KeyEquals(key, "k") }
+	lim.InnerLimits = &inner
+	_, sh, err := Scan(doc, lim)
+	if fmt.Sprint(err) != fmt.Sprint(plainErr) {
+		t.Fatalf("Scan with Inner: %v, without: %v, for %q", err, plainErr, doc)
+	}
+	if err != nil {
+		if sh.Inner != nil {
+			t.Fatalf("Inner %+v of the invalid %q", sh.Inner, doc)
+		}
+		return
+	}
+	got := sh
+	got.Inner, got.InnerVal = nil, Span{}
+	if diff := cmp.Diff(plain, got, cmp.AllowUnexported(Shape{}, Items{}, Summary{})); diff != "" {
+		t.Fatalf("Scan with Inner (-without +with):\n%s\nfor %q", diff, doc)
+	}
+	top, _, _ := Scan(data, Limits{})
+	part := top.Of(data)
+	if part[0] != '{' && part[0] != '[' {
+		if sh.Inner != nil {
+			t.Fatalf("Inner %+v of the scalar %q", sh.Inner, data)
+		}
+		return
+	}
+	want := Span{len(head) + top.Start, len(head) + top.End}
+	if sh.Inner == nil || sh.InnerVal != want {
+		t.Fatalf("Inner %v at %v, want it at %v, for %q", sh.Inner != nil, sh.InnerVal, want, doc)
+	}
+	_, alone, err := Scan(part, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareShape(t, doc, sh.Inner, want.Start, &alone, part, Span{0, len(part)}, 8)
 }
 
 // FuzzAppendValidUTF8: each byte that begins no valid UTF-8 sequence

@@ -53,6 +53,16 @@ type Limits struct {
 	// object that is an array or object (see Shape.Nested), recorded in
 	// the same pass.
 	Nested bool
+	// Inner, with Outline, names one container of the outline, at depth 2
+	// or more, that the outline does not descend into: the first for
+	// which it reports true, asked as Descend is. Scan records its Shape
+	// as Scan of that value alone with InnerLimits records it (their
+	// Outline and Inner ignored, and their Nested heeded), except that its
+	// spans, marks and key blocks are offsets in the document:
+	// Shape.Inner. A caller that scans a document to validate it, and
+	// then one value in it to index it, so reads that value once.
+	Inner       Descend
+	InnerLimits *Limits
 }
 
 // Descend says whether an outline goes on into the children of the
@@ -107,8 +117,13 @@ type Shape struct {
 	// arrays and objects, the later ones are not recorded.
 	Nested    *Shape
 	NestedVal Span
-	tail      [MaxTail]Child
-	ntail     int // the ring size: the number of last children asked for
+	// Inner, with Limits.Inner, is the Shape of the container it named
+	// (see there), InnerVal its span; nil when there was none. Its Depth
+	// is the container's own (1 for a container of scalars alone).
+	Inner    *Shape
+	InnerVal Span
+	tail     [MaxTail]Child
+	ntail    int // the ring size: the number of last children asked for
 }
 
 // Last returns the last k children in order; k must not exceed the number
@@ -504,6 +519,9 @@ func (sc *scanner) init(d []byte, i int, inArray bool, lim Limits) {
 	}
 	if lim.Outline > 0 && sc.items == nil && i < len(d) && d[i] == '{' {
 		sc.descend, sc.desc = lim.Descend, 1
+		if lim.Inner != nil && lim.InnerLimits != nil && sc.nest == nil {
+			sc.inner, sc.innerLim, sc.innerAt = lim.Inner, lim.InnerLimits, -1
+		}
 		sc.sh.Outline = make([]Part, 0, min(lim.Outline, 64))
 		sc.outMax = lim.Outline
 		for l := range sc.open {
@@ -571,6 +589,12 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		switch c := d[i]; c {
 		case '{', '[':
 			sc.pend = nil
+			if i == sc.innerAt && sc.inner != nil {
+				var ok bool
+				if i, ok = sc.scanInner(i); ok {
+					break
+				}
+			}
 			if l := len(sc.stack) + 1; skimDeep && !sc.invalid && l > 2 && l > sc.desc && (l > 3 || sc.nest == nil || !sc.nest.on) {
 				// Nothing is recorded of its children: it is validated at
 				// once (see skim).
@@ -808,6 +832,14 @@ type scanner struct {
 	outMax  int
 	open    [MaxOutlineDepth + 1]int
 	outKey  [MaxOutlineDepth + 1]Span
+	// With Limits.Inner: the container at innerAt (-1 for none yet) is
+	// scanned with innerLim by a scanner of its own (see scanInner).
+	// embedded says that sc is that scanner: its value ends before the
+	// document does.
+	inner    Descend
+	innerLim *Limits
+	innerAt  int
+	embedded bool
 }
 
 // newLevel returns the level that records the children of a top-level
@@ -1007,9 +1039,35 @@ func (sc *scanner) record(i int) {
 	}
 	sc.open[l] = len(sc.sh.Outline)
 	sc.sh.Outline = append(sc.sh.Outline, Part{Depth: l, Key: key, Val: Span{i, -1}})
-	if c := sc.d[i]; (c == '{' || c == '[') && l < MaxOutlineDepth && sc.descend != nil && sc.descend(l, k) {
+	c := sc.d[i]
+	if (c == '{' || c == '[') && l < MaxOutlineDepth && sc.descend != nil && sc.descend(l, k) {
 		sc.desc = l + 1
+	} else if (c == '{' || c == '[') && l >= 2 && sc.inner != nil && sc.innerAt < 0 && sc.sh.Inner == nil && sc.inner(l, k) {
+		sc.innerAt = i
 	}
+}
+
+// scanInner scans the container at i that Limits.Inner named, with a
+// scanner of its own, and returns the index after it; false when it is
+// not valid, and then run goes on into it, to its error.
+func (sc *scanner) scanInner(i int) (int, bool) {
+	sc.innerAt = -1
+	lim := *sc.innerLim
+	lim.Outline, lim.Descend, lim.Inner, lim.InnerLimits = 0, nil, nil, nil
+	lim.Tail = min(max(lim.Tail, 0), MaxTail)
+	var sub scanner
+	sub.init(sc.d, i, false, lim)
+	sub.embedded = true
+	end, err := sub.run(i, -1)
+	if err != nil {
+		sc.invalid = true // not skimmed to the error again
+		return i, false
+	}
+	sh := new(Shape)
+	sub.shapeTo(sh, nil)
+	sc.sh.Inner, sc.sh.InnerVal = sh, Span{i, end}
+	sc.sh.Depth = max(sc.sh.Depth, len(sc.stack)+sh.Depth)
+	return end, true
 }
 
 // endPart ends the part of the value at depth l, which ended at i, if it
@@ -1082,6 +1140,9 @@ func (sc *scanner) next(i int) (int, error) {
 		}
 		switch len(sc.stack) {
 		case 0:
+			if sc.embedded {
+				return i, nil // the document goes on: its scanner reads the rest
+			}
 			if j := SkipSpace(d, i); j != len(d) {
 				return i, fmt.Errorf("%w: %w at byte %d", ErrSyntax, errAfterValue, j)
 			}
