@@ -88,12 +88,35 @@ func (s *SessionValues) PutOutput(out []byte) string {
 }
 
 // The module's internal packages store text they decoded from valid
-// JSON (mcpresult's result texts) through hooks.PutUTF8Output.
+// JSON (mcpresult's result texts) through hooks.PutUTF8Output, and JSON
+// whose Shape the scan of a document holding it recorded (a result's
+// structured content, in the scan of its line) through
+// hooks.PutScannedJSON.
 func init() {
 	hooks.PutUTF8Output = func(s any, out []byte) string {
 		v := s.(*SessionValues)
 		return v.add(classifyText(out, v.cfg.inline(), true))
 	}
+	hooks.ScanLimits = &scanLimits
+	hooks.PutScannedJSON = func(s any, b []byte, sh *jsontext.Shape, base int) string {
+		v := s.(*SessionValues)
+		return v.add(newScannedJSON(b, sh, base, v.cfg.inline()))
+	}
+}
+
+// newScannedJSON is newJSON of b, a valid JSON array or object with no
+// white space around it, whose Shape a scan with scanLimits already
+// recorded as sh, its offsets base more than b's: b is not read again.
+func newScannedJSON(b []byte, sh *jsontext.Shape, base, eager int) *value {
+	if len(b) <= eager {
+		x, err := newSmallJSON(b, eager)
+		if err != nil {
+			return newBinary(b) // unreachable: b is valid
+		}
+		return x
+	}
+	c := newContainer(b, sh, base, 0)
+	return &value{kind: c.kind, raw: b, n: sh.Count, c: c}
 }
 
 // classify builds the value PutOutput stores for b, which it owns. A value

@@ -89,6 +89,7 @@ func (p *Proxy) presentRaw(vals *values.SessionValues, r []byte, line wire.Resul
 	if !ok || !res.AllText() || p.threshold >= 0 && !res.TextOver(p.threshold-len(res.Structured())) || !sdkDecodes(r, res) {
 		return nil, false
 	}
+	res.SetShape(r, line.Inner, line.InnerVal, line.InnerBase)
 	res.SetRelease(line.Release)
 	res.SetMove(line.Move)
 	h, ch := mcpresult.Store(vals, res.Structured(), res)

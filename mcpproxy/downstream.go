@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	values "github.com/agentvalues/values"
+	"github.com/agentvalues/values/internal/hooks"
 	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/agentvalues/values/internal/mcpresult"
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
@@ -64,7 +65,7 @@ func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		// Reading starts with the first Read, after these are set.
 		lc.SetHooks(wire.Hooks{
 			Fix:     t.p.fixResult,
-			Outline: wire.NewOutline(mcpresult.OutlineMax, mcpresult.Descend),
+			Outline: wire.NewOutline(mcpresult.OutlineMax, mcpresult.Descend).WithInner(mcpresult.Inner, hooks.ScanLimits),
 			Calling: own.noteDiscover,
 			Splices: t.p.splices,
 			Log:     t.p.log,

@@ -38,6 +38,11 @@ type Result struct {
 	// move, when not nil, moves pages of those bytes into a value's
 	// memory (see SetMove).
 	move func(dst, src []byte) bool
+	// shape, when not nil, is the Shape of structured that the scan of
+	// the bytes it is in recorded, its offsets shapeBase more than
+	// structured's (see SetShape).
+	shape     *jsontext.Shape
+	shapeBase int
 }
 
 // OutlineMax bounds the parts of an outline Parse reads: a result with
@@ -49,6 +54,14 @@ const OutlineMax = 256
 // item: a result may be anything here.)
 func Descend(depth int, key []byte) bool {
 	return depth == 1 && key != nil && jsontext.KeyEquals(key, "content") || depth == 2
+}
+
+// Inner names, in an outline of a result as Descend says, the container
+// whose Shape the scan of a large result should record as values.Put's
+// scan would (jsontext.Limits.Inner, with hooks.ScanLimits): the
+// structured content, which Store stores as it came (see SetShape).
+func Inner(depth int, key []byte) bool {
+	return depth == 1 && key != nil && jsontext.KeyEquals(key, "structuredContent")
 }
 
 // Parse reads r, a valid JSON value (jsontext.Valid), as a CallToolResult
@@ -355,6 +368,19 @@ func (res *Result) JSON() ([]byte, error) {
 		return []byte("[]"), nil
 	}
 	return res.content, nil
+}
+
+// SetShape gives the result sh, the Shape of the container at val in r
+// (the result's bytes, which Parse read) that a scan of the bytes r is in
+// recorded as Inner names it, its offsets base more than offsets in the
+// container: when it is the result's structured content, Store stores
+// that without scanning it again. Anything else is ignored.
+func (res *Result) SetShape(r []byte, sh *jsontext.Shape, val jsontext.Span, base int) {
+	s := res.structured
+	if sh == nil || len(s) == 0 || val.Start < 0 || val.End > len(r) || val.End-val.Start != len(s) || &r[val.Start] != &s[0] {
+		return
+	}
+	res.shape, res.shapeBase = sh, base
 }
 
 // SetRelease sets the function that gives back the memory of the bytes

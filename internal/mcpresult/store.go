@@ -78,9 +78,14 @@ func Store(vals *values.SessionValues, structured []byte, c Content) (h, content
 	} else {
 		compare()
 	}
-	h, err := vals.Put(json.RawMessage(structured))
-	if err != nil {
-		h = vals.PutOutput(structured)
+	if res != nil && res.shape != nil && (structured[0] == '{' || structured[0] == '[') {
+		// The line's scan recorded its Shape as Put's scan would.
+		h = hooks.PutScannedJSON(vals, structured, res.shape, res.shapeBase)
+	} else {
+		var err error
+		if h, err = vals.Put(json.RawMessage(structured)); err != nil {
+			h = vals.PutOutput(structured)
+		}
 	}
 	if c.Len() > 0 && !<-same {
 		contentHandle = storeContent(vals, c, res)

@@ -123,6 +123,15 @@ type ResultLine struct {
 	// into its copy), so that the value's memory is not faulted in a
 	// second time. src reads as zeros after. Nil otherwise.
 	Move func(dst, src []byte) bool
+	// Inner, when not nil, is the Shape of the container of the result
+	// that the Outline names with WithInner, as jsontext.Scan with the
+	// limits given there records it, made by the line's scan: its
+	// offsets are InnerBase more than offsets in the container, whose
+	// span in the result is InnerVal. Nil when the line's scan made none
+	// (no outline, or no such container).
+	Inner     *jsontext.Shape
+	InnerVal  jsontext.Span
+	InnerBase int
 }
 
 // plainEnvelope reads data as a plain JSON-RPC 2.0 message: a valid object
@@ -153,6 +162,7 @@ func scanEnvelope(data []byte, ol Outline, outlined bool) (envelope, bool) {
 	lim := jsontext.Limits{Head: envelopeMembers + 1}
 	if outlined && ol.envelope != nil {
 		lim.Outline, lim.Descend = ol.max, ol.envelope
+		lim.Inner, lim.InnerLimits = ol.inner, ol.innerLim
 	}
 	_, sh, err := jsontext.Scan(data, lim)
 	if err != nil || sh.Count > envelopeMembers || sh.Depth > MaxDepth {
@@ -180,7 +190,12 @@ func scanEnvelope(data []byte, ol Outline, outlined bool) (envelope, bool) {
 		*at = v
 	}
 	if env.result != nil && sh.Outline != nil {
-		env.line.Outline = resultOutline(sh.Outline, offsetIn(data, env.result))
+		at := offsetIn(data, env.result)
+		env.line.Outline = resultOutline(sh.Outline, at)
+		if sh.Inner != nil && sh.InnerVal.Start > at && sh.InnerVal.End <= at+len(env.result) {
+			env.line.Inner, env.line.InnerBase = sh.Inner, sh.InnerVal.Start
+			env.line.InnerVal = jsontext.Span{Start: sh.InnerVal.Start - at, End: sh.InnerVal.End - at}
+		}
 	}
 	ok := version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
 		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
@@ -205,6 +220,8 @@ type Outline struct {
 	max      int
 	descend  jsontext.Descend
 	envelope jsontext.Descend // descend from the envelope's members
+	inner    jsontext.Descend // WithInner's, from the envelope's members
+	innerLim *jsontext.Limits
 }
 
 // NewOutline returns the outline of at most max parts that descend names.
@@ -215,6 +232,18 @@ func NewOutline(max int, descend jsontext.Descend) Outline {
 		}
 		return descend(depth-1, key)
 	}}
+}
+
+// WithInner returns ol that also has the line's scan record the Shape of
+// the first container of the result's outline, at depth 1 (a member of
+// the result) or deeper, that ol does not descend into and inner names
+// (asked as descend is), as jsontext.Scan with lim records it: the
+// ResultLine's Inner (see jsontext.Limits.Inner). A Fix hook that would
+// scan that container to index it so reads it once, not twice.
+func (ol Outline) WithInner(inner jsontext.Descend, lim *jsontext.Limits) Outline {
+	ol.inner = func(depth int, key []byte) bool { return depth > 1 && inner(depth-1, key) }
+	ol.innerLim = lim
+	return ol
 }
 
 // ResultOf returns the result of the plain response line, and its outline
