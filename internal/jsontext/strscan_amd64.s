@@ -1,0 +1,341 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func stringBlocksAVX2(b []byte) (n int, closed bool, carry uint64)
+//
+// See stringBlocks in strscan_amd64.go for the contract. Registers:
+//
+//	SI, DX, AX  the body, its length, the block's start in it
+//	R10         1 when the block's first byte is escaped (carried in)
+//	R11         the block's first four bytes that must be hex digits
+//	            (of a \u escape begun in the block before)
+//	Y15 Y14 Y13 '"', '\\' and 0x1f in every byte
+//	Y12         0x0f in every byte
+//	Y11 Y10 Y9  the UTF-8 tables (utf8Table1, 2, 3)
+//	Y8 Y7       the escape letter tables (escHigh, escLow)
+//	Y6          the last 32 bytes of the block before (0 at first)
+TEXT ·stringBlocksAVX2(SB), NOSPLIT, $0-48
+	MOVQ b_base+0(FP), SI
+	MOVQ b_len+8(FP), DX
+	XORQ AX, AX
+	XORQ R10, R10
+	XORQ R11, R11
+	VPXOR Y6, Y6, Y6
+	MOVL $0x22222222, BX
+	MOVQ BX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x5c5c5c5c, BX
+	MOVQ BX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x1f1f1f1f, BX
+	MOVQ BX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x0f0f0f0f, BX
+	MOVQ BX, X12
+	VPBROADCASTD X12, Y12
+	VBROADCASTI128 utf8Table1<>(SB), Y11
+	VBROADCASTI128 utf8Table2<>(SB), Y10
+	VBROADCASTI128 utf8Table3<>(SB), Y9
+	VBROADCASTI128 escHigh<>(SB), Y8
+	VBROADCASTI128 escLow<>(SB), Y7
+
+loop:
+	LEAQ 64(AX), BX
+	CMPQ BX, DX
+	JHI  stop
+	VMOVDQU (SI)(AX*1), Y0
+	VMOVDQU 32(SI)(AX*1), Y1
+
+	// R8: quotes; R9: backslashes; R13: control characters.
+	VPCMPEQB Y0, Y15, Y2
+	VPCMPEQB Y1, Y15, Y3
+	VPMOVMSKB Y2, R8
+	VPMOVMSKB Y3, BX
+	SHLQ $32, BX
+	ORQ  BX, R8
+	VPCMPEQB Y0, Y14, Y2
+	VPCMPEQB Y1, Y14, Y3
+	VPMOVMSKB Y2, R9
+	VPMOVMSKB Y3, BX
+	SHLQ $32, BX
+	ORQ  BX, R9
+	VPMINUB Y0, Y13, Y2
+	VPCMPEQB Y0, Y2, Y2
+	VPMINUB Y1, Y13, Y3
+	VPCMPEQB Y1, Y3, Y3
+	VPMOVMSKB Y2, R13
+	VPMOVMSKB Y3, BX
+	SHLQ $32, BX
+	ORQ  BX, R13
+
+	// The escapes (block.go's escapes, with the carry): BX = s, the
+	// backslashes that are not escaped by the block before; CX = code;
+	// DI = the carry out (an escape starting at the last byte); CX =
+	// the escaped bytes.
+	MOVQ R10, BX
+	NOTQ BX
+	ANDQ R9, BX
+	LEAQ (BX)(BX*1), CX
+	MOVQ $0xaaaaaaaaaaaaaaaa, DI
+	ORQ  DI, CX
+	SUBQ BX, CX
+	XORQ DI, CX
+	MOVQ CX, DI
+	ANDQ BX, DI
+	SHRQ $63, DI
+	NOTQ BX
+	ANDQ BX, CX
+	ORQ  R10, CX
+
+	// BX = the quotes that end the string; R9 = the escaped bytes that
+	// are neither a quote nor a backslash; R8 = the bytes up to and with
+	// the first closing quote (all when there is none).
+	MOVQ CX, BX
+	NOTQ BX
+	ANDQ R8, BX
+	ORQ  R8, R9
+	NOTQ R9
+	ANDQ CX, R9
+	MOVQ $-1, R8
+	TESTQ BX, BX
+	JZ   noend
+	LEAQ -1(BX), R8
+	XORQ BX, R8
+
+noend:
+	ANDQ R8, R13
+	JNZ  stop
+
+	// Escape letters and \u digits, when an escape other than \" and \\
+	// or a \u begun before needs them: R12 = the hex digits the block
+	// owes the next one.
+	XORQ R12, R12
+	ORQ  R11, R9
+	JZ   utf8
+
+	// Y2, Y3: the class of each byte, by its high and low nibble
+	// (escHigh & escLow): bits 0-3 a letter that may follow a backslash,
+	// 4-5 a hex digit, 6 'u'.
+	VPAND Y0, Y12, Y2
+	VPSRLW $4, Y0, Y3
+	VPAND Y3, Y12, Y3
+	VPSHUFB Y2, Y7, Y2
+	VPSHUFB Y3, Y8, Y3
+	VPAND Y2, Y3, Y2
+	VPAND Y1, Y12, Y3
+	VPSRLW $4, Y1, Y4
+	VPAND Y4, Y12, Y4
+	VPSHUFB Y3, Y7, Y3
+	VPSHUFB Y4, Y8, Y4
+	VPAND Y4, Y3, Y3
+
+	// R9 = U, the escaped 'u's.
+	VPADDB Y2, Y2, Y4
+	VPMOVMSKB Y4, R9
+	VPADDB Y3, Y3, Y4
+	VPMOVMSKB Y4, R13
+	SHLQ $32, R13
+	ORQ  R13, R9
+	ANDQ CX, R9
+
+	// R13 = the escaped bytes that are no letter.
+	VPXOR Y5, Y5, Y5
+	VPAND escLetter<>(SB), Y2, Y4
+	VPCMPEQB Y5, Y4, Y4
+	VPMOVMSKB Y4, R13
+	VPAND escLetter<>(SB), Y3, Y4
+	VPCMPEQB Y5, Y4, Y4
+	VPMOVMSKB Y4, R14
+	SHLQ $32, R14
+	ORQ  R14, R13
+	ANDQ CX, R13
+
+	// CX = the bytes that are no hex digit.
+	VPAND escHex<>(SB), Y2, Y4
+	VPCMPEQB Y5, Y4, Y4
+	VPMOVMSKB Y4, CX
+	VPAND escHex<>(SB), Y3, Y4
+	VPCMPEQB Y5, Y4, Y4
+	VPMOVMSKB Y4, R14
+	SHLQ $32, R14
+	ORQ  R14, CX
+
+	// R14 = the bytes that must be hex digits: the four after each U,
+	// and those the block before owes.
+	LEAQ (R9)(R9*1), R14
+	ORQ  R9, R14
+	LEAQ (R14*4), R12
+	ORQ  R12, R14
+	SHLQ $1, R14
+	ORQ  R11, R14
+	ANDQ CX, R14
+	ORQ  R14, R13
+
+	// R12 = those past the block: U|U>>1|U>>2|U>>3, shifted down by 60.
+	MOVQ R9, R12
+	SHRQ $1, R12
+	ORQ  R9, R12
+	MOVQ R12, R14
+	SHRQ $2, R14
+	ORQ  R14, R12
+	SHRQ $60, R12
+
+	ANDQ R8, R13
+	JNZ  stop
+
+utf8:
+	// UTF-8 (Keiser and Lemire's lookup algorithm), when the block or the
+	// one before has a byte that is not ASCII: Y2 and Y5 = the errors of
+	// each half, a byte nonzero where the byte does not go on its three
+	// before.
+	VPOR Y0, Y1, Y2
+	VPOR Y6, Y2, Y2
+	VPMOVMSKB Y2, CX
+	TESTL CX, CX
+	JZ   pass
+
+	VPERM2I128 $0x21, Y0, Y6, Y3
+	VPALIGNR $15, Y3, Y0, Y4
+	VPSRLW $4, Y4, Y2
+	VPAND Y12, Y2, Y2
+	VPSHUFB Y2, Y11, Y2
+	VPAND Y12, Y4, Y4
+	VPSHUFB Y4, Y10, Y4
+	VPAND Y4, Y2, Y2
+	VPSRLW $4, Y0, Y4
+	VPAND Y12, Y4, Y4
+	VPSHUFB Y4, Y9, Y4
+	VPAND Y4, Y2, Y2
+	VPALIGNR $14, Y3, Y0, Y4
+	VPALIGNR $13, Y3, Y0, Y3
+	VPSUBUSB utf8Third<>(SB), Y4, Y4
+	VPSUBUSB utf8Fourth<>(SB), Y3, Y3
+	VPOR Y3, Y4, Y4
+	VPAND utf8High<>(SB), Y4, Y4
+	VPXOR Y4, Y2, Y2
+
+	VPERM2I128 $0x21, Y1, Y0, Y3
+	VPALIGNR $15, Y3, Y1, Y4
+	VPSRLW $4, Y4, Y5
+	VPAND Y12, Y5, Y5
+	VPSHUFB Y5, Y11, Y5
+	VPAND Y12, Y4, Y4
+	VPSHUFB Y4, Y10, Y4
+	VPAND Y4, Y5, Y5
+	VPSRLW $4, Y1, Y4
+	VPAND Y12, Y4, Y4
+	VPSHUFB Y4, Y9, Y4
+	VPAND Y4, Y5, Y5
+	VPALIGNR $14, Y3, Y1, Y4
+	VPALIGNR $13, Y3, Y1, Y3
+	VPSUBUSB utf8Third<>(SB), Y4, Y4
+	VPSUBUSB utf8Fourth<>(SB), Y3, Y3
+	VPOR Y3, Y4, Y4
+	VPAND utf8High<>(SB), Y4, Y4
+	VPXOR Y4, Y5, Y5
+
+	VPOR Y2, Y5, Y3
+	VPTEST Y3, Y3
+	JZ   pass
+	// An error; past the closing quote it does not count.
+	CMPQ R8, $-1
+	JEQ  stop
+	VPXOR Y3, Y3, Y3
+	VPCMPEQB Y3, Y2, Y2
+	VPMOVMSKB Y2, CX
+	VPCMPEQB Y3, Y5, Y5
+	VPMOVMSKB Y5, R9
+	SHLQ $32, R9
+	ORQ  R9, CX
+	NOTQ CX
+	ANDQ R8, CX
+	JNZ  stop
+
+pass:
+	VMOVDQU Y1, Y6
+	TESTQ BX, BX
+	JNZ  closed
+	MOVQ DI, R10
+	MOVQ R12, R11
+	ADDQ $64, AX
+	JMP  loop
+
+closed:
+	BSFQ BX, BX
+	LEAQ 1(AX)(BX*1), AX
+	MOVQ AX, n+24(FP)
+	MOVB $1, closed+32(FP)
+	MOVQ $0, carry+40(FP)
+	VZEROUPPER
+	RET
+
+stop:
+	MOVQ AX, n+24(FP)
+	MOVB $0, closed+32(FP)
+	SHLQ $1, R11
+	ORQ  R10, R11
+	MOVQ R11, carry+40(FP)
+	VZEROUPPER
+	RET
+
+// The three tables of Keiser and Lemire's UTF-8 lookup algorithm (as in
+// simdjson), by the high nibble of the byte before, its low nibble and the
+// high nibble of the byte. Bits: 1 too short, 2 too long, 4 overlong 3,
+// 8 too large, 16 surrogate, 32 overlong 2, 64 too large 1000 or
+// overlong 4, 128 two continuations.
+DATA utf8Table1<>+0(SB)/8, $0x0202020202020202
+DATA utf8Table1<>+8(SB)/8, $0x4915012180808080
+GLOBL utf8Table1<>(SB), (NOPTR+RODATA), $16
+
+DATA utf8Table2<>+0(SB)/8, $0xcbcbcb8b8383a3e7
+DATA utf8Table2<>+8(SB)/8, $0xcbcbdbcbcbcbcbcb
+GLOBL utf8Table2<>(SB), (NOPTR+RODATA), $16
+
+DATA utf8Table3<>+0(SB)/8, $0x0101010101010101
+DATA utf8Table3<>+8(SB)/8, $0x01010101babaaee6
+GLOBL utf8Table3<>(SB), (NOPTR+RODATA), $16
+
+// A byte from which one subtracts these (saturating) is 0x80 or more when
+// it starts a character of three bytes or more, four bytes.
+DATA utf8Third<>+0(SB)/8, $0x6060606060606060
+DATA utf8Third<>+8(SB)/8, $0x6060606060606060
+DATA utf8Third<>+16(SB)/8, $0x6060606060606060
+DATA utf8Third<>+24(SB)/8, $0x6060606060606060
+GLOBL utf8Third<>(SB), (NOPTR+RODATA), $32
+
+DATA utf8Fourth<>+0(SB)/8, $0x7070707070707070
+DATA utf8Fourth<>+8(SB)/8, $0x7070707070707070
+DATA utf8Fourth<>+16(SB)/8, $0x7070707070707070
+DATA utf8Fourth<>+24(SB)/8, $0x7070707070707070
+GLOBL utf8Fourth<>(SB), (NOPTR+RODATA), $32
+
+DATA utf8High<>+0(SB)/8, $0x8080808080808080
+DATA utf8High<>+8(SB)/8, $0x8080808080808080
+DATA utf8High<>+16(SB)/8, $0x8080808080808080
+DATA utf8High<>+24(SB)/8, $0x8080808080808080
+GLOBL utf8High<>(SB), (NOPTR+RODATA), $32
+
+// The class of a byte is escHigh[its high nibble] & escLow[its low
+// nibble]: bit 0 '"' '/', 1 '\\', 2 'b' 'f' 'n', 3 'r' 't' 'u' (the
+// letters that may follow a backslash, bits 0-3: escLetter); 4 '0'-'9', 5
+// 'A'-'F' 'a'-'f' (hex digits: escHex); 6 'u'.
+DATA escHigh<>+0(SB)/8, $0x4824022010010000
+DATA escHigh<>+8(SB)/8, $0x0000000000000000
+GLOBL escHigh<>(SB), (NOPTR+RODATA), $16
+
+DATA escLow<>+0(SB)/8, $0x10347838303d3010
+DATA escLow<>+8(SB)/8, $0x0104000200001010
+GLOBL escLow<>(SB), (NOPTR+RODATA), $16
+
+DATA escLetter<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA escLetter<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA escLetter<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA escLetter<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL escLetter<>(SB), (NOPTR+RODATA), $32
+
+DATA escHex<>+0(SB)/8, $0x3030303030303030
+DATA escHex<>+8(SB)/8, $0x3030303030303030
+DATA escHex<>+16(SB)/8, $0x3030303030303030
+DATA escHex<>+24(SB)/8, $0x3030303030303030
+GLOBL escHex<>(SB), (NOPTR+RODATA), $32
