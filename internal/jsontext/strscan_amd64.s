@@ -13,7 +13,7 @@
 //	Y15 Y14 Y13 '"', '\\' and 0x1f in every byte
 //	Y12         0x0f in every byte
 //	Y11 Y10 Y9  the UTF-8 tables (utf8Table1, 2, 3)
-//	Y8 Y7       the escape letter tables (escHigh, escLow)
+//	Y8 Y7       the escape letter tables (escLetterHigh, escLetterLow)
 //	Y6          the last 32 bytes of the block before (0 at first)
 TEXT ·stringBlocksAVX2(SB), NOSPLIT, $0-48
 	MOVQ b_base+0(FP), SI
@@ -37,8 +37,8 @@ TEXT ·stringBlocksAVX2(SB), NOSPLIT, $0-48
 	VBROADCASTI128 utf8Table1<>(SB), Y11
 	VBROADCASTI128 utf8Table2<>(SB), Y10
 	VBROADCASTI128 utf8Table3<>(SB), Y9
-	VBROADCASTI128 escHigh<>(SB), Y8
-	VBROADCASTI128 escLow<>(SB), Y7
+	VBROADCASTI128 escLetterHigh<>(SB), Y8
+	VBROADCASTI128 escLetterLow<>(SB), Y7
 
 loop:
 	LEAQ 64(AX), BX
@@ -114,20 +114,48 @@ noend:
 	ORQ  R11, R9
 	JZ   utf8
 
-	// Y2, Y3: the class of each byte, by its high and low nibble
-	// (escHigh & escLow): bits 0-3 a letter that may follow a backslash,
-	// 4-5 a hex digit, 6 'u'.
+	// R13 = the bytes that are no letter that may follow a backslash but
+	// 'u' (by nibble: escLetterHigh & escLetterLow is 0); when no escaped
+	// byte is one and no \u is begun before, the escapes are good.
+	VPXOR Y5, Y5, Y5
 	VPAND Y0, Y12, Y2
 	VPSRLW $4, Y0, Y3
 	VPAND Y3, Y12, Y3
 	VPSHUFB Y2, Y7, Y2
 	VPSHUFB Y3, Y8, Y3
 	VPAND Y2, Y3, Y2
-	VPAND Y1, Y12, Y3
-	VPSRLW $4, Y1, Y4
-	VPAND Y4, Y12, Y4
-	VPSHUFB Y3, Y7, Y3
-	VPSHUFB Y4, Y8, Y4
+	VPCMPEQB Y5, Y2, Y2
+	VPMOVMSKB Y2, R13
+	VPAND Y1, Y12, Y2
+	VPSRLW $4, Y1, Y3
+	VPAND Y3, Y12, Y3
+	VPSHUFB Y2, Y7, Y2
+	VPSHUFB Y3, Y8, Y3
+	VPAND Y2, Y3, Y2
+	VPCMPEQB Y5, Y2, Y2
+	VPMOVMSKB Y2, R14
+	SHLQ $32, R14
+	ORQ  R14, R13
+	ANDQ CX, R13
+	ORQ  R11, R13
+	JZ   utf8
+
+	// Y2, Y3: the class of each byte, by its high and low nibble
+	// (escHigh & escLow): bits 0-3 a letter that may follow a backslash,
+	// 4-5 a hex digit, 6 'u'.
+	VBROADCASTI128 escHigh<>(SB), Y4
+	VBROADCASTI128 escLow<>(SB), Y5
+	VPAND Y0, Y12, Y2
+	VPSHUFB Y2, Y5, Y2
+	VPSRLW $4, Y0, Y3
+	VPAND Y3, Y12, Y3
+	VPSHUFB Y3, Y4, Y3
+	VPAND Y3, Y2, Y2
+	VPSRLW $4, Y1, Y3
+	VPAND Y3, Y12, Y3
+	VPSHUFB Y3, Y4, Y3
+	VPAND Y1, Y12, Y4
+	VPSHUFB Y4, Y5, Y4
 	VPAND Y4, Y3, Y3
 
 	// R9 = U, the escaped 'u's.
@@ -185,15 +213,22 @@ noend:
 	JNZ  stop
 
 utf8:
-	// UTF-8 (Keiser and Lemire's lookup algorithm), when the block or the
-	// one before has a byte that is not ASCII: Y2 and Y5 = the errors of
-	// each half, a byte nonzero where the byte does not go on its three
-	// before.
+	// UTF-8 (Keiser and Lemire's lookup algorithm). A block of ASCII fails
+	// only where a character begun before is cut short, at its first byte:
+	// a byte of the last three before that starts a character longer than
+	// the bytes left is not below utf8Incomplete.
 	VPOR Y0, Y1, Y2
-	VPOR Y6, Y2, Y2
 	VPMOVMSKB Y2, CX
 	TESTL CX, CX
-	JZ   pass
+	JNZ  utf8all
+	VPSUBUSB utf8Incomplete<>(SB), Y6, Y2
+	VPTEST Y2, Y2
+	JNZ  stop
+	JMP  pass
+
+utf8all:
+	// Y2 and Y5 = the errors of each half, a byte nonzero where the byte
+	// does not go on from its three before.
 
 	VPERM2I128 $0x21, Y0, Y6, Y3
 	VPALIGNR $15, Y3, Y0, Y4
@@ -339,3 +374,22 @@ DATA escHex<>+8(SB)/8, $0x3030303030303030
 DATA escHex<>+16(SB)/8, $0x3030303030303030
 DATA escHex<>+24(SB)/8, $0x3030303030303030
 GLOBL escHex<>(SB), (NOPTR+RODATA), $32
+
+// escLetterHigh & escLetterLow, by nibble, is not 0 for the letters that
+// may follow a backslash but 'u': bit 0 '"' '/', 1 '\\', 2 'b' 'f' 'n', 3
+// 'r' 't'.
+DATA escLetterHigh<>+0(SB)/8, $0x0804020000010000
+DATA escLetterHigh<>+8(SB)/8, $0x0000000000000000
+GLOBL escLetterHigh<>(SB), (NOPTR+RODATA), $16
+
+DATA escLetterLow<>+0(SB)/8, $0x00040008000d0000
+DATA escLetterLow<>+8(SB)/8, $0x0104000200000000
+GLOBL escLetterLow<>(SB), (NOPTR+RODATA), $16
+
+// The bytes of a block, the last three of which are not below these when
+// they start a character that runs past the block.
+DATA utf8Incomplete<>+0(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete<>+8(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete<>+16(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete<>+24(SB)/8, $0xbfdfefffffffffff
+GLOBL utf8Incomplete<>(SB), (NOPTR+RODATA), $32
