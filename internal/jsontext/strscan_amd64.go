@@ -4,7 +4,8 @@ package jsontext
 
 import "golang.org/x/sys/cpu"
 
-// haveStringBlocks says whether the machine runs stringBlocks.
+// haveStringBlocks says whether the machine runs stringBlocks and
+// unquoteBlocks.
 var haveStringBlocks = cpu.X86.HasAVX2
 
 // stringBlocks validates the body of a string that goes on at b[0] (not
@@ -24,3 +25,17 @@ func stringBlocks(b []byte) (n int, closed bool, carry uint64) {
 
 //go:noescape
 func stringBlocksAVX2(b []byte) (n int, closed bool, carry uint64)
+
+// unquoteBlocks decodes the body of a valid JSON string, raw (not inside
+// an escape), into out, 64 bytes at a time, and returns how far it went in
+// each: up to the first block that holds a \u escape, or up to where fewer
+// than 128 bytes of raw are left (it stops not inside an escape, and
+// decodes all of raw[:i] into out[:n]). out must be at least as long as
+// raw, and is written up to 64 bytes past n.
+func unquoteBlocks(out, raw []byte) (i, n int) {
+	_ = out[:len(raw)]
+	return unquoteBlocksAVX2(out, raw)
+}
+
+//go:noescape
+func unquoteBlocksAVX2(out, raw []byte) (i, n int)

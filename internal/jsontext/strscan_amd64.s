@@ -393,3 +393,124 @@ DATA utf8Incomplete<>+8(SB)/8, $0xffffffffffffffff
 DATA utf8Incomplete<>+16(SB)/8, $0xffffffffffffffff
 DATA utf8Incomplete<>+24(SB)/8, $0xbfdfefffffffffff
 GLOBL utf8Incomplete<>(SB), (NOPTR+RODATA), $32
+
+// func unquoteBlocksAVX2(out, raw []byte) (i, n int)
+//
+// See unquoteBlocks in strscan_amd64.go for the contract. Registers:
+//
+//	SI, DX, AX  raw, its length, the block's start in it
+//	DI, BX      out, the decoding's end in it
+//	R9          the block's address; R8 the start of the run at hand in it
+//	R11         the address of unescapes
+//	Y15 Y14     '\\' and 'u' in every byte
+TEXT ·unquoteBlocksAVX2(SB), NOSPLIT, $0-64
+	MOVQ out_base+0(FP), DI
+	MOVQ raw_base+24(FP), SI
+	MOVQ raw_len+32(FP), DX
+	XORQ AX, AX
+	XORQ BX, BX
+	LEAQ ·unescapes(SB), R11
+	MOVL $0x5c5c5c5c, CX
+	MOVQ CX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x75757575, CX
+	MOVQ CX, X14
+	VPBROADCASTD X14, Y14
+
+uloop:
+	// A run may be copied from up to 64 bytes past the block: 128 bytes
+	// must be left.
+	LEAQ 128(AX), CX
+	CMPQ CX, DX
+	JHI  udone
+	LEAQ (SI)(AX*1), R9
+	VMOVDQU (R9), Y0
+	VMOVDQU 32(R9), Y1
+	VPCMPEQB Y0, Y15, Y2
+	VPCMPEQB Y1, Y15, Y3
+	VPOR Y2, Y3, Y4
+	VPTEST Y4, Y4
+	JNZ  uescapes
+	VMOVDQU Y0, (DI)(BX*1)
+	VMOVDQU Y1, 32(DI)(BX*1)
+	ADDQ $64, AX
+	ADDQ $64, BX
+	JMP  uloop
+
+uescapes:
+	// R12 = the backslashes that start an escape; CX = the bytes they
+	// escape but backslashes (block.go's escapes).
+	VPMOVMSKB Y2, R8
+	VPMOVMSKB Y3, CX
+	SHLQ $32, CX
+	ORQ  CX, R8
+	LEAQ (R8)(R8*1), CX
+	MOVQ $0xaaaaaaaaaaaaaaaa, R10
+	ORQ  R10, CX
+	SUBQ R8, CX
+	XORQ R10, CX
+	MOVQ CX, R12
+	ANDQ R8, R12
+	NOTQ R8
+	ANDQ R8, CX
+
+	// A \u escape is for the caller.
+	VPCMPEQB Y0, Y14, Y2
+	VPCMPEQB Y1, Y14, Y3
+	VPMOVMSKB Y2, R8
+	VPMOVMSKB Y3, R10
+	SHLQ $32, R10
+	ORQ  R10, R8
+	TESTQ R8, CX
+	JNZ  udone
+
+	// An escape that starts at the block's last byte is the next block's:
+	// R14 = the bytes the block passes, 63 or 64.
+	MOVQ R12, R13
+	SHRQ $63, R13
+	BTRQ $63, R12
+	MOVQ $64, R14
+	SUBQ R13, R14
+	XORQ R8, R8
+	TESTQ R12, R12
+	JZ   utail
+
+uesc:
+	// The run up to the escape at CX, 32 or 64 bytes stored (the next
+	// store writes over the rest), then the escape's byte.
+	BSFQ R12, CX
+	VMOVDQU (R9)(R8*1), Y2
+	VMOVDQU Y2, (DI)(BX*1)
+	MOVQ CX, R10
+	SUBQ R8, R10
+	CMPQ R10, $32
+	JLE  ushort
+	VMOVDQU 32(R9)(R8*1), Y3
+	VMOVDQU Y3, 32(DI)(BX*1)
+
+ushort:
+	ADDQ R10, BX
+	MOVBLZX 1(R9)(CX*1), R10
+	MOVB (R11)(R10*1), R10
+	MOVB R10, (DI)(BX*1)
+	INCQ BX
+	LEAQ 2(CX), R8
+	LEAQ -1(R12), R10
+	ANDQ R10, R12
+	JNZ  uesc
+
+utail:
+	VMOVDQU (R9)(R8*1), Y2
+	VMOVDQU 32(R9)(R8*1), Y3
+	VMOVDQU Y2, (DI)(BX*1)
+	VMOVDQU Y3, 32(DI)(BX*1)
+	ADDQ R14, BX
+	SUBQ R8, BX
+	ADDQ R14, AX
+	JMP  uloop
+
+udone:
+	MOVQ AX, i+48(FP)
+	MOVQ BX, n+56(FP)
+	VZEROUPPER
+	RET

@@ -177,11 +177,66 @@ func TestStringBlocksUTF8(t *testing.T) {
 	}
 }
 
+// checkUnquoteBlocks checks unquoteBlocks' contract on raw, the body of a
+// valid string: it decodes raw[:i] to what AppendUnquoted without the
+// kernel does, stops where it must (fewer than 128 bytes left, or a block
+// with a \u escape next), and writes nothing past len(raw); and that
+// AppendUnquoted with the kernel decodes raw whole as without.
+func checkUnquoteBlocks(t *testing.T, raw []byte) {
+	t.Helper()
+	out := bytes.Repeat([]byte{0xAA}, len(raw)+64)
+	i, n := unquoteBlocks(out[:len(raw)], raw)
+	useStringBlocks = false
+	defer func() { useStringBlocks = haveStringBlocks }()
+	want := appendUnquotedBody(nil, raw)
+	if i < 0 || i > len(raw) || n < 0 || n > i {
+		t.Fatalf("unquoteBlocks(%q) = %d, %d", raw, i, n)
+	}
+	if got, wantPart := out[:n], appendUnquotedBody(nil, raw[:i]); !bytes.Equal(got, wantPart) || !bytes.HasPrefix(want, wantPart) {
+		t.Fatalf("unquoteBlocks(%q) decoded %d bytes to %q, want %q", raw, i, got, wantPart)
+	}
+	if bytes.IndexFunc(out[len(raw):], func(r rune) bool { return r != utf8.RuneError }) >= 0 {
+		t.Fatalf("unquoteBlocks(%q) wrote past len(raw)", raw)
+	}
+	if haveStringBlocks && len(raw)-i >= 2*blockLen {
+		// It stopped at a block whose escapes (from i, none inside one)
+		// hold a \u.
+		hasU := false
+		for k := i; k < i+blockLen; k++ {
+			if raw[k] == '\\' {
+				hasU = hasU || raw[k+1] == 'u'
+				k++
+			}
+		}
+		if !hasU {
+			t.Fatalf("unquoteBlocks(%q) stopped at %d, before a block of short escapes", raw, i)
+		}
+	}
+	useStringBlocks = haveStringBlocks
+	if got := AppendUnquoted(nil, append(append([]byte{'"'}, raw...), '"')); !bytes.Equal(got, want) {
+		t.Fatalf("AppendUnquoted(%q) = %q; without the kernel %q", raw, got, want)
+	}
+}
+
+// TestUnquoteBlocks checks unquoteBlocks on bodies with each kind of
+// escape at each offset of two blocks, among dense escapes and none.
+func TestUnquoteBlocks(t *testing.T) {
+	for _, s := range []string{`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\\\"`, `\\\\`, `\u00e9`, `\uD83D\uDE00`, "é", "😀", `\\u`} {
+		for k := 0; k < 2*blockLen+8; k++ {
+			for _, tail := range []string{strings.Repeat("y", 200), strings.Repeat(`a\"`, 70), strings.Repeat(`\n\\`, 70)} {
+				checkUnquoteBlocks(t, []byte(strings.Repeat("a", k)+s+tail))
+				checkUnquoteBlocks(t, []byte(strings.Repeat(`\"`, k/2)+strings.Repeat("a", k%2)+s+tail))
+			}
+		}
+	}
+}
+
 // FuzzScanStringKernel holds scanString with the kernel to scanString
 // without it: the same end and the same error, at the same byte, for the
 // fuzzer's bytes as they are and made into strings long enough for the
 // kernel (repeated, after a run of text, of text that is not ASCII, of
-// escapes), at each offset from a block.
+// escapes), at each offset from a block; and AppendUnquoted of each valid
+// one to AppendUnquoted without the kernel (checkUnquoteBlocks).
 func FuzzScanStringKernel(f *testing.F) {
 	for _, seed := range []string{`abc"`, `a\"b\\c\"d"`, `\\\\\\\"x"`, "é€😀\"", "\xff", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80",
 		"\xe2\x82", "\x80", "\x01", `\x`, `\u00e9`, `\u12"`, `\uD83D\uDE00"`, `\`, `\n\t\r\b\f\/"`, "Zoë said \\\"hi\\\" — ok\\n",
@@ -205,6 +260,9 @@ func FuzzScanStringKernel(f *testing.F) {
 			end, err, wantEnd, wantErr := scanBoth(d)
 			if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				t.Fatalf("scanString(%q): with the kernel %d, %v; without %d, %v", d, end, err, wantEnd, wantErr)
+			}
+			if err == nil {
+				checkUnquoteBlocks(t, d[1:end-1])
 			}
 		}
 	})
