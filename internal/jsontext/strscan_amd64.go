@@ -34,8 +34,29 @@ func stringBlocksAVX2(b []byte) (n int, closed bool, carry uint64)
 // raw, and is written up to 64 bytes past n.
 func unquoteBlocks(out, raw []byte) (i, n int) {
 	_ = out[:len(raw)]
+	if haveAVX512 {
+		return unquoteBlocksAVX512(out, raw)
+	}
 	return unquoteBlocksAVX2(out, raw)
 }
 
+// haveAVX512 says whether the machine runs unquoteBlocksAVX512.
+var haveAVX512 = cpu.X86.HasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasPOPCNT
+
+// unquoteKernels are the kernels of unquoteBlocks the machine runs, for
+// tests to hold each to the contract.
+var unquoteKernels = func() (ks []func(out, raw []byte) (int, int)) {
+	if haveStringBlocks {
+		ks = append(ks, unquoteBlocksAVX2)
+	}
+	if haveAVX512 {
+		ks = append(ks, unquoteBlocksAVX512)
+	}
+	return ks
+}()
+
 //go:noescape
 func unquoteBlocksAVX2(out, raw []byte) (i, n int)
+
+//go:noescape
+func unquoteBlocksAVX512(out, raw []byte) (i, n int)

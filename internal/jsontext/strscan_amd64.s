@@ -514,3 +514,93 @@ udone:
 	MOVQ BX, n+56(FP)
 	VZEROUPPER
 	RET
+
+// func unquoteBlocksAVX512(out, raw []byte) (i, n int)
+//
+// unquoteBlocksAVX2 with AVX-512 (BW, VBMI, VBMI2): a block with escapes
+// costs the same whatever their number. Each backslash that starts an
+// escape is replaced by the byte its escape stands for (unescapes of the
+// byte after it, looked up for all 64 at once), the letters after them
+// dropped (VPCOMPRESSB), and the block stored whole. Registers as there;
+// Z13 and Z12 hold unescapes[:64] and unescapes[64:128].
+TEXT ·unquoteBlocksAVX512(SB), NOSPLIT, $0-64
+	MOVQ out_base+0(FP), DI
+	MOVQ raw_base+24(FP), SI
+	MOVQ raw_len+32(FP), DX
+	XORQ AX, AX
+	XORQ BX, BX
+	MOVL $0x5c, CX
+	VPBROADCASTB CX, Z15
+	MOVL $0x75, CX
+	VPBROADCASTB CX, Z14
+	VMOVDQU64 ·unescapes+0(SB), Z13
+	VMOVDQU64 ·unescapes+64(SB), Z12
+
+zloop:
+	LEAQ 128(AX), CX
+	CMPQ CX, DX
+	JHI  zdone
+	LEAQ (SI)(AX*1), R9
+	VMOVDQU64 (R9), Z0
+	VPCMPEQB Z15, Z0, K1
+	KMOVQ K1, R8
+	TESTQ R8, R8
+	JNZ  zescapes
+	VMOVDQU64 Z0, (DI)(BX*1)
+	ADDQ $64, AX
+	ADDQ $64, BX
+	JMP  zloop
+
+zescapes:
+	// R12 = the backslashes that start an escape; CX = the bytes they
+	// escape but backslashes.
+	LEAQ (R8)(R8*1), CX
+	MOVQ $0xaaaaaaaaaaaaaaaa, R10
+	ORQ  R10, CX
+	SUBQ R8, CX
+	XORQ R10, CX
+	MOVQ CX, R12
+	ANDQ R8, R12
+	NOTQ R8
+	ANDQ R8, CX
+
+	// A \u escape is for the caller.
+	VPCMPEQB Z14, Z0, K2
+	KMOVQ K2, R10
+	TESTQ R10, CX
+	JNZ  zdone
+
+	// An escape that starts at the block's last byte is the next block's:
+	// R14 = the bytes the block passes, 63 or 64; R10 = the bytes it
+	// keeps, all but the letters after the backslashes and such a last
+	// backslash (whose letter R12<<1 drops).
+	MOVQ R12, R13
+	SHRQ $63, R13
+	MOVQ $64, R14
+	SUBQ R13, R14
+	MOVQ R12, R10
+	SHLQ $1, R10
+	SHLQ $63, R13
+	ORQ  R13, R10
+	NOTQ R10
+
+	// Z2 = unescapes of the byte after each (a letter is below 0x80: the
+	// two tables take its seven bits); in place of each backslash.
+	VMOVDQU64 1(R9), Z1
+	VMOVDQA64 Z13, Z2
+	VPERMT2B Z12, Z1, Z2
+	KMOVQ R12, K3
+	VMOVDQU8 Z2, K3, Z0
+	KMOVQ R10, K4
+	VPCOMPRESSB Z0, K4, Z3
+	VMOVDQU64 Z3, (DI)(BX*1)
+	POPCNTQ R10, R10
+	ADDQ R10, BX
+	ADDQ R14, AX
+	JMP  zloop
+
+zdone:
+	MOVQ AX, i+48(FP)
+	MOVQ BX, n+56(FP)
+	VZEROUPPER
+	RET

@@ -184,8 +184,23 @@ func TestStringBlocksUTF8(t *testing.T) {
 // AppendUnquoted with the kernel decodes raw whole as without.
 func checkUnquoteBlocks(t *testing.T, raw []byte) {
 	t.Helper()
+	for _, kernel := range unquoteKernels {
+		checkUnquoteKernel(t, kernel, raw)
+	}
+	useStringBlocks = false
+	want := appendUnquotedBody(nil, raw)
+	useStringBlocks = haveStringBlocks
+	if got := AppendUnquoted(nil, append(append([]byte{'"'}, raw...), '"')); !bytes.Equal(got, want) {
+		t.Fatalf("AppendUnquoted(%q) = %q; without the kernel %q", raw, got, want)
+	}
+}
+
+// checkUnquoteKernel checks one kernel of unquoteBlocks on raw (see
+// checkUnquoteBlocks).
+func checkUnquoteKernel(t *testing.T, kernel func(out, raw []byte) (int, int), raw []byte) {
+	t.Helper()
 	out := bytes.Repeat([]byte{0xAA}, len(raw)+64)
-	i, n := unquoteBlocks(out[:len(raw)], raw)
+	i, n := kernel(out[:len(raw)], raw)
 	useStringBlocks = false
 	defer func() { useStringBlocks = haveStringBlocks }()
 	want := appendUnquotedBody(nil, raw)
@@ -198,7 +213,7 @@ func checkUnquoteBlocks(t *testing.T, raw []byte) {
 	if bytes.IndexFunc(out[len(raw):], func(r rune) bool { return r != utf8.RuneError }) >= 0 {
 		t.Fatalf("unquoteBlocks(%q) wrote past len(raw)", raw)
 	}
-	if haveStringBlocks && len(raw)-i >= 2*blockLen {
+	if len(raw)-i >= 2*blockLen {
 		// It stopped at a block whose escapes (from i, none inside one)
 		// hold a \u.
 		hasU := false
@@ -211,10 +226,6 @@ func checkUnquoteBlocks(t *testing.T, raw []byte) {
 		if !hasU {
 			t.Fatalf("unquoteBlocks(%q) stopped at %d, before a block of short escapes", raw, i)
 		}
-	}
-	useStringBlocks = haveStringBlocks
-	if got := AppendUnquoted(nil, append(append([]byte{'"'}, raw...), '"')); !bytes.Equal(got, want) {
-		t.Fatalf("AppendUnquoted(%q) = %q; without the kernel %q", raw, got, want)
 	}
 }
 
