@@ -20,11 +20,29 @@ var haveStringBlocks = cpu.X86.HasAVX2
 // but a character that starts in its last three bytes, which may run on
 // past n or miss its continuation bytes. It reads no byte past b.
 func stringBlocks(b []byte) (n int, closed bool, carry uint64) {
+	if haveAVX512 {
+		return stringBlocksAVX512(b)
+	}
 	return stringBlocksAVX2(b)
 }
 
+// scanKernels are the kernels of stringBlocks the machine runs, for tests
+// to hold each to the contract.
+var scanKernels = func() (ks []func(b []byte) (int, bool, uint64)) {
+	if haveStringBlocks {
+		ks = append(ks, stringBlocksAVX2)
+	}
+	if haveAVX512 {
+		ks = append(ks, stringBlocksAVX512)
+	}
+	return ks
+}()
+
 //go:noescape
 func stringBlocksAVX2(b []byte) (n int, closed bool, carry uint64)
+
+//go:noescape
+func stringBlocksAVX512(b []byte) (n int, closed bool, carry uint64)
 
 // unquoteBlocks decodes the body of a valid JSON string, raw (not inside
 // an escape), into out, 64 bytes at a time, and returns how far it went in
@@ -40,7 +58,8 @@ func unquoteBlocks(out, raw []byte) (i, n int) {
 	return unquoteBlocksAVX2(out, raw)
 }
 
-// haveAVX512 says whether the machine runs unquoteBlocksAVX512.
+// haveAVX512 says whether the machine runs stringBlocksAVX512 and
+// unquoteBlocksAVX512.
 var haveAVX512 = cpu.X86.HasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasPOPCNT
 
 // unquoteKernels are the kernels of unquoteBlocks the machine runs, for

@@ -604,3 +604,216 @@ zdone:
 	MOVQ BX, n+56(FP)
 	VZEROUPPER
 	RET
+
+// func stringBlocksAVX512(b []byte) (n int, closed bool, carry uint64)
+//
+// stringBlocksAVX2 with AVX-512 (BW): a block is one register, its masks
+// come straight from compares into mask registers, and the bytes before
+// each byte (for UTF-8) from one VALIGNQ and three VPALIGNR. Registers as
+// there, with Z in place of Y, and Z19 Z20 Z21 = 0x60, 0x70, 0x80 in every
+// byte.
+TEXT ·stringBlocksAVX512(SB), NOSPLIT, $0-48
+	MOVQ b_base+0(FP), SI
+	MOVQ b_len+8(FP), DX
+	XORQ AX, AX
+	XORQ R10, R10
+	XORQ R11, R11
+	VPXORQ Z6, Z6, Z6
+	MOVL $0x22, BX
+	VPBROADCASTB BX, Z15
+	MOVL $0x5c, BX
+	VPBROADCASTB BX, Z14
+	MOVL $0x1f, BX
+	VPBROADCASTB BX, Z13
+	MOVL $0x0f, BX
+	VPBROADCASTB BX, Z12
+	MOVL $0x60, BX
+	VPBROADCASTB BX, Z19
+	MOVL $0x70, BX
+	VPBROADCASTB BX, Z20
+	MOVL $0x80, BX
+	VPBROADCASTB BX, Z21
+	VBROADCASTI32X4 utf8Table1<>(SB), Z11
+	VBROADCASTI32X4 utf8Table2<>(SB), Z10
+	VBROADCASTI32X4 utf8Table3<>(SB), Z9
+	VBROADCASTI32X4 escLetterHigh<>(SB), Z8
+	VBROADCASTI32X4 escLetterLow<>(SB), Z7
+	VMOVDQU64 utf8Incomplete64<>(SB), Z22
+
+zsloop:
+	LEAQ 64(AX), BX
+	CMPQ BX, DX
+	JHI  zsstop
+	VMOVDQU64 (SI)(AX*1), Z0
+
+	// R8: quotes; R9: backslashes; R13: control characters.
+	VPCMPEQB Z15, Z0, K1
+	KMOVQ K1, R8
+	VPCMPEQB Z14, Z0, K2
+	KMOVQ K2, R9
+	VPCMPUB $2, Z13, Z0, K3
+	KMOVQ K3, R13
+
+	// The escapes, as stringBlocksAVX2.
+	MOVQ R10, BX
+	NOTQ BX
+	ANDQ R9, BX
+	LEAQ (BX)(BX*1), CX
+	MOVQ $0xaaaaaaaaaaaaaaaa, DI
+	ORQ  DI, CX
+	SUBQ BX, CX
+	XORQ DI, CX
+	MOVQ CX, DI
+	ANDQ BX, DI
+	SHRQ $63, DI
+	NOTQ BX
+	ANDQ BX, CX
+	ORQ  R10, CX
+	MOVQ CX, BX
+	NOTQ BX
+	ANDQ R8, BX
+	ORQ  R8, R9
+	NOTQ R9
+	ANDQ CX, R9
+	MOVQ $-1, R8
+	TESTQ BX, BX
+	JZ   zsnoend
+	LEAQ -1(BX), R8
+	XORQ BX, R8
+
+zsnoend:
+	ANDQ R8, R13
+	JNZ  zsstop
+	XORQ R12, R12
+	ORQ  R11, R9
+	JZ   zsutf8
+
+	// R13 = the escaped bytes that are no letter but 'u'.
+	VPANDQ Z0, Z12, Z2
+	VPSRLW $4, Z0, Z3
+	VPANDQ Z3, Z12, Z3
+	VPSHUFB Z2, Z7, Z2
+	VPSHUFB Z3, Z8, Z3
+	VPTESTNMB Z2, Z3, K5
+	KMOVQ K5, R13
+	ANDQ CX, R13
+	ORQ  R11, R13
+	JZ   zsutf8
+
+	// Z2 = the class of each byte (escHigh & escLow).
+	VBROADCASTI32X4 escHigh<>(SB), Z4
+	VBROADCASTI32X4 escLow<>(SB), Z5
+	VPANDQ Z0, Z12, Z2
+	VPSHUFB Z2, Z5, Z2
+	VPSRLW $4, Z0, Z3
+	VPANDQ Z3, Z12, Z3
+	VPSHUFB Z3, Z4, Z3
+	VPANDQ Z3, Z2, Z2
+
+	// R9 = U; R13 = the escaped bytes that are no letter; CX = the bytes
+	// that are no hex digit.
+	VPADDB Z2, Z2, Z3
+	VPMOVB2M Z3, K6
+	KMOVQ K6, R9
+	ANDQ CX, R9
+	MOVL $0x0f, R13
+	VPBROADCASTB R13, Z4
+	VPTESTNMB Z4, Z2, K5
+	KMOVQ K5, R13
+	ANDQ CX, R13
+	MOVL $0x30, CX
+	VPBROADCASTB CX, Z4
+	VPTESTNMB Z4, Z2, K5
+	KMOVQ K5, CX
+
+	LEAQ (R9)(R9*1), R14
+	ORQ  R9, R14
+	LEAQ (R14*4), R12
+	ORQ  R12, R14
+	SHLQ $1, R14
+	ORQ  R11, R14
+	ANDQ CX, R14
+	ORQ  R14, R13
+	MOVQ R9, R12
+	SHRQ $1, R12
+	ORQ  R9, R12
+	MOVQ R12, R14
+	SHRQ $2, R14
+	ORQ  R14, R12
+	SHRQ $60, R12
+	ANDQ R8, R13
+	JNZ  zsstop
+
+zsutf8:
+	VPMOVB2M Z0, K4
+	KORTESTQ K4, K4
+	JNZ  zsutf8all
+	VPSUBUSB Z22, Z6, Z2
+	VPTESTMB Z2, Z2, K5
+	KORTESTQ K5, K5
+	JNZ  zsstop
+	JMP  zspass
+
+zsutf8all:
+	// Z3 = the 16 bytes before each lane; Z4 = prev1.
+	VALIGNQ $6, Z6, Z0, Z3
+	VPALIGNR $15, Z3, Z0, Z4
+	VPSRLW $4, Z4, Z2
+	VPANDQ Z12, Z2, Z2
+	VPSHUFB Z2, Z11, Z2
+	VPANDQ Z12, Z4, Z4
+	VPSHUFB Z4, Z10, Z4
+	VPANDQ Z4, Z2, Z2
+	VPSRLW $4, Z0, Z4
+	VPANDQ Z12, Z4, Z4
+	VPSHUFB Z4, Z9, Z4
+	VPANDQ Z4, Z2, Z2
+	VPALIGNR $14, Z3, Z0, Z4
+	VPALIGNR $13, Z3, Z0, Z3
+	VPSUBUSB Z19, Z4, Z4
+	VPSUBUSB Z20, Z3, Z3
+	VPORQ Z3, Z4, Z4
+	VPANDQ Z21, Z4, Z4
+	VPXORQ Z4, Z2, Z2
+	VPTESTMB Z2, Z2, K5
+	KMOVQ K5, CX
+	ANDQ R8, CX
+	JNZ  zsstop
+
+zspass:
+	VMOVDQA64 Z0, Z6
+	TESTQ BX, BX
+	JNZ  zsclosed
+	MOVQ DI, R10
+	MOVQ R12, R11
+	ADDQ $64, AX
+	JMP  zsloop
+
+zsclosed:
+	BSFQ BX, BX
+	LEAQ 1(AX)(BX*1), AX
+	MOVQ AX, n+24(FP)
+	MOVB $1, closed+32(FP)
+	MOVQ $0, carry+40(FP)
+	VZEROUPPER
+	RET
+
+zsstop:
+	MOVQ AX, n+24(FP)
+	MOVB $0, closed+32(FP)
+	SHLQ $1, R11
+	ORQ  R10, R11
+	MOVQ R11, carry+40(FP)
+	VZEROUPPER
+	RET
+
+// utf8Incomplete in 64 bytes.
+DATA utf8Incomplete64<>+0(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+8(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+16(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+24(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+32(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+40(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+48(SB)/8, $0xffffffffffffffff
+DATA utf8Incomplete64<>+56(SB)/8, $0xbfdfefffffffffff
+GLOBL utf8Incomplete64<>(SB), (NOPTR+RODATA), $64
