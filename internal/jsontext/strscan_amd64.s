@@ -15,12 +15,14 @@
 //	Y11 Y10 Y9  the UTF-8 tables (utf8Table1, 2, 3)
 //	Y8 Y7       the escape letter tables (escLetterHigh, escLetterLow)
 //	Y6          the last 32 bytes of the block before (0 at first)
-TEXT ·stringBlocksAVX2(SB), NOSPLIT, $0-48
+TEXT ·stringBlocksAVX2(SB), NOSPLIT, $16-48
 	MOVQ b_base+0(FP), SI
 	MOVQ b_len+8(FP), DX
 	XORQ AX, AX
 	XORQ R10, R10
 	XORQ R11, R11
+	MOVQ $0, letters-8(SP)
+	MOVQ $0, utf8-16(SP)
 	VPXOR Y6, Y6, Y6
 	MOVL $0x22222222, BX
 	MOVQ BX, X15
@@ -110,9 +112,23 @@ noend:
 	// Escape letters and \u digits, when an escape other than \" and \\
 	// or a \u begun before needs them: R12 = the hex digits the block
 	// owes the next one.
+	// The escape letters are checked in every block for 16 blocks after
+	// one that needed it (letters-8(SP) counts them down), so that a run
+	// of text with an escape in most blocks does not branch on each.
 	XORQ R12, R12
 	ORQ  R11, R9
+	CMPQ letters-8(SP), $0
+	JG   checkletters
+	TESTQ R9, R9
 	JZ   utf8
+
+checkletters:
+	MOVQ letters-8(SP), R13
+	DECQ R13
+	MOVQ $16, R14
+	TESTQ R9, R9
+	CMOVQNE R14, R13
+	MOVQ R13, letters-8(SP)
 
 	// R13 = the bytes that are no letter that may follow a backslash but
 	// 'u' (by nibble: escLetterHigh & escLetterLow is 0); when no escaped
@@ -213,18 +229,26 @@ noend:
 	JNZ  stop
 
 utf8:
-	// UTF-8 (Keiser and Lemire's lookup algorithm). A block of ASCII fails
-	// only where a character begun before is cut short, at its first byte:
-	// a byte of the last three before that starts a character longer than
-	// the bytes left is not below utf8Incomplete.
+	// UTF-8 (Keiser and Lemire's lookup algorithm), in every block for 16
+	// blocks after one with a byte that is not ASCII (utf8-16(SP) counts
+	// them down): a block of ASCII after 16 of ASCII is valid.
 	VPOR Y0, Y1, Y2
 	VPMOVMSKB Y2, CX
+	CMPQ utf8-16(SP), $0
+	JG   utf8sticky
 	TESTL CX, CX
-	JNZ  utf8all
-	VPSUBUSB utf8Incomplete<>(SB), Y6, Y2
-	VPTEST Y2, Y2
-	JNZ  stop
-	JMP  pass
+	JZ   pass
+	MOVQ $16, utf8-16(SP)
+	JMP  utf8all
+
+utf8sticky:
+	MOVQ utf8-16(SP), R14
+	DECQ R14
+	MOVQ $16, R9
+	TESTL CX, CX
+	CMOVQNE R9, R14
+	MOVQ R14, utf8-16(SP)
+	JMP  utf8all
 
 utf8all:
 	// Y2 and Y5 = the errors of each half, a byte nonzero where the byte
@@ -386,13 +410,6 @@ DATA escLetterLow<>+0(SB)/8, $0x00040008000d0000
 DATA escLetterLow<>+8(SB)/8, $0x0104000200000000
 GLOBL escLetterLow<>(SB), (NOPTR+RODATA), $16
 
-// The bytes of a block, the last three of which are not below these when
-// they start a character that runs past the block.
-DATA utf8Incomplete<>+0(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete<>+8(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete<>+16(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete<>+24(SB)/8, $0xbfdfefffffffffff
-GLOBL utf8Incomplete<>(SB), (NOPTR+RODATA), $32
 
 // func unquoteBlocksAVX2(out, raw []byte) (i, n int)
 //
@@ -612,12 +629,14 @@ zdone:
 // each byte (for UTF-8) from one VALIGNQ and three VPALIGNR. Registers as
 // there, with Z in place of Y, and Z19 Z20 Z21 = 0x60, 0x70, 0x80 in every
 // byte.
-TEXT ·stringBlocksAVX512(SB), NOSPLIT, $0-48
+TEXT ·stringBlocksAVX512(SB), NOSPLIT, $16-48
 	MOVQ b_base+0(FP), SI
 	MOVQ b_len+8(FP), DX
 	XORQ AX, AX
 	XORQ R10, R10
 	XORQ R11, R11
+	MOVQ $0, letters-8(SP)
+	MOVQ $0, utf8-16(SP)
 	VPXORQ Z6, Z6, Z6
 	MOVL $0x22, BX
 	VPBROADCASTB BX, Z15
@@ -638,7 +657,6 @@ TEXT ·stringBlocksAVX512(SB), NOSPLIT, $0-48
 	VBROADCASTI32X4 utf8Table3<>(SB), Z9
 	VBROADCASTI32X4 escLetterHigh<>(SB), Z8
 	VBROADCASTI32X4 escLetterLow<>(SB), Z7
-	VMOVDQU64 utf8Incomplete64<>(SB), Z22
 
 zsloop:
 	LEAQ 64(AX), BX
@@ -684,9 +702,23 @@ zsloop:
 zsnoend:
 	ANDQ R8, R13
 	JNZ  zsstop
+	// The escape letters are checked in every block for 16 blocks after
+	// one that needed it (letters-8(SP) counts them down), so that a run
+	// of text with an escape in most blocks does not branch on each.
 	XORQ R12, R12
 	ORQ  R11, R9
+	CMPQ letters-8(SP), $0
+	JG   zsletters
+	TESTQ R9, R9
 	JZ   zsutf8
+
+zsletters:
+	MOVQ letters-8(SP), R13
+	DECQ R13
+	MOVQ $16, R14
+	TESTQ R9, R9
+	CMOVQNE R14, R13
+	MOVQ R13, letters-8(SP)
 
 	// R13 = the escaped bytes that are no letter but 'u'.
 	VPANDQ Z0, Z12, Z2
@@ -745,14 +777,25 @@ zsnoend:
 	JNZ  zsstop
 
 zsutf8:
+	// So is UTF-8, after a block with a byte that is not ASCII
+	// (utf8-16(SP)): a block of ASCII after 16 of ASCII is valid.
 	VPMOVB2M Z0, K4
-	KORTESTQ K4, K4
-	JNZ  zsutf8all
-	VPSUBUSB Z22, Z6, Z2
-	VPTESTMB Z2, Z2, K5
-	KORTESTQ K5, K5
-	JNZ  zsstop
-	JMP  zspass
+	KMOVQ K4, R13
+	CMPQ utf8-16(SP), $0
+	JG   zsutf8sticky
+	TESTQ R13, R13
+	JZ   zspass
+	MOVQ $16, utf8-16(SP)
+	JMP  zsutf8all
+
+zsutf8sticky:
+	MOVQ utf8-16(SP), R14
+	DECQ R14
+	MOVQ $16, R9
+	TESTQ R13, R13
+	CMOVQNE R9, R14
+	MOVQ R14, utf8-16(SP)
+	JMP  zsutf8all
 
 zsutf8all:
 	// Z3 = the 16 bytes before each lane; Z4 = prev1.
@@ -807,13 +850,3 @@ zsstop:
 	VZEROUPPER
 	RET
 
-// utf8Incomplete in 64 bytes.
-DATA utf8Incomplete64<>+0(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+8(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+16(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+24(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+32(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+40(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+48(SB)/8, $0xffffffffffffffff
-DATA utf8Incomplete64<>+56(SB)/8, $0xbfdfefffffffffff
-GLOBL utf8Incomplete64<>(SB), (NOPTR+RODATA), $64

@@ -142,7 +142,8 @@ func TestStringBlocks(t *testing.T) {
 }
 
 // TestStringBlocksOffsets puts each kind of end, error and escape at each
-// offset of two blocks.
+// offset of two blocks, at the start of a string and after the kernels
+// have left their modes that check every block.
 func TestStringBlocksOffsets(t *testing.T) {
 	for _, s := range []string{`"`, `\"`, `\\"`, `\\\"`, `\\\\"`, "é", "€", "😀", "\xff", "\xc3", "\xe2\x82", "\xf0\x9f\x98",
 		"\xed\xa0\x80", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xf4\x90\x80\x80", "\x80", "\x01", "\x1f", "\x7f", `\x`, `\u`, `\u1`, `\u12"`,
@@ -151,6 +152,12 @@ func TestStringBlocksOffsets(t *testing.T) {
 			for _, tail := range []string{`"` + strings.Repeat("y", 70), strings.Repeat("z", 70) + `"`, ""} {
 				checkStringBlocks(t, []byte(strings.Repeat("a", k)+s+tail))
 				checkStringBlocks(t, []byte(strings.Repeat("é", k/2)+strings.Repeat("a", k%2)+s+tail))
+				// After the blocks the kernels check whole (a run with
+				// bytes that are not ASCII, with escapes) and as many
+				// again that need no checks.
+				checkStringBlocks(t, []byte(strings.Repeat(`é\n`, 200)+strings.Repeat("a", 20*blockLen+k)+s+tail))
+				// At the end of a run of such blocks longer than that.
+				checkStringBlocks(t, []byte(strings.Repeat("é", 8*blockLen+k/2)+strings.Repeat("a", k%2)+s+tail))
 			}
 		}
 	}
@@ -274,6 +281,9 @@ func FuzzScanStringKernel(f *testing.F) {
 			append([]byte(`"`+strings.Repeat(`\"`, p)), data...),
 			append(append([]byte(`"`+strings.Repeat("x", kernelWait+blockLen+p)), data...), strings.Repeat("y", 2*blockLen)...),
 			append(append([]byte(`"`+strings.Repeat("ü", kernelWait+p)), data...), `"`+strings.Repeat("\xff", 2*blockLen)...),
+			// Past the blocks the kernels check whole after one that
+			// needed it, and back to those they do not.
+			append(append([]byte(`"`+strings.Repeat("é", 8*blockLen+p)), data...), strings.Repeat("y", 18*blockLen)+`"`...),
 		} {
 			end, err, wantEnd, wantErr := scanBoth(d)
 			if end != wantEnd || fmt.Sprint(err) != fmt.Sprint(wantErr) {
