@@ -3,24 +3,26 @@ package jsontext
 import "math/bits"
 
 // This file hands the body of a long string to a kernel of vector
-// instructions where the machine has one (stringBlocks: AVX2 on amd64,
-// strscan_amd64.s), which validates it 64 bytes at a time as simdjson's
-// string stage does: masks of the quotes, backslashes and control
+// instructions where the machine has one (stringBlocks and unquoteBlocks:
+// AVX2 on amd64, AVX-512 where it has that too, in strscan_amd64.s; none
+// with the purego build tag), which validates it 64 bytes at a time as
+// simdjson's string stage does: masks of the quotes, backslashes and control
 // characters of a block, the escaped bytes found from the backslashes with
 // a carry from block to block, the letters and \u digits of the escapes
 // looked up by nibble, and UTF-8 checked with Keiser and Lemire's lookup
 // algorithm. scanString's loop stops at every byte that is not ASCII and at
 // every escape; the kernel has no such stops, so log text in a string, with
 // a name that is not ASCII or an escape on every line, is validated at the
-// speed of memory rather than of its stops.
+// speed of memory rather than of its stops. unquoteBlocks decodes a valid
+// body the same way, a block at a time.
 //
 // The kernel produces no error. It returns at the first block that holds
 // one (or at the last whole block), from where scanString's loop goes on
 // and reports it: so Scan's result, its end and its error with its
 // offset, is the same with and without the kernel.
 
-// useStringBlocks says whether scanString hands long strings to the
-// kernel; tests turn it off to compare.
+// useStringBlocks says whether scanString and appendUnquotedBody hand
+// long strings to the kernels; tests turn it off to compare.
 var useStringBlocks = haveStringBlocks
 
 // kernelWait is how far scanString's own loop takes a string before it
