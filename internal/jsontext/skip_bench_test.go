@@ -106,9 +106,9 @@ func BenchmarkSkipString(b *testing.B) {
 // it (AppendUnquoted, into a buffer of its size as the proxy's is) and, for
 // the JSON one, compares it with the JSON it holds (SameJSONString), as a
 // result's structured content with its text copy. The baseline is one copy
-// of the same bytes, the floor of any of them. Scan-without-kernel is Scan
-// with scanString's own loop only, where the machine has the kernel
-// (strscan.go).
+// of the same bytes, the floor of any of them. Scan-without-kernel and
+// AppendUnquoted-without-kernel are Scan and AppendUnquoted with their own
+// loops only, where the machine has the kernels (strscan.go).
 func BenchmarkStringWork(b *testing.B) {
 	cases, raw := benchStrings(b)
 	for _, c := range cases {
@@ -142,6 +142,19 @@ func BenchmarkStringWork(b *testing.B) {
 				}
 			}
 		})
+		if haveStringBlocks {
+			b.Run(c.name+"/AppendUnquoted-without-kernel", func(b *testing.B) {
+				b.SetBytes(int64(len(quoted)))
+				useStringBlocks = false
+				defer func() { useStringBlocks = true }()
+				dst := make([]byte, 0, len(quoted))
+				for b.Loop() {
+					if got := AppendUnquoted(dst[:0], quoted); len(got) != len(c.text) {
+						b.Fatal("wrong length")
+					}
+				}
+			})
+		}
 		if c.name == "json-in-string" {
 			b.Run(c.name+"/SameJSONString", func(b *testing.B) {
 				b.SetBytes(int64(len(quoted)))
