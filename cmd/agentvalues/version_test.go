@@ -169,10 +169,12 @@ func copyModule(t *testing.T, root, dir string) {
 			}
 			return nil
 		}
-		// The sources, and the files a //go:embed takes (the value
-		// browser's page: mcpproxy/browse/static).
+		// The sources (Go and assembly: internal/jsontext's kernels), and
+		// the files a //go:embed takes (the value browser's page:
+		// mcpproxy/browse/static).
 		embedded := strings.HasSuffix(name, ".html") || strings.HasSuffix(name, ".css") || strings.HasSuffix(name, ".js")
-		if !(rel == "go.mod" || rel == "go.sum" || embedded || strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) {
+		source := strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, ".s")
+		if !(rel == "go.mod" || rel == "go.sum" || embedded || source) {
 			return nil
 		}
 		data, err := os.ReadFile(p)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"unicode/utf8"
@@ -1241,15 +1242,33 @@ func quickString(d []byte, i int) int {
 // name) costs one or two loads. Where escapes are dense (denseEscapes in
 // blockWait bytes, past the first blockWait bytes of the string), it looks
 // at the string a block of 64 bytes at a time (scanBlocks), and takes a
-// block that needs a closer look here, a word at a time.
+// block that needs a closer look here, a word at a time. Where the machine
+// has the kernel (strscan.go), a string that runs on past kernelWait bytes
+// is the kernel's instead, to its end or to the block that holds an error,
+// which this loop then reports.
 func scanString(d []byte, i int) (int, error) {
 	i++
 	// Every denseEscapes escapes, the loop checks how far it went since
 	// mark (the last check); blocks are not tried before mark.
 	mark, next := i+blockWait, denseEscapes
+	// The loop hands the string to the kernel once it reaches lim; blocks
+	// (scanBlocks) are then not tried.
+	lim := len(d)
+	if useStringBlocks && len(d)-i >= kernelWait+blockLen {
+		lim, mark = i+kernelWait, math.MaxInt
+	}
 	for {
 		for {
-			if i+8 > len(d) {
+			if i+8 > lim {
+				if lim < len(d) {
+					lim = len(d)
+					end, j := kernelString(d, i)
+					if end > 0 {
+						return end, nil
+					}
+					i = j
+					continue
+				}
 				// Fewer than eight bytes left: one at a time.
 				for i < len(d) && d[i] < utf8.RuneSelf && escLen[d[i]] == 1 {
 					i++

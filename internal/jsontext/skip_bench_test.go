@@ -3,15 +3,18 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
-// benchStrings returns four texts of about 16 MiB as JSON strings: JSON
+// benchStrings returns five texts of about 16 MiB as JSON strings: JSON
 // held in a string, dense with escaped quotes (as an MCP text block holding
 // a tool's JSON), the same with a field of text that is not ASCII in each
-// row, a log whose lines each quote one field, and a plain log. raw is the
-// JSON the first one holds.
+// row, a log whose lines each quote one field, a plain log, and the blob
+// server's log (mixedLog). raw is the JSON the first one holds.
 func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, raw string) {
 	var rows strings.Builder
 	rows.WriteByte('[')
@@ -33,7 +36,7 @@ func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, ra
 	utf8Rows.WriteByte(']')
 	quotedLog := strings.Repeat(`2025-03-01T08:00:00.000Z INFO  [worker-3] req=0a1b2c3d GET /api/v1/items/42 status=200 user="alice"`+"\n", 16<<20/100)
 	logText := strings.Repeat("2025-03-01T08:00:00Z INFO served /api/v1/items in 12ms\n", 16<<20/56)
-	for _, c := range []struct{ name, text string }{{"json-in-string", rows.String()}, {"json-utf8-in-string", utf8Rows.String()}, {"quoted-log", quotedLog}, {"log", logText}} {
+	for _, c := range []struct{ name, text string }{{"json-in-string", rows.String()}, {"json-utf8-in-string", utf8Rows.String()}, {"quoted-log", quotedLog}, {"log", logText}, {"log-mixed", mixedLog(16 << 20)}} {
 		quoted, err := json.Marshal(c.text)
 		if err != nil {
 			b.Fatal(err)
@@ -41,6 +44,37 @@ func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, ra
 		cases = append(cases, struct{ name, text, quoted string }{c.name, c.text, string(quoted)})
 	}
 	return cases, rows.String()
+}
+
+// mixedLog returns a log of at most limit bytes as cmd/agentvalues' blob
+// server writes it (appendLog there): lines of about 100 bytes, most with
+// a quoted user name, many names and messages not ASCII.
+func mixedLog(limit int) string {
+	names := []string{"Ana Lima", "Zoë Müller", "José Álvarez", "Søren Berg", "李雷", "Łukasz Nowak", "Chloé Dubois", "Emma Smith", "Noah Johnson", "Aiyana Brown", "Ngozi Okafor", "Ильдар Шайхутдинов"}
+	paths := []string{"/api/v1/orders", "/api/v1/users", "/api/v1/invoices", "/healthz", "/api/v2/search", "/static/app.js"}
+	levels := []string{"INFO ", "INFO ", "INFO ", "INFO ", "DEBUG", "WARN ", "ERROR"}
+	problems := []string{"upstream timed out — retrying (attempt 2/5)", "slow query: SELECT * FROM orders WHERE customer_id = $1 took 812ms", "cache miss for key «user:profile»", "connection reset by peer"}
+	r := rand.New(rand.NewPCG(13, uint64(limit)))
+	epoch := time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
+	var b, line []byte
+	for i := 0; ; i++ {
+		line = epoch.Add(time.Duration(i)*7919*time.Microsecond).AppendFormat(line[:0], "2006-01-02T15:04:05.000Z07:00")
+		level := levels[r.IntN(len(levels))]
+		line = append(line, ' ')
+		line = append(line, level...)
+		line = fmt.Appendf(line, " [worker-%d] req=%08x ", r.IntN(16), r.Uint32())
+		switch level {
+		case "WARN ", "ERROR":
+			line = append(line, problems[r.IntN(len(problems))]...)
+		default:
+			line = fmt.Appendf(line, "GET %s/%d status=200 bytes=%d dur=%.1fms user=%q", paths[r.IntN(len(paths))], r.IntN(1000000), r.IntN(50000), r.Float64()*40, names[r.IntN(len(names))])
+		}
+		line = append(line, '\n')
+		if len(b)+len(line) > limit {
+			return string(b)
+		}
+		b = append(b, line...)
+	}
 }
 
 // BenchmarkSkipString skips a 16 MiB string (see benchStrings). The
@@ -72,7 +106,9 @@ func BenchmarkSkipString(b *testing.B) {
 // it (AppendUnquoted, into a buffer of its size as the proxy's is) and, for
 // the JSON one, compares it with the JSON it holds (SameJSONString), as a
 // result's structured content with its text copy. The baseline is one copy
-// of the same bytes, the floor of any of them.
+// of the same bytes, the floor of any of them. Scan-without-kernel and
+// AppendUnquoted-without-kernel are Scan and AppendUnquoted with their own
+// loops only, where the machine has the kernels (strscan.go).
 func BenchmarkStringWork(b *testing.B) {
 	cases, raw := benchStrings(b)
 	for _, c := range cases {
@@ -85,6 +121,18 @@ func BenchmarkStringWork(b *testing.B) {
 				}
 			}
 		})
+		if haveStringBlocks {
+			b.Run(c.name+"/Scan-without-kernel", func(b *testing.B) {
+				b.SetBytes(int64(len(quoted)))
+				useStringBlocks = false
+				defer func() { useStringBlocks = true }()
+				for b.Loop() {
+					if _, _, err := Scan(quoted, Limits{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(c.name+"/AppendUnquoted", func(b *testing.B) {
 			b.SetBytes(int64(len(quoted)))
 			dst := make([]byte, 0, len(quoted))
@@ -94,6 +142,19 @@ func BenchmarkStringWork(b *testing.B) {
 				}
 			}
 		})
+		if haveStringBlocks {
+			b.Run(c.name+"/AppendUnquoted-without-kernel", func(b *testing.B) {
+				b.SetBytes(int64(len(quoted)))
+				useStringBlocks = false
+				defer func() { useStringBlocks = true }()
+				dst := make([]byte, 0, len(quoted))
+				for b.Loop() {
+					if got := AppendUnquoted(dst[:0], quoted); len(got) != len(c.text) {
+						b.Fatal("wrong length")
+					}
+				}
+			})
+		}
 		if c.name == "json-in-string" {
 			b.Run(c.name+"/SameJSONString", func(b *testing.B) {
 				b.SetBytes(int64(len(quoted)))

@@ -3,6 +3,7 @@ package jsontext
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -260,7 +261,17 @@ func appendUnquotedBody(dst, raw []byte) []byte {
 	out := dst[:cap(dst)]
 	i, short := 0, true
 	dense := 0 // short runs in a row
+	// The kernel (strscan.go) takes the string from kmark on, and again a
+	// block after where it stopped (a \u escape).
+	kmark := 0
+	if !useStringBlocks {
+		kmark = math.MaxInt
+	}
 	for {
+		if i >= kmark && len(raw)-i >= 2*blockLen {
+			di, dn := unquoteBlocks(out[n:], raw[i:])
+			i, n, kmark = i+di, n+dn, i+di+blockLen
+		}
 		// Up to the next backslash. Between escapes a few bytes apart (JSON
 		// text in a string), 8 bytes at a time: a word is stored whole, and
 		// n moved only past the bytes before its first backslash (n+8 <=
