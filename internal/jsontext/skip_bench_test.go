@@ -3,11 +3,11 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/agentvalues/values/internal/testkit"
 )
 
 // benchStrings returns five texts of about 16 MiB as JSON strings: JSON
@@ -47,34 +47,10 @@ func benchStrings(b *testing.B) (cases []struct{ name, text, quoted string }, ra
 }
 
 // mixedLog returns a log of at most limit bytes as cmd/agentvalues' blob
-// server writes it (appendLog there): lines of about 100 bytes, most with
-// a quoted user name, many names and messages not ASCII.
+// server writes it (testkit.AppendLog): lines of about 100 bytes, most
+// with a quoted user name, many names and messages not ASCII.
 func mixedLog(limit int) string {
-	names := []string{"Ana Lima", "Zoë Müller", "José Álvarez", "Søren Berg", "李雷", "Łukasz Nowak", "Chloé Dubois", "Emma Smith", "Noah Johnson", "Aiyana Brown", "Ngozi Okafor", "Ильдар Шайхутдинов"}
-	paths := []string{"/api/v1/orders", "/api/v1/users", "/api/v1/invoices", "/healthz", "/api/v2/search", "/static/app.js"}
-	levels := []string{"INFO ", "INFO ", "INFO ", "INFO ", "DEBUG", "WARN ", "ERROR"}
-	problems := []string{"upstream timed out — retrying (attempt 2/5)", "slow query: SELECT * FROM orders WHERE customer_id = $1 took 812ms", "cache miss for key «user:profile»", "connection reset by peer"}
-	r := rand.New(rand.NewPCG(13, uint64(limit)))
-	epoch := time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
-	var b, line []byte
-	for i := 0; ; i++ {
-		line = epoch.Add(time.Duration(i)*7919*time.Microsecond).AppendFormat(line[:0], "2006-01-02T15:04:05.000Z07:00")
-		level := levels[r.IntN(len(levels))]
-		line = append(line, ' ')
-		line = append(line, level...)
-		line = fmt.Appendf(line, " [worker-%d] req=%08x ", r.IntN(16), r.Uint32())
-		switch level {
-		case "WARN ", "ERROR":
-			line = append(line, problems[r.IntN(len(problems))]...)
-		default:
-			line = fmt.Appendf(line, "GET %s/%d status=200 bytes=%d dur=%.1fms user=%q", paths[r.IntN(len(paths))], r.IntN(1000000), r.IntN(50000), r.Float64()*40, names[r.IntN(len(names))])
-		}
-		line = append(line, '\n')
-		if len(b)+len(line) > limit {
-			return string(b)
-		}
-		b = append(b, line...)
-	}
+	return string(testkit.AppendLog(nil, rand.New(rand.NewPCG(13, uint64(limit))), limit))
 }
 
 // BenchmarkSkipString skips a 16 MiB string (see benchStrings). The
