@@ -26,18 +26,6 @@ func stringBlocks(b []byte) (n int, closed bool, carry uint64) {
 	return stringBlocksAVX2(b)
 }
 
-// scanKernels are the kernels of stringBlocks the machine runs, for tests
-// to hold each to the contract.
-var scanKernels = func() (ks []func(b []byte) (int, bool, uint64)) {
-	if haveStringBlocks {
-		ks = append(ks, stringBlocksAVX2)
-	}
-	if haveAVX512 {
-		ks = append(ks, stringBlocksAVX512)
-	}
-	return ks
-}()
-
 //go:noescape
 func stringBlocksAVX2(b []byte) (n int, closed bool, carry uint64)
 
@@ -61,18 +49,6 @@ func unquoteBlocks(out, raw []byte) (i, n int) {
 // haveAVX512 says whether the machine runs stringBlocksAVX512 and
 // unquoteBlocksAVX512.
 var haveAVX512 = cpu.X86.HasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasPOPCNT
-
-// unquoteKernels are the kernels of unquoteBlocks the machine runs, for
-// tests to hold each to the contract.
-var unquoteKernels = func() (ks []func(out, raw []byte) (int, int)) {
-	if haveStringBlocks {
-		ks = append(ks, unquoteBlocksAVX2)
-	}
-	if haveAVX512 {
-		ks = append(ks, unquoteBlocksAVX512)
-	}
-	return ks
-}()
 
 //go:noescape
 func unquoteBlocksAVX2(out, raw []byte) (i, n int)

@@ -11,9 +11,3 @@ func stringBlocks(b []byte) (n int, closed bool, carry uint64) { return 0, false
 
 // unquoteBlocks is never called here: it decodes nothing.
 func unquoteBlocks(out, raw []byte) (i, n int) { return 0, 0 }
-
-// unquoteKernels are the kernels of unquoteBlocks the machine runs: none.
-var unquoteKernels []func(out, raw []byte) (int, int)
-
-// scanKernels are the kernels of stringBlocks the machine runs: none.
-var scanKernels []func(b []byte) (int, bool, uint64)
