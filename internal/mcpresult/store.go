@@ -78,8 +78,9 @@ func Store(vals *values.SessionValues, structured []byte, c Content) (h, content
 	} else {
 		compare()
 	}
-	if res != nil && res.shape != nil && (structured[0] == '{' || structured[0] == '[') {
-		// The line's scan recorded its Shape as Put's scan would.
+	if res != nil && res.shape != nil {
+		// The line's scan recorded its Shape as Put's scan would (of a
+		// container: SetShape takes none of anything else).
 		h = hooks.PutScannedJSON(vals, structured, res.shape, res.shapeBase)
 	} else {
 		var err error
