@@ -40,6 +40,10 @@ func TestPutScannedJSON(t *testing.T) {
 		fmt.Fprintf(&nested, `[%d,{"deep":[[%d]]},"\u00e9\n"]`, i, i)
 	}
 	nested.WriteString(`]`)
+	quotedRows, err := json.Marshal(rows.String())
+	if err != nil {
+		t.Fatal(err)
+	}
 	docs := map[string]struct {
 		doc  string
 		refs []string // read beside the preview
@@ -48,7 +52,7 @@ func TestPutScannedJSON(t *testing.T) {
 		"rows":             {rows.String(), []string{"r1.items.0", "r1.items.1777.name", "r1.items.2999", "r1.has_more"}},
 		"wide object":      {wide.String(), []string{"r1.key0", "r1.key250.s", "r1.key399"}},
 		"array":            {nested.String(), []string{"r1.0", "r1.1500.1.deep", "r1.1999.2"}},
-		"json in a string": {`{"text":` + strings.Repeat(" ", 10) + string(must(json.Marshal(rows.String()))) + `,"n":1}`, []string{"r1.n"}},
+		"json in a string": {`{"text":` + strings.Repeat(" ", 10) + string(quotedRows) + `,"n":1}`, []string{"r1.n"}},
 	}
 	lim := jsontext.Limits{Head: 6, Outline: 256,
 		Descend: func(depth int, key []byte) bool { return depth == 1 && jsontext.KeyEquals(key, "result") },
@@ -101,11 +105,4 @@ func TestPutScannedJSON(t *testing.T) {
 			}
 		})
 	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
