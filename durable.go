@@ -203,9 +203,10 @@ func (s *SessionValues) persist(n int, h string, x *value) {
 		kept = onDisk(x, len(x.raw), &disk{src: d, key: key, handle: h, preview: preview})
 	}
 	s.mu.Lock()
-	s.table[n-1].stored = true
+	sl := s.table.at(n - 1)
+	sl.stored = true
 	if kept != nil {
-		s.table[n-1].v = kept
+		sl.v = kept
 	}
 	s.mu.Unlock()
 }
@@ -229,7 +230,7 @@ func (s *SessionValues) Persisted(handle string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	i -= s.base
-	return i >= 1 && i <= len(s.table) && s.table[i-1].stored
+	return i >= 1 && i <= s.table.len() && s.table.at(i-1).stored
 }
 
 // lostValue stands, in a reopened store, for a handle that was handed out

@@ -102,7 +102,7 @@ func Open(d Durable, session string, opts ...Option) (*SessionValues, error) {
 			s.lost++
 		}
 	}
-	s.table, s.dur.next = table, top-base+1
+	s.table, s.dur.next = slotsOf(table), top-base+1
 	return s, nil
 }
 

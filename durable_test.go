@@ -1173,3 +1173,44 @@ func TestDurableFirstHandle(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreTableBlocks stores more values than a block of the store's
+// table holds (1024), in memory, and exactly a block durably, and reads
+// each back by its handle, before and after the session is reopened, with
+// a value added after the reopened table, in a block of its own.
+func TestStoreTableBlocks(t *testing.T) {
+	const block, first = 1024, 7
+	check := func(t *testing.T, s *values.SessionValues, n int) {
+		t.Helper()
+		if s.Len() != n || s.Next() != fmt.Sprintf("r%d", first+n) {
+			t.Fatalf("len %d, next %s; want %d, r%d", s.Len(), s.Next(), n, first+n)
+		}
+		hs := s.Handles()
+		if len(hs) != n || hs[0] != fmt.Sprintf("r%d", first) || hs[n-1] != fmt.Sprintf("r%d", first+n-1) {
+			t.Fatalf("handles: %d, %s … %s", len(hs), hs[0], hs[len(hs)-1])
+		}
+		for i, h := range hs {
+			if v, ok := s.Get(h); !ok || string(v.JSON()) != fmt.Sprintf(`{"i":%d}`, i) {
+				t.Fatalf("%s: %v %s, want value %d", h, ok, v.JSON(), i)
+			}
+		}
+	}
+	put := func(s *values.SessionValues, from, to int) {
+		for i := from; i < to; i++ {
+			s.PutOutput(fmt.Appendf(nil, `{"i":%d}`, i))
+		}
+	}
+	t.Run("new", func(t *testing.T) {
+		s := values.New(values.WithFirstHandle(first))
+		put(s, 0, 2*block+5)
+		check(t, s, 2*block+5)
+	})
+	stores(t, func(t *testing.T, st func() values.Durable, reopen func() values.Durable) {
+		s := openSession(st(), testSession, values.WithFirstHandle(first))
+		put(s, 0, block)
+		again := openSession(reopen(), testSession)
+		check(t, again, block)
+		put(again, block, block+1)
+		check(t, again, block+1)
+	})
+}

@@ -138,9 +138,9 @@ type walker struct {
 func (s *SessionValues) walkFromValue(w *walker, c *walkCache) (done bool, err error) {
 	r := w.r
 	s.mu.RLock()
-	n, i := len(s.table), r.index-s.base
+	n, i := s.table.len(), r.index-s.base
 	if i >= 1 && i <= n {
-		w.whole = Value{s.table[i-1].v}
+		w.whole = Value{s.table.at(i - 1).v}
 	}
 	s.mu.RUnlock()
 	if i < 1 || i > n {

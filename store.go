@@ -83,9 +83,9 @@ type SessionValues struct {
 	cfg   config
 	dur   *durability // nil unless opened with Open on a Durable
 	mu    sync.RWMutex
-	table []slot // by handle number - base - 1
-	lost  int    // slots holding lostValue
-	base  int    // the handle numbers before the first: see WithFirstHandle
+	table slots // by handle number - base - 1
+	lost  int   // slots holding lostValue
+	base  int   // the handle numbers before the first: see WithFirstHandle
 }
 
 // slot is one handle of the table: its value, lostValue for a handle
@@ -94,6 +94,44 @@ type SessionValues struct {
 type slot struct {
 	v      *value
 	stored bool
+}
+
+// slots is the table of a store: blocks of slotBlock slots, the last one
+// growing as an append would. Adding a value never copies the slots
+// before it: a run of a million values, held in one slice, would copy
+// its table about 25 times over, the store's lock held for each copy.
+type slots struct {
+	blocks [][]slot // all but the last hold slotBlock slots
+	n      int
+}
+
+const slotBlock = 1 << 10
+
+// len returns the number of slots.
+func (t *slots) len() int { return t.n }
+
+// at returns slot i, 0 ≤ i < t.len().
+func (t *slots) at(i int) *slot { return &t.blocks[i/slotBlock][i%slotBlock] }
+
+// slotsOf returns the slots of table, which it keeps.
+func slotsOf(table []slot) slots {
+	t := slots{n: len(table)}
+	for len(table) > 0 {
+		k := min(len(table), slotBlock)
+		t.blocks = append(t.blocks, table[:k:k])
+		table = table[k:]
+	}
+	return t
+}
+
+// add appends sl.
+func (t *slots) add(sl slot) {
+	if k := len(t.blocks) - 1; k >= 0 && len(t.blocks[k]) < slotBlock {
+		t.blocks[k] = append(t.blocks[k], sl)
+	} else {
+		t.blocks = append(t.blocks, append(make([]slot, 0, min(t.n+1, slotBlock)), sl))
+	}
+	t.n++
 }
 
 // New returns an empty store, in memory only, configured by opts. Use
@@ -121,14 +159,14 @@ func WithFirstHandle(n int) Option { return func(c *config) { c.firstHandle = n 
 func (s *SessionValues) Next() string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return handleName(s.base + len(s.table) + 1)
+	return handleName(s.base + s.table.len() + 1)
 }
 
 // Len returns the number of values stored.
 func (s *SessionValues) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.table) - s.lost
+	return s.table.len() - s.lost
 }
 
 // Get returns the value stored under handle ("r1", "r2", …). It reports
@@ -142,19 +180,19 @@ func (s *SessionValues) Get(handle string) (Value, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	i -= s.base
-	if i < 1 || i > len(s.table) || s.table[i-1].v == lostValue {
+	if i < 1 || i > s.table.len() || s.table.at(i-1).v == lostValue {
 		return Value{}, false
 	}
-	return Value{s.table[i-1].v}, true
+	return Value{s.table.at(i - 1).v}, true
 }
 
 // Handles returns the handles of every stored value, in order.
 func (s *SessionValues) Handles() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	hs := make([]string, 0, len(s.table)-s.lost)
-	for i, sl := range s.table {
-		if sl.v != lostValue {
+	hs := make([]string, 0, s.table.len()-s.lost)
+	for i := range s.table.len() {
+		if s.table.at(i).v != lostValue {
 			hs = append(hs, handleName(s.base+i+1))
 		}
 	}
@@ -179,8 +217,8 @@ func handleName(i int) string {
 func (s *SessionValues) add(v *value) string {
 	v.max = s.cfg.preview()
 	s.mu.Lock()
-	s.table = append(s.table, slot{v: v})
-	n := len(s.table)
+	s.table.add(slot{v: v})
+	n := s.table.len()
 	s.mu.Unlock()
 	h := handleName(s.base + n)
 	if s.dur != nil {
