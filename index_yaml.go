@@ -109,6 +109,7 @@ func detectYAML(b []byte) *yamlDoc {
 	}
 	var open yamlFlow // a quoted scalar or flow collection that goes on below its line
 	block := -1       // the column of the key or item whose block scalar (| or >) the lines below hold
+	plain := -1       // the column the lines of a plain scalar that goes on below its line are indented past
 	for i < len(b) {
 		line, next := lineAt(b, i)
 		if bytes.IndexByte(line, '\r') >= 0 {
@@ -134,19 +135,23 @@ func detectYAML(b []byte) *yamlDoc {
 				continue // a line of a block scalar
 			}
 			block = -1
+			if plain >= 0 && ind > plain {
+				i = next
+				continue // a line of a plain scalar
+			}
 			if ind == col {
 				if k, _, ok := yamlKeyOf(t); ok {
 					d.countItemKey(yamlSpan(i, line, k), b)
 				}
 			}
-			block = yamlFeed(&open, t, ind)
+			block, plain = yamlFeed(&open, t, ind)
 			i = next
 			continue // a line of the current entry
 		}
-		block = -1
+		block, plain = -1, -1
 		kind, key, val := yamlTop(line)
 		if kind == yamlItem || kind == yamlKey {
-			block = yamlFeed(&open, line, 0)
+			block, plain = yamlFeed(&open, line, 0)
 		}
 		switch kind {
 		case yamlBad:

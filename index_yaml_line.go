@@ -106,7 +106,7 @@ func anchorName(name []byte) bool {
 }
 
 // yamlKeyOf splits a key line: a plain or quoted key, then ':' and a
-// space or the line's end. A plain key does not start with an indicator
+// space, a tab or the line's end. A plain key does not start with an indicator
 // and holds no ": " and no " #".
 func yamlKeyOf(line []byte) (key, rest []byte, ok bool) {
 	if len(line) == 0 {
@@ -122,8 +122,8 @@ func yamlKeyOf(line []byte) (key, rest []byte, ok bool) {
 		for k < len(line) && line[k] == ' ' {
 			k++
 		}
-		if k >= len(line) || line[k] != ':' {
-			return nil, nil, false
+		if k >= len(line) || line[k] != ':' || k+1 < len(line) && line[k+1] != ' ' && line[k+1] != '\t' {
+			return nil, nil, false // "'k':v" is a scalar in a block document, as a plain "k:v" is
 		}
 	case '-', '?', ':':
 		if len(line) < 2 || line[1] == ' ' {
@@ -209,21 +209,44 @@ func yamlSpan(i int, line, part []byte) jsontext.Span {
 }
 
 // yamlFeed reads the value of t, a line without its indentation ind (a
-// key line, an item, or a scalar), into f, and returns ind when that value
-// starts a block scalar, else -1.
-func yamlFeed(f *yamlFlow, t []byte, ind int) int {
-	if len(t) > 1 && t[0] == '-' && t[1] == ' ' {
-		t = bytes.TrimLeft(t[1:], " ")
+// key line, an item, or a scalar), into f. It returns ind when that value
+// starts a block scalar (| or >), else -1; and when the value is a plain
+// scalar, the column the lines below it must be indented past to go on
+// with it (their text, a quote in it too, is the scalar's), else -1: the
+// column of its key, of the innermost "- " before it, or, for a scalar
+// alone on its line, the column before it.
+func yamlFeed(f *yamlFlow, t []byte, ind int) (block, plain int) {
+	col := func(s []byte) int { return ind + cap(t) - cap(s) }
+	v, parent := t, ind-1
+	for len(v) > 1 && v[0] == '-' && v[1] == ' ' {
+		parent = col(v) // "- - x": an item whose value is a sequence
+		v = bytes.TrimLeft(v[1:], " ")
 	}
-	v := skipProps(t)
-	if _, rest, ok := yamlKeyOf(v); ok {
-		v = skipProps(bytes.TrimSpace(rest))
+	if _, rest, ok := yamlKeyOf(skipProps(v)); ok {
+		parent = col(v)
+		v = bytes.TrimSpace(rest)
 	}
-	if len(v) > 0 && (v[0] == '|' || v[0] == '>') {
-		return ind
+	v = skipProps(v)
+	switch {
+	case len(v) == 0:
+		return -1, -1
+	case v[0] == '|' || v[0] == '>':
+		return ind, -1
+	case yamlPlain(v):
+		return -1, parent
 	}
 	f.feed(v)
-	return -1
+	return -1, -1
+}
+
+// yamlPlain reports whether v, a value that is not empty, starts a plain
+// scalar: not with an indicator, nor with '-', '?' or ':' and a space.
+func yamlPlain(v []byte) bool {
+	switch v[0] {
+	case '-', '?', ':':
+		return len(v) > 1 && v[1] != ' ' && v[1] != '\t'
+	}
+	return bytes.IndexByte([]byte(",[]{}#&*!|>'\"%@`"), v[0]) < 0
 }
 
 // yamlFlow follows a quoted scalar or flow collection over the lines it
