@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
+	"github.com/agentvalues/values/internal/testkit"
 	"github.com/tidwall/gjson"
 )
 
@@ -213,34 +215,13 @@ func BenchmarkQueryFilter100MB(b *testing.B) {
 	}
 }
 
-// smallResult returns a JSON tool result of at most n bytes, and no fewer
-// than n-40: an object with a short list of rows, the shape of a typical
-// small API or query result.
-func smallResult(n int) []byte {
-	const end = `],"next":null}`
-	var b bytes.Buffer
-	b.WriteString(`{"status":"ok","rows":[`)
-	for i := 0; ; i++ {
-		row := fmt.Sprintf(`{"id":%d,"name":"item-%d","ok":true}`, i, i)
-		if b.Len()+len(",")+len(row)+len(end) > n {
-			break
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(row)
-	}
-	b.WriteString(end)
-	return b.Bytes()
-}
-
 // benchObserve is the per-result work of an agent loop for a small result:
 // Observe stores it in a session that already holds many values and returns
 // the transcript text: the result whole up to the inline limit (2 KiB by
 // default), its preview past it. Both it and its floor report their CPU
 // per result (cpu-ns/op), the figures to divide on a busy machine.
 func benchObserve(b *testing.B, n int) {
-	data := smallResult(n)
+	data := testkit.SmallResult(n)
 	s := New()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -255,9 +236,18 @@ func benchObserve(b *testing.B, n int) {
 }
 
 // benchObserveBaseline is the floor for a small result: validate it and
-// keep a copy.
-func benchObserveBaseline(b *testing.B, n int) {
-	data := smallResult(n)
+// copy it. With kept, it is the floor of what Observe does for a result
+// shown whole past that: the copy is kept, as a store that keeps every
+// result keeps it, and the transcript text, the result followed by the
+// same stored line, is made as a copy of its own (Observe returns a
+// string; the caller's result stays a slice).
+func benchObserveBaseline(b *testing.B, n int, kept bool) {
+	data := testkit.SmallResult(n)
+	var line string
+	if kept {
+		line = New().Observe(bytes.Clone(data)).Text[len(data):]
+	}
+	var keep [][]byte
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	cpu := cpuClock()
@@ -266,18 +256,28 @@ func benchObserveBaseline(b *testing.B, n int) {
 		if !gjson.ValidBytes(out) {
 			b.Fatal("invalid")
 		}
+		if kept {
+			keep = append(keep, out)
+			transcriptSink = unsafe.String(unsafe.SliceData(out), len(out)) + line // one copy, as Observe makes it
+		}
 	}
 	reportCPU(b, cpu)
+	runtime.KeepAlive(keep)
 }
 
-func BenchmarkObserve200B(b *testing.B)         { benchObserve(b, 200) }
-func BenchmarkObserve200BBaseline(b *testing.B) { benchObserveBaseline(b, 200) }
-func BenchmarkObserve2KiB(b *testing.B)         { benchObserve(b, 2048) }
-func BenchmarkObserve2KiBBaseline(b *testing.B) { benchObserveBaseline(b, 2048) }
+// transcriptSink keeps benchObserveBaseline's text from being optimized away.
+var transcriptSink string
+
+func BenchmarkObserve200B(b *testing.B)             { benchObserve(b, 200) }
+func BenchmarkObserve200BBaseline(b *testing.B)     { benchObserveBaseline(b, 200, false) }
+func BenchmarkObserve2KiB(b *testing.B)             { benchObserve(b, 2048) }
+func BenchmarkObserve2KiBBaseline(b *testing.B)     { benchObserveBaseline(b, 2048, false) }
+func BenchmarkObserve200BKeptBaseline(b *testing.B) { benchObserveBaseline(b, 200, true) }
+func BenchmarkObserve2KiBKeptBaseline(b *testing.B) { benchObserveBaseline(b, 2048, true) }
 func BenchmarkObserve4KiBPreviewed(b *testing.B) {
 	benchObserve(b, 4096)
 }
-func BenchmarkObserve4KiBPreviewedBaseline(b *testing.B) { benchObserveBaseline(b, 4096) }
+func BenchmarkObserve4KiBPreviewedBaseline(b *testing.B) { benchObserveBaseline(b, 4096, false) }
 
 // Reference lookups into one large value: many references into a 10 MB
 // top-level array of 100k objects, the shape the demo uses ("$r1.512.path"),

@@ -3,11 +3,13 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/agentvalues/values/internal/testkit"
+	"github.com/tidwall/gjson"
 )
 
 // benchStrings returns five texts of about 16 MiB as JSON strings: JSON
@@ -198,4 +200,31 @@ func BenchmarkValidSmall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTally validates a small tool result, an object with a short
+// list of rows as Observe gets it (200 B and 2 KiB, shown whole), with
+// Tally, against gjson.ValidBytes, the floor of Observe's benchmarks.
+//
+//	go test -run='^$' -bench=Tally ./internal/jsontext
+func BenchmarkTally(b *testing.B) {
+	for _, n := range []int{200, 2048} {
+		doc := testkit.SmallResult(n)
+		b.Run(fmt.Sprintf("%dB/Tally", n), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if _, _, _, err := Tally(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dB/gjson", n), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if !gjson.ValidBytes(doc) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
 }

@@ -100,3 +100,22 @@ func AppendLog(b []byte, r *rand.Rand, limit int) []byte {
 		b = append(b, line...)
 	}
 }
+
+// SmallResult returns a JSON tool result of at most n bytes, and no fewer
+// than n-40: an object with a short list of rows, the shape of a typical
+// small API or query result (the Observe benchmarks' and Tally's).
+func SmallResult(n int) []byte {
+	const end = `],"next":null}`
+	b := []byte(`{"status":"ok","rows":[`)
+	for i := 0; ; i++ {
+		row := fmt.Appendf(nil, `{"id":%d,"name":"item-%d","ok":true}`, i, i)
+		if len(b)+len(",")+len(row)+len(end) > n {
+			break
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, row...)
+	}
+	return append(b, end...)
+}
