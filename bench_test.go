@@ -59,6 +59,12 @@ func benchPutPreview(b *testing.B, data []byte) {
 		_ = RenderPreview(h, v)
 	}
 	reportCPU(b, cpu)
+	// A large array is scanned by two goroutines when GOMAXPROCS allows
+	// (jsontext.Scan), so the benchmark says which it ran at: a b.Loop
+	// benchmark runs whole in its first call, which go test -cpu=1,2
+	// makes before it sets GOMAXPROCS (golang/go#49980), so every -cpu
+	// value but the last must run in a process of its own.
+	b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "procs")
 }
 
 func BenchmarkPutPreviewJSONArray(b *testing.B) { benchPutPreview(b, bigJSONArray()) }
