@@ -106,8 +106,8 @@ func anchorName(name []byte) bool {
 }
 
 // yamlKeyOf splits a key line: a plain or quoted key, then ':' and a
-// space, a tab or the line's end. A plain key does not start with an indicator
-// and holds no ": " and no " #".
+// space, a tab or the line's end. A plain key does not start with an
+// indicator and holds no ": " and no " #".
 func yamlKeyOf(line []byte) (key, rest []byte, ok bool) {
 	if len(line) == 0 {
 		return nil, nil, false
