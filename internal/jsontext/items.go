@@ -121,12 +121,17 @@ func (s *itemsScan) sameKey(d []byte, i int) (int, bool) {
 		n > 8 && string(d[i+8:i+n]) != string(d[t.span.Start+8:t.span.End]) {
 		return 0, false
 	}
-	j := SkipSpace(d, i+n)
+	j := i + n
 	if j >= len(d) || d[j] != ':' {
-		return 0, false
+		// White space before the colon: rare, so off the common path.
+		if j = SkipSpace(d, j); j >= len(d) || d[j] != ':' {
+			return 0, false
+		}
 	}
-	if j = SkipSpace(d, j+1); j >= len(d) {
-		return 0, false
+	if j++; j >= len(d) || d[j] <= ' ' {
+		if j = SkipSpace(d, j); j >= len(d) {
+			return 0, false
+		}
 	}
 	s.pos = p + 1
 	t.kinds |= kindBits[d[j]]

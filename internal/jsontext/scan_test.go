@@ -130,6 +130,24 @@ func TestItemsManyKeys(t *testing.T) {
 	}
 }
 
+// TestItemsSpacedKeys checks the fast path for the keys of items after
+// the first (sameKey) where white space comes before or after the colon,
+// and where a byte that is not white space, but below it, follows it.
+func TestItemsSpacedKeys(t *testing.T) {
+	// Each kind but the first item's comes after white space only.
+	d := []byte("[{\"a\":1,\"b\":\"x\"},{\"a\": true,\"b\" :[]},{\"a\"\t:\tnull ,\"b\"\n:\r\n{}},{\"a\":4,\"b\":\"y\"}]")
+	_, sh, err := Scan(d, Limits{Keys: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkItems(t, d, sh.Items, 8)
+	for _, bad := range []string{"[{\"a\":1},{\"a\":\x01}]", "[{\"a\":1},{\"a\" \x01:1}]", "[{\"a\":1},{\"a\":"} {
+		if _, _, err := Scan([]byte(bad), Limits{Keys: 8}); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
 func TestScanOutline(t *testing.T) {
 	d := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"},{"type":"image"}],"structuredContent":{"a":[1]},"isError":false}}`)
 	descend := func(depth int, key []byte) bool {
