@@ -218,6 +218,9 @@ func (c *fastCompiler) schema(v any, root bool) (*fastSchema, bool) {
 			case "enum":
 				var list []any
 				if list, ok = kv.([]any); ok {
+					if f.hasEnum {
+						return nil, false // "const" read first (a map's order): as below
+					}
 					f.hasEnum = true
 					for _, e := range list {
 						s, isString := e.(string)
