@@ -64,6 +64,10 @@ type Limits struct {
 	// then one value in it to index it, so reads that value once.
 	Inner       Descend
 	InnerLimits *Limits
+	// validOnly, for Valid, records nothing of an array's items (Items is
+	// nil): their keys cost a scan of a large array more than validating
+	// it does.
+	validOnly bool
 }
 
 // Descend says whether an outline goes on into the children of the
@@ -233,21 +237,21 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 
 // Valid returns nil when d is exactly one valid JSON value, and otherwise
 // an error wrapping [ErrSyntax].
+//
+// It validates with Tally, which accepts and refuses as Scan does, with
+// Scan's error (FuzzSkim, FuzzValid), without Scan's fixed cost (most of
+// the time of a small message: every request and response of a small call
+// is validated) or its records. Only an array that Scan would split among
+// goroutines (splitScanMin, more than one GOMAXPROCS) is Scan's, recording
+// nothing of its items (Limits.validOnly).
 func Valid(d []byte) error {
-	if len(d) <= validTallyMax {
+	if len(d) < splitScanMin || runtime.GOMAXPROCS(0) == 1 {
 		_, _, _, err := Tally(d)
 		return err
 	}
-	_, _, err := Scan(d, Limits{})
+	_, _, err := Scan(d, Limits{validOnly: true})
 	return err
 }
-
-// validTallyMax is the size up to which Valid validates with Tally, which
-// accepts and refuses as Scan does, with Scan's error (FuzzSkim, FuzzValid),
-// without Scan's fixed cost: most of the time of a small message (every
-// request and response of a small call is validated). Above it, Scan,
-// which splits the scan of a large array among goroutines.
-const validTallyMax = 64 << 10
 
 // splitScanMin is the size from which Scan splits the scan of an array in
 // two: below it, starting a goroutine costs more than it saves.
@@ -293,7 +297,7 @@ func scanSplit(d []byte, lim Limits) (top Span, sh Shape, err error, ok bool) {
 	}
 	top.End = r.top.End
 	joined := joinShapes(d, &sh, &r.sh, lim)
-	if joined.Items == nil {
+	if joined.Items == nil && !lim.validOnly {
 		// The items' keys cannot be counted from the halves (mergeItems):
 		// one scan does it all.
 		top, err, _ = scanFrom(d, 0, false, -1, lim, &sh)
@@ -506,6 +510,7 @@ func newScanner(d []byte, i int, inArray bool, lim Limits) *scanner {
 func (sc *scanner) init(d []byte, i int, inArray bool, lim Limits) {
 	sc.d, sc.level, sc.stopDepth = d, newLevel(lim), 1
 	switch {
+	case lim.validOnly:
 	case inArray: // the second half of a split scan
 		sc.items = &itemsScan{max: secondHalfKeys(lim.Keys)}
 	case i < len(d) && d[i] == '[':
@@ -748,7 +753,7 @@ func Tally(d []byte) (top Span, n int, largest Child, err error) {
 			return Span{i, end}, n, largest, nil
 		}
 	}
-	top, sh, err := Scan(d, Limits{}) // a scalar, or the error of invalid input
+	top, sh, err := Scan(d, Limits{validOnly: true}) // a scalar, or the error of invalid input
 	return top, sh.Count, sh.Largest[0], err
 }
 

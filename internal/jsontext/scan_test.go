@@ -529,3 +529,44 @@ func TestSkimInvalidOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestValidLarge: Valid of an array large enough to be split between
+// goroutines (with more than one GOMAXPROCS) accepts and refuses as Scan
+// does, with Scan's error, whether the fault is in the first half, at the
+// guessed boundary, in the second half or at the end, and so does Valid
+// on one GOMAXPROCS (Tally).
+func TestValidLarge(t *testing.T) {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; b.Len() < splitScanMin+splitScanMin/4; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"user-%07d","tags":["a","\u00e9"],"note":"n\t%d"}`, i, i, i%977)
+	}
+	b.WriteByte(']')
+	doc := []byte(b.String())
+	if _, _, err, ok := scanSplit(doc, Limits{validOnly: true}); !ok || err != nil {
+		t.Fatalf("scanSplit: %v %v", ok, err)
+	}
+	mid := guessItemStart(doc, len(doc)/2)
+	bad := map[string][]byte{"valid": doc}
+	colon := func(from int) int { return from + bytes.IndexByte(doc[from:], ':') }
+	for name, at := range map[string]int{"first half": colon(len(doc) / 5), "boundary": mid, "after boundary": mid + 1, "second half": colon(len(doc) * 4 / 5)} {
+		d := bytes.Clone(doc)
+		d[at] = '}'
+		bad[name] = d
+	}
+	bad["cut"] = doc[:len(doc)-1]
+	bad["after the value"] = append(bytes.Clone(doc), '1')
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for name, d := range bad {
+		_, _, want := Scan(d, Limits{})
+		for _, procs := range []int{1, 2} {
+			runtime.GOMAXPROCS(procs)
+			if got := Valid(d); fmt.Sprint(got) != fmt.Sprint(want) || (got == nil) != (name == "valid") {
+				t.Errorf("%s, %d procs: Valid = %v, Scan: %v", name, procs, got, want)
+			}
+		}
+	}
+}

@@ -228,3 +228,31 @@ func BenchmarkTally(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidLarge validates 16 MiB of JSON rows (see benchStrings),
+// as the proxy validates a large result, with Valid against
+// gjson.ValidBytes. Run it with -cpu=1 and -cpu=2 in processes of their
+// own (golang/go#49980): on more than one GOMAXPROCS, Valid splits the
+// array between two goroutines.
+//
+//	go test -run='^$' -bench=ValidLarge -cpu=1 ./internal/jsontext
+func BenchmarkValidLarge(b *testing.B) {
+	_, raw := benchStrings(b)
+	d := []byte(raw)
+	b.Run("Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		for b.Loop() {
+			if err := Valid(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gjson", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		for b.Loop() {
+			if !gjson.ValidBytes(d) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
