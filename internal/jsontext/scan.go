@@ -66,7 +66,8 @@ type Limits struct {
 	InnerLimits *Limits
 	// validOnly, for Valid, records nothing of an array's items (Items is
 	// nil): their keys cost a scan of a large array more than validating
-	// it does.
+	// it does. The rest of the Shape is then not Scan's either (an array's
+	// items are taken for an object's members).
 	validOnly bool
 }
 
@@ -753,7 +754,7 @@ func Tally(d []byte) (top Span, n int, largest Child, err error) {
 			return Span{i, end}, n, largest, nil
 		}
 	}
-	top, sh, err := Scan(d, Limits{validOnly: true}) // a scalar, or the error of invalid input
+	top, sh, err := Scan(d, Limits{}) // a scalar, or the error of invalid input
 	return top, sh.Count, sh.Largest[0], err
 }
 
@@ -795,7 +796,7 @@ func tally(d []byte, i int, stack []byte) (end, n int, largest Child, ok bool) {
 		if d[i] != ',' {
 			return i, n, largest, false
 		}
-		i++
+		i = SkipSpace(d, i+1)
 	}
 }
 

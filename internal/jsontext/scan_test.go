@@ -570,3 +570,14 @@ func TestValidLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestTallySpaces: Tally passes white space between an array's items
+// itself, rather than leaving a pretty-printed array to Scan (which
+// records its items' keys: twice the work).
+func TestTallySpaces(t *testing.T) {
+	for _, d := range []string{"[0, 0]", "[\n  {\"a\": 1},\n  {\"a\": 2}\n]", `{"a": [1, 2], "b" : 3}`} {
+		if _, _, _, ok := tally([]byte(d), 0, nil); !ok {
+			t.Errorf("tally refused %q", d)
+		}
+	}
+}
