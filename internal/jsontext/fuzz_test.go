@@ -934,15 +934,26 @@ func FuzzAppendValidUTF8(f *testing.F) {
 	})
 }
 
-// FuzzSkim checks that Scan, passing the containers it records nothing of
-// with skim, records what it records scanning them itself, and gives the
-// same error, under every kind of Limits; and that Tally gives what Scan
-// with no Limits gives.
+// FuzzSkim checks that Scan and ScanStream, passing the containers they
+// record nothing of with skim and the object items of an array with
+// objectItem, record what they record scanning them with run, and give
+// the same error, under every kind of Limits; and that Tally gives what
+// Scan with no Limits gives.
 func FuzzSkim(f *testing.F) {
 	for _, seed := range []string{`{"status":"ok","rows":[{"id":1,"name":"item-1","ok":true},{"id":2,"x":[[],{}]}],"next":null}`,
 		`[{"a":{"b":[1,{"c":"\u00e9\"x"}]}},[[["deep"]]]]`, `{"a":{"b":{"c":{"d":[1,2,{"e":null}]}}},"f":[[1],[2,[3]]]}`,
 		`{"a":[{"b":[{"c":1,}]}]}`, `{"a":[[1 2]]}`, `{"a":[{"b" 1}]}`, `{"a":[{"b":"\xff"}]}`, `[[[`, `{"k":[{"x":tru}]}`,
-		` { "a" : [ { "b" : [ 1 , 2 ] , "c" : { } } ] } `, `"s"`, `12`, `{}`, `[]`, `{"a":1}x`, `{"a":[{"b":1}]} `} {
+		` { "a" : [ { "b" : [ 1 , 2 ] , "c" : { } } ] } `, `"s"`, `12`, `{}`, `[]`, `{"a":1}x`, `{"a":[{"b":1}]} `,
+		// Object items of a top-level array (objectItem): keys in and out
+		// of the first item's order, white space, escapes, nested
+		// containers, more keys than tracked, and an error at each step.
+		`[{"id":1,"name":"a","tags":["x","\u00e9"],"n":"n\t1"},{"id":2,"name":"b","tags":[],"n":null},{ "name" : "c" , "id" : -3.5e2 },{},{"\u0069d":4}]`,
+		`[{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9},{"i":1,"a":{"x":[{}]},"j":true}]`,
+		`[{"a":1},{"a":1,"b"}]`, `[{"a":1},{"a":1,}]`, `[{"a":1},{"a" 1}]`, `[{"a":1},{"a":[1,}]`, `[{"a":1},{"a":"\x"}]`,
+		`[{"a":1},{"a":1]`, `[{"a":1},{"a":1`, `[{"a":1},{"a":`, `[{"a":1},{"a":01}]`, `[{"a":1},{1:1}]`, `[{"a":[[[1]]]},{"a":[[[}]]]}]`,
+		`{"object":"list","data":[{"id":1,"t":["a",{}]},{ "t" : [[]] , "id" : 2 },{}],"more":[{"x":1}],"next":{"a":[{"b":1}]}}`,
+		`{"data":[{"id":1},{"id":2,}]}`, `{"data":[{"id":1},{"id":[}]}`, `{"data":[{"id":1},{"id":1]}`,
+		"{\"a\":1,\"b\":[2]}\n{\"b\":[],\"a\":\"x\"}\n{}\n", "{\"a\":1}\n{\"a\":}\n"} {
 		f.Add([]byte(seed))
 	}
 	descend := func(depth int, key []byte) bool { return depth < 4 }
@@ -960,6 +971,18 @@ func FuzzSkim(f *testing.F) {
 			}
 			if diff := cmp.Diff(sh2, sh1, cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("%+v: Shape (-scanning +skimming):\n%s\nfor %q", lim, diff, data)
+			}
+			// The same of the input as a stream of values.
+			skimDeep = true
+			sh1, err1 = ScanStream(data, lim)
+			skimDeep = false
+			sh2, err2 = ScanStream(data, lim)
+			skimDeep = true
+			if fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Fatalf("%+v: ScanStream skimming: %v, scanning: %v, for %q", lim, err1, err2, data)
+			}
+			if diff := cmp.Diff(sh2, sh1, cmp.Exporter(func(reflect.Type) bool { return true }), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%+v: ScanStream Shape (-scanning +skimming):\n%s\nfor %q", lim, diff, data)
 			}
 		}
 		top1, sh, err1 := Scan(data, Limits{})

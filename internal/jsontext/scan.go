@@ -596,6 +596,18 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 		switch c := d[i]; c {
 		case '{', '[':
 			sc.pend = nil
+			if c == '{' && skimDeep && !sc.invalid && sc.desc == 0 {
+				if items, member := sc.itemsHere(); items != nil {
+					if end, ok := sc.objectItem(i, items, member); ok {
+						i = end
+						break
+					}
+					// It is invalid: scanned again below, to the error,
+					// with nothing skimmed. What objectItem recorded of it
+					// is dropped with the Shape.
+					sc.invalid = true
+				}
+			}
 			if i == sc.innerAt && sc.inner != nil {
 				var ok bool
 				if i, ok = sc.scanInner(i); ok {
@@ -658,8 +670,113 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 	}
 }
 
+// itemsHere returns the items that a value starting at the scan's depth
+// is one of, when it is an item of the top-level array, or of the array
+// member a nesting records (with that member's Shape); nil otherwise.
+func (sc *scanner) itemsHere() (*itemsScan, *Shape) {
+	switch l := len(sc.stack); {
+	case l == 1 && sc.nest == nil:
+		return sc.items, nil
+	case l == 2 && sc.nest != nil && sc.nest.on:
+		return sc.nest.cur.items, &sc.nest.cur.sh
+	}
+	return nil, nil
+}
+
+// objectItem scans the object at d[i], an item of a top-level array whose
+// items sc records, or of the array member of a top-level object whose
+// Shape member is (see nesting). It records what run records of it (its
+// fields' keys in items, the Summary of each scalar value, the depth),
+// skims the containers in it, and returns the index after it. It is run's
+// loop for the common item, with its state in local variables rather than
+// in sc and its steps in one function rather than in run, next and key:
+// those cost a large array of small objects about as much again as
+// validating it. On invalid input it returns ok false, with sc.stack as it
+// found it: what it recorded is then wrong, and run, scanning the item
+// again, reports the error (FuzzSkim holds the two to the same Shape and
+// error).
+func (sc *scanner) objectItem(i int, items *itemsScan, member *Shape) (end int, ok bool) {
+	d := sc.d
+	base := len(sc.stack)
+	sc.stack = append(sc.stack, '{')
+	sc.depth(member, base+1)
+	if i = SkipSpace(d, i+1); i < len(d) && d[i] == '}' {
+		sc.stack = sc.stack[:base]
+		return i + 1, true
+	}
+	for {
+		// A key at i.
+		var pend *Summary
+		if j, ok := items.sameKey(d, i); ok {
+			i, pend = j, items.cur
+		} else {
+			j, k, err := scanKey(d, i)
+			if err != nil {
+				break
+			}
+			if i = SkipSpace(d, j); i >= len(d) {
+				break
+			}
+			items.field(d, k, d[i])
+			pend = items.cur
+		}
+		// Its value at i.
+		var err error
+		switch c := d[i]; c {
+		case '"':
+			start := i
+			if i, err = scanString(d, i); pend != nil && err == nil {
+				pend.addString(d, Span{start, i})
+			}
+		case '{', '[':
+			sc.skims++
+			var deepest int
+			if i, sc.stack, deepest, ok = skim(d, i, sc.stack); ok {
+				sc.depth(member, deepest)
+			} else {
+				err = errSkim
+			}
+		default:
+			if pend == nil {
+				i, err = scanScalar(d, i)
+			} else {
+				i, err = pend.scan(d, i)
+			}
+		}
+		if err != nil {
+			break
+		}
+		if i = SkipSpace(d, i); i >= len(d) {
+			break
+		}
+		if d[i] == '}' {
+			sc.stack = sc.stack[:base]
+			return i + 1, true
+		}
+		if d[i] != ',' {
+			break
+		}
+		i = SkipSpace(d, i+1)
+	}
+	sc.stack = sc.stack[:base]
+	return i, false
+}
+
+// depth records that the stack went as deep as l: in the Shape, and in
+// member's, one level less deep, when it is not nil.
+func (sc *scanner) depth(member *Shape, l int) {
+	sc.sh.Depth = max(sc.sh.Depth, l)
+	if member != nil {
+		member.Depth = max(member.Depth, l-1)
+	}
+}
+
+// errSkim is objectItem's note that skim found a container invalid.
+var errSkim = errors.New("invalid")
+
 // skimDeep says whether run passes a container whose children it records
-// nothing of with skim: tests turn it off to compare the two.
+// nothing of with skim, and an object item of an array with objectItem:
+// tests turn it off to compare.
 var skimDeep = true
 
 // skim validates the value at d[i] with nothing recorded of it, and
