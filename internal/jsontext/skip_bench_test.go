@@ -155,7 +155,13 @@ func BenchmarkStringWork(b *testing.B) {
 }
 
 // BenchmarkSkipValue skips 16 MiB of JSON rows, as parseRaw skips a
-// result's structured content, beside a validating Scan of them.
+// result's structured content, beside a validating Scan of them; and
+// validates them with Valid, as the proxy validates a large result,
+// beside gjson.ValidBytes. Run Valid with -cpu=1 and -cpu=2 in processes
+// of their own (golang/go#49980): on more than one GOMAXPROCS, it splits
+// the array between two goroutines.
+//
+//	go test -run='^$' -bench='SkipValue/rows/(Valid|gjson)' -cpu=1 ./internal/jsontext
 func BenchmarkSkipValue(b *testing.B) {
 	_, raw := benchStrings(b)
 	d := []byte(raw)
@@ -172,6 +178,22 @@ func BenchmarkSkipValue(b *testing.B) {
 		for b.Loop() {
 			if _, _, err := Scan(d, Limits{}); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rows/Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		for b.Loop() {
+			if err := Valid(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rows/gjson", func(b *testing.B) {
+		b.SetBytes(int64(len(d)))
+		for b.Loop() {
+			if !gjson.ValidBytes(d) {
+				b.Fatal("invalid")
 			}
 		}
 	})
@@ -227,32 +249,4 @@ func BenchmarkTally(b *testing.B) {
 			}
 		})
 	}
-}
-
-// BenchmarkValidLarge validates 16 MiB of JSON rows (see benchStrings),
-// as the proxy validates a large result, with Valid against
-// gjson.ValidBytes. Run it with -cpu=1 and -cpu=2 in processes of their
-// own (golang/go#49980): on more than one GOMAXPROCS, Valid splits the
-// array between two goroutines.
-//
-//	go test -run='^$' -bench=ValidLarge -cpu=1 ./internal/jsontext
-func BenchmarkValidLarge(b *testing.B) {
-	_, raw := benchStrings(b)
-	d := []byte(raw)
-	b.Run("Valid", func(b *testing.B) {
-		b.SetBytes(int64(len(d)))
-		for b.Loop() {
-			if err := Valid(d); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("gjson", func(b *testing.B) {
-		b.SetBytes(int64(len(d)))
-		for b.Loop() {
-			if !gjson.ValidBytes(d) {
-				b.Fatal("invalid")
-			}
-		}
-	})
 }
