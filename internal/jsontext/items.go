@@ -146,6 +146,34 @@ func (s *itemsScan) sameKey(d []byte, i int) (int, bool) {
 	return j, true
 }
 
+// fieldAt scans the key of a field of the object item being scanned, at i
+// (after white space), and its colon, and records the field: by sameKey
+// when it is the first item's key at its place, else by newField. It
+// returns the offset of the field's value, white space passed, and the
+// key's span when newField scanned it (zero after sameKey); cur is then
+// the Summary the value adds to.
+func (s *itemsScan) fieldAt(d []byte, i int) (int, Span, error) {
+	i = SkipSpace(d, i)
+	if j, ok := s.sameKey(d, i); ok {
+		return j, Span{}, nil
+	}
+	return s.newField(d, i)
+}
+
+// newField is fieldAt of a key that sameKey did not find: it scans the key
+// and its colon, records the field (but at the end of d), and returns the
+// offset of its value, white space passed, and the key's span.
+func (s *itemsScan) newField(d []byte, i int) (int, Span, error) {
+	j, k, err := scanKey(d, i)
+	if err != nil {
+		return j, k, err
+	}
+	if j = SkipSpace(d, j); j < len(d) {
+		s.field(d, k, d[j])
+	}
+	return j, k, nil
+}
+
 // field records the key k of a field of the object item being scanned,
 // and c, the first byte of its value, when sameKey did not: the key is
 // looked up, or added.

@@ -202,7 +202,7 @@ func SkipSpace(d []byte, i int) int {
 // see joinObject).
 func Scan(d []byte, lim Limits) (top Span, sh Shape, err error) {
 	lim.Tail = min(max(lim.Tail, 0), MaxTail)
-	if len(d) >= splitScanMin && runtime.GOMAXPROCS(0) > 1 {
+	if splits(d) {
 		if top, sh, err, ok := scanSplit(d, lim); ok {
 			return top, sh, err
 		}
@@ -246,7 +246,7 @@ func ScanStream(d []byte, lim Limits) (Shape, error) {
 // goroutines (splitScanMin, more than one GOMAXPROCS) is Scan's, recording
 // nothing of its items (Limits.validOnly).
 func Valid(d []byte) error {
-	if len(d) < splitScanMin || runtime.GOMAXPROCS(0) == 1 {
+	if !splits(d) {
 		_, _, _, err := Tally(d)
 		return err
 	}
@@ -257,6 +257,11 @@ func Valid(d []byte) error {
 // splitScanMin is the size from which Scan splits the scan of an array in
 // two: below it, starting a goroutine costs more than it saves.
 const splitScanMin = 4 << 20
+
+// splits says whether Scan tries to split the scan of d between two
+// goroutines: when d is large enough and there is more than one
+// GOMAXPROCS.
+func splits(d []byte) bool { return len(d) >= splitScanMin && runtime.GOMAXPROCS(0) > 1 }
 
 // scanSplit scans a top-level array in two halves at once. The second
 // half starts at a guessed boundary between two items of the array; the
@@ -622,19 +627,13 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 				sc.stack = stack
 				sc.invalid = !ok
 				if ok {
-					sc.sh.Depth = max(sc.sh.Depth, deepest)
-					if sc.nest != nil && sc.nest.on {
-						sc.nest.cur.sh.Depth = max(sc.nest.cur.sh.Depth, deepest-1)
-					}
+					sc.depth(sc.member(), deepest)
 					i = end
 					break
 				}
 			}
 			sc.stack = append(sc.stack, c)
-			sc.sh.Depth = max(sc.sh.Depth, len(sc.stack))
-			if sc.nest != nil && sc.nest.on {
-				sc.nest.cur.sh.Depth = max(sc.nest.cur.sh.Depth, len(sc.stack)-1)
-			}
+			sc.depth(sc.member(), len(sc.stack))
 			i = SkipSpace(d, i+1)
 			if i < len(d) && d[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				sc.stack = sc.stack[:len(sc.stack)-1]
@@ -647,18 +646,8 @@ func (sc *scanner) run(i, stop int) (end int, err error) {
 				}
 			}
 			continue
-		case '"':
-			start := i
-			if i, err = scanString(d, i); sc.pend != nil && err == nil {
-				sc.pend.addString(d, Span{start, i})
-				sc.pend = nil
-			}
 		default:
-			if sc.pend == nil {
-				i, err = scanScalar(d, i)
-				break
-			}
-			i, err = sc.pend.scan(d, i)
+			i, err = scanScalarTo(d, i, sc.pend)
 			sc.pend = nil
 		}
 		if err != nil {
@@ -678,9 +667,18 @@ func (sc *scanner) itemsHere() (*itemsScan, *Shape) {
 	case l == 1 && sc.nest == nil:
 		return sc.items, nil
 	case l == 2 && sc.nest != nil && sc.nest.on:
-		return sc.nest.cur.items, &sc.nest.cur.sh
+		return sc.nest.cur.items, sc.member()
 	}
 	return nil, nil
+}
+
+// member returns the Shape of the member of a top-level object that a
+// nesting is recording, and nil when there is none.
+func (sc *scanner) member() *Shape {
+	if sc.nest != nil && sc.nest.on {
+		return &sc.nest.cur.sh
+	}
+	return nil
 }
 
 // objectItem scans the object at d[i], an item of a top-level array whose
@@ -704,47 +702,29 @@ func (sc *scanner) objectItem(i int, items *itemsScan, member *Shape) (end int, 
 		sc.stack = sc.stack[:base]
 		return i + 1, true
 	}
+fields:
 	for {
-		// A key at i.
-		var pend *Summary
-		if j, ok := items.sameKey(d, i); ok {
-			i, pend = j, items.cur
-		} else {
-			j, k, err := scanKey(d, i)
-			if err != nil {
-				break
-			}
-			if i = SkipSpace(d, j); i >= len(d) {
-				break
-			}
-			items.field(d, k, d[i])
-			pend = items.cur
-		}
-		// Its value at i.
+		// A key at i (white space passed), and its value: fieldAt, with
+		// its common case (sameKey) inline.
+		j, ok := items.sameKey(d, i)
 		var err error
-		switch c := d[i]; c {
-		case '"':
-			start := i
-			if i, err = scanString(d, i); pend != nil && err == nil {
-				pend.addString(d, Span{start, i})
+		if !ok {
+			if j, _, err = items.newField(d, i); err != nil || j >= len(d) {
+				break
 			}
+		}
+		switch d[j] {
 		case '{', '[':
 			sc.skims++
 			var deepest int
-			if i, sc.stack, deepest, ok = skim(d, i, sc.stack); ok {
-				sc.depth(member, deepest)
-			} else {
-				err = errSkim
+			if i, sc.stack, deepest, ok = skim(d, j, sc.stack); !ok {
+				break fields
 			}
+			sc.depth(member, deepest)
 		default:
-			if pend == nil {
-				i, err = scanScalar(d, i)
-			} else {
-				i, err = pend.scan(d, i)
+			if i, err = scanScalarTo(d, j, items.cur); err != nil {
+				break fields
 			}
-		}
-		if err != nil {
-			break
 		}
 		if i = SkipSpace(d, i); i >= len(d) {
 			break
@@ -756,7 +736,7 @@ func (sc *scanner) objectItem(i int, items *itemsScan, member *Shape) (end int, 
 		if d[i] != ',' {
 			break
 		}
-		i = SkipSpace(d, i+1)
+		i++
 	}
 	sc.stack = sc.stack[:base]
 	return i, false
@@ -770,9 +750,6 @@ func (sc *scanner) depth(member *Shape, l int) {
 		member.Depth = max(member.Depth, l-1)
 	}
 }
-
-// errSkim is objectItem's note that skim found a container invalid.
-var errSkim = errors.New("invalid")
 
 // skimDeep says whether run passes a container whose children it records
 // nothing of with skim, and an object item of an array with objectItem:
@@ -1229,25 +1206,19 @@ func (sc *scanner) key(i int) (int, error) {
 		items = sc.nest.cur.items
 	}
 	if items != nil {
-		if j, ok := items.sameKey(sc.d, SkipSpace(sc.d, i)); ok {
-			sc.pend = items.cur
-			return j, nil
+		j, k, err := items.fieldAt(sc.d, i)
+		if l := len(sc.stack); l <= sc.desc && k != (Span{}) {
+			sc.outKey[l] = k
 		}
+		sc.pend = items.cur
+		return j, err
 	}
 	i, k, err := scanKey(sc.d, i)
 	if l := len(sc.stack); l <= sc.desc {
 		sc.outKey[l] = k
 	}
-	if err == nil {
-		switch {
-		case lv != nil:
-			lv.key(sc.d, k)
-		case items != nil:
-			if j := SkipSpace(sc.d, i); j < len(sc.d) {
-				items.field(sc.d, k, sc.d[j])
-				sc.pend = items.cur
-			}
-		}
+	if err == nil && lv != nil {
+		lv.key(sc.d, k)
 	}
 	return i, err
 }
@@ -1494,6 +1465,22 @@ func isHex4(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// scanScalarTo validates the string, number or literal at d[i], adds it
+// to sum when sum is not nil, and returns the index after it.
+func scanScalarTo(d []byte, i int, sum *Summary) (int, error) {
+	if d[i] == '"' {
+		end, err := scanString(d, i)
+		if sum != nil && err == nil {
+			sum.addString(d, Span{i, end})
+		}
+		return end, err
+	}
+	if sum == nil {
+		return scanScalar(d, i)
+	}
+	return sum.scan(d, i)
 }
 
 // scanScalar validates a number or literal at d[i] and returns the index after it.
