@@ -25,7 +25,8 @@ import (
 func FuzzScanJSON(f *testing.F) {
 	for _, seed := range []string{`[1,{"a":[true,null]},"x\n"]`, `{"a":1,"b":[]}`,
 		`{"object":"list","items":[{"id":1,"n":"a"},{"id":2,"m":[1]},3],"more":{"k":{"x":1},"j":2},"e":{}}`,
-		` { "a" : [ ] , "b" : { "c" : [ { "d" : 1 } ] , "c" : 2 } } `, `"\ud83d\ude00"`, `-0.1e-5`, `[`, `{"a" 1}`} {
+		` { "a" : [ ] , "b" : { "c" : [ { "d" : 1 } ] , "c" : 2 } } `, `"\ud83d\ude00"`, `-0.1e-5`, `[`, `{"a" 1}`,
+		`[12,0,true,false,null,{"a":[7]}]`, `[12.5,1E3,19e+2,-3,0.0]`, `[12x]`, `[truex]`, `[trux]`, `[nulx]`, `[falsx]`, `[nul]`, `[fals]`, `[1.]`, `[0123]`, `[99`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -33,6 +34,9 @@ func FuzzScanJSON(f *testing.F) {
 		want := json.Valid(data) && utf8.Valid(data)
 		if (err == nil) != want {
 			t.Fatalf("Scan valid = %v, want %v (err %v) for %q", err == nil, want, err, data)
+		}
+		if err := Valid(data); (err == nil) != want { // Valid tallies: its own short cuts
+			t.Fatalf("Valid = %v, want %v for %q", err, want, data)
 		}
 		if err != nil {
 			return

@@ -803,7 +803,11 @@ func skim(d []byte, i int, stack []byte) (end int, _ []byte, deepest int, ok boo
 				i, err = scanString(d, i)
 			}
 		default:
-			i, err = scanScalar(d, i)
+			if j := quickScalar(d, i); j > 0 {
+				i = j
+			} else {
+				i, err = scanAnyScalar(d, i)
+			}
 		}
 		if err != nil {
 			break
@@ -1330,6 +1334,42 @@ func quickString(d []byte, i int) int {
 	return 0
 }
 
+// quickScalar returns the index after the scalar at d[i] when it is true,
+// false, null or an integer with no sign and no leading zero, followed by
+// a byte of d that ends it; otherwise it returns 0, and scanScalar tells.
+// The common scalars of a tool's output (counts, ids, flags) so cost one
+// short call rather than a switch, scanNumber's general path (which can
+// compute the value too) and two calls.
+func quickScalar(d []byte, i int) int {
+	switch c := d[i]; c {
+	case 't':
+		if len(d)-i >= 4 && string(d[i:i+4]) == "true" {
+			return i + 4
+		}
+	case 'f':
+		if len(d)-i >= 5 && string(d[i:i+5]) == "false" {
+			return i + 5
+		}
+	case 'n':
+		if len(d)-i >= 4 && string(d[i:i+4]) == "null" {
+			return i + 4
+		}
+	default:
+		if c-'1' > 8 {
+			return 0
+		}
+		for j := i + 1; j < len(d); j++ {
+			if c := d[j]; c-'0' > 9 {
+				if c == '.' || c|0x20 == 'e' {
+					return 0
+				}
+				return j
+			}
+		}
+	}
+	return 0
+}
+
 // scanString validates the string starting at the quote d[i] and returns the
 // index after its closing quote. It looks at eight bytes at a time up to the
 // first byte that needs a closer look, so a short plain string (a key, a
@@ -1485,6 +1525,14 @@ func scanScalarTo(d []byte, i int, sum *Summary) (int, error) {
 
 // scanScalar validates a number or literal at d[i] and returns the index after it.
 func scanScalar(d []byte, i int) (int, error) {
+	if j := quickScalar(d, i); j > 0 {
+		return j, nil
+	}
+	return scanAnyScalar(d, i)
+}
+
+// scanAnyScalar is scanScalar without quickScalar's short cut.
+func scanAnyScalar(d []byte, i int) (int, error) {
 	switch d[i] {
 	case 't':
 		return scanLiteral(d, i, "true")
