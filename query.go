@@ -168,8 +168,7 @@ func (s *SessionValues) Query(ctx context.Context, ref, expr string) (Observatio
 	if err != nil {
 		return Observation{}, fmt.Errorf("values: %w: the result is not valid JSON: %v", ErrQuery, err) // unreachable: gojq encodes it
 	}
-	h := s.add(x)
-	obs := s.transcript(h, x)
+	obs := s.observe(x)
 	switch n {
 	case 0:
 		obs.Text = "the query emitted no values (stored as an empty array)\n" + obs.Text
