@@ -45,10 +45,38 @@ func clipFrom(dst []byte, from, budget int) []byte {
 
 // appendHandle appends handle as valid UTF-8, clipped to handleBudget.
 func appendHandle(dst []byte, handle string) []byte {
+	if plainHandle(handle) {
+		return append(dst, handle...)
+	}
 	if !utf8.ValidString(handle) {
 		handle = strings.ToValidUTF8(handle, "\uFFFD")
 	}
 	return jsontext.AppendClipped(dst, []byte(handle), handleBudget)
+}
+
+// appendShownHandle appends handle as appendHandle does, and returns it as
+// shown: handle itself unless it was clipped or mended.
+func appendShownHandle(dst []byte, handle string) (_ []byte, shown string) {
+	if plainHandle(handle) {
+		return append(dst, handle...), handle
+	}
+	h := len(dst)
+	dst = appendHandle(dst, handle)
+	return dst, string(dst[h:])
+}
+
+// plainHandle reports whether appendHandle appends handle as it is: it is
+// ASCII and fits handleBudget, as every handle the store makes does.
+func plainHandle(handle string) bool {
+	if len(handle) > handleBudget {
+		return false
+	}
+	for i := range len(handle) {
+		if handle[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // appendKey appends the quoted key raw as a bare word when it is a plain

@@ -85,10 +85,7 @@ func partsOfPreview(p string) parts {
 // appendHint appends the hint after a preview of the value under handle,
 // whose parts references name as ps.
 func appendHint(dst []byte, handle string, ps parts) []byte {
-	dst = append(dst, "\n["...)
-	h := len(dst)
-	dst = appendHandle(dst, handle)
-	hb := string(dst[h:]) // the handle as shown; short
+	dst, hb := appendShownHandle(append(dst, "\n["...), handle)
 	dst = append(dst, " holds the full value for this run: pass \"$"...)
 	dst = append(dst, hb...)
 	dst = append(dst, "\" as a tool argument to use all of it"...)
@@ -132,21 +129,19 @@ const storedLineSize = 192
 
 // appendStoredLine appends StoredLine(handle, Value{x}) to dst.
 func appendStoredLine(dst []byte, handle string, x *value) []byte {
-	dst = append(dst, "[stored as "...)
-	h := len(dst)
-	dst = appendHandle(dst, handle)
-	hb := string(dst[h:])
+	dst, hb := appendShownHandle(append(dst, "[stored as "...), handle)
 	dst = append(dst, " ("...)
 	dst = appendWhat(dst, hb, x)
 	dst = append(dst, "): pass \"$"...)
 	dst = append(dst, hb...)
+	const reuse = "\" as a tool argument to reuse it]"
 	switch partsOf(x) {
 	case partsFields:
-		dst = appendAll(dst, "\" or \"$", hb, ".<field>")
+		return appendAll(dst, "\" or \"$", hb, ".<field>"+reuse)
 	case partsItems:
-		dst = appendAll(dst, "\" or \"$", hb, ".0")
+		return appendAll(dst, "\" or \"$", hb, ".0"+reuse)
 	}
-	return append(dst, "\" as a tool argument to reuse it]"...)
+	return append(dst, reuse...)
 }
 
 // appendWhat appends what x is, for the line after it shown whole: "object,
@@ -154,7 +149,7 @@ func appendStoredLine(dst []byte, handle string, x *value) []byte {
 // and what a text holds or an envelope's text is.
 func appendWhat(dst []byte, hb string, x *value) []byte {
 	count := func(n int, one, many string) {
-		dst = strconv.AppendInt(dst, int64(n), 10)
+		dst = appendDecimal(dst, uint64(max(n, 0)))
 		if n == 1 {
 			dst = append(dst, one...)
 		} else {

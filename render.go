@@ -3,6 +3,7 @@ package values
 import (
 	"encoding/hex"
 	"math"
+	"math/bits"
 	"strconv"
 
 	"github.com/agentvalues/values/internal/jsontext"
@@ -131,8 +132,24 @@ func size(n int) string { return string(appendSize(nil, n)) }
 func appendSize(dst []byte, n int) []byte {
 	s := uint64(max(n, 0))
 	if s < 1024 { // as below, with no fraction: "976 B"
-		dst = strconv.AppendUint(dst, s, 10)
+		dst = appendDecimal(dst, s)
 		return append(dst, " B"...)
+	}
+	if s < 1<<40 { // below, in integers: exact, as the floats are here
+		shift := (bits.Len64(s) - 1) / 10 * 10
+		t := (s*10 + 1<<(shift-1)) >> shift // tenths of a unit, half rounded up
+		if t < 100 {
+			dst = appendDecimal(dst, t/10)
+			dst = append(dst, '.', byte('0'+t%10))
+		} else { // AppendFloat with no fraction rounds half to even
+			w := t / 10
+			if f := t % 10; f > 5 || f == 5 && w%2 == 1 {
+				w++
+			}
+			dst = appendDecimal(dst, w)
+		}
+		dst = append(dst, ' ')
+		return append(dst, sizeUnits[shift/10]...)
 	}
 	e := math.Floor(math.Log(float64(s)) / math.Log(1024))
 	val := math.Floor(float64(s)/math.Pow(1024, e)*10+0.5) / 10
@@ -143,6 +160,22 @@ func appendSize(dst []byte, n int) []byte {
 	dst = strconv.AppendFloat(dst, val, 'f', prec, 64)
 	dst = append(dst, ' ')
 	return append(dst, sizeUnits[int(e)]...)
+}
+
+// appendDecimal appends n in decimal, as strconv.AppendUint does, in
+// fewer steps for the short counts and sizes of a stored line.
+func appendDecimal(dst []byte, n uint64) []byte {
+	if n >= 10000 {
+		return strconv.AppendUint(dst, n, 10)
+	}
+	var b [4]byte
+	i := len(b) - 1
+	for ; n >= 10; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	b[i] = byte('0' + n)
+	return append(dst, b[i:]...)
 }
 
 var sizeUnits = [...]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}

@@ -806,3 +806,29 @@ func TestStoredLineAndHintFitTheKind(t *testing.T) {
 		}
 	}
 }
+
+// TestHintHandleMended: a handle given to StoredLine or ReferenceHint that
+// is not valid UTF-8, or is long, is shown mended or clipped, and every
+// reference the line offers names it as shown.
+func TestHintHandleMended(t *testing.T) {
+	s := New()
+	v, _ := s.Get(s.PutOutput([]byte(`{"a":1}`)))
+	long := "r" + strings.Repeat("9", 40)
+	for _, c := range []struct{ handle, shown string }{
+		{"r1", "r1"},
+		{"r\xff1", "r\uFFFD1"},
+		{long, long[:handleBudget-len(jsontext.Ellipsis)] + jsontext.Ellipsis},
+	} {
+		for _, line := range []string{StoredLine(c.handle, v), ReferenceHintFor(c.handle, v)} {
+			if !utf8.ValidString(line) {
+				t.Errorf("%q: line not valid UTF-8: %q", c.handle, line)
+			}
+			if n := strings.Count(line, "$"+c.shown); n < 2 || n != strings.Count(line, "$") {
+				t.Errorf("%q: %d of the line's references name %q, want all: %q", c.handle, n, c.shown, line)
+			}
+			if c.shown != c.handle && strings.Contains(line, c.handle) {
+				t.Errorf("%q: line shows it unmended: %q", c.handle, line)
+			}
+		}
+	}
+}
