@@ -49,7 +49,7 @@ func onDisk(x *value, size int, d *disk) *value {
 	p := &struct {
 		v value
 		d disk
-	}{v: *x}
+	}{v: x.copied()}
 	p.v.raw, p.v.size, p.v.disk = nil, size, &p.d
 	p.d.src, p.d.key, p.d.handle, p.d.preview, p.d.keep = d.src, d.key, d.handle, d.preview, d.keep
 	return &p.v
@@ -119,12 +119,12 @@ func (x *value) rebuild(b []byte) (*value, error) {
 		}
 		fallthrough
 	case KindBinary:
-		c := *x
+		c := x.clone()
 		c.raw, c.disk = b, nil
-		if x.kind == KindText {
-			c.lazy = new(lazyIndex) // the JSON or table the text holds, for lookups and previews
+		if x.kind == KindText { // the JSON or table the text holds, for lookups and previews
+			c.onUse, c.lazy = true, nil
 		}
-		return &c, nil
+		return c, nil
 	}
 	y, err := newJSON(b, len(b)) // indexed on first use
 	if err != nil {

@@ -260,8 +260,8 @@ func appendEnvelopeText(dst []byte, hb string, x *value) []byte {
 			if n != 1 {
 				return dst
 			}
-		case v[0] == '{' && depth == 0 && x.lazy != nil && x.lazy.top.Val.End > 0:
-			key, part = x.lazy.top.Key.Of(v), x.lazy.top.Val.Of(v)
+		case v[0] == '{' && depth == 0 && x.top.Val.End > 0:
+			key, part = x.top.Key.Of(v), x.top.Val.Of(v)
 		case v[0] == '{':
 			jsontext.EachChild(v, func(k, f []byte) bool {
 				if len(f) > len(part) {

@@ -3,6 +3,7 @@ package values
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
@@ -35,33 +36,56 @@ const (
 // lazyIndex is the index of a value that Put did not index at once,
 // because its transcript shows it whole: it is built on the value's first
 // preview or lookup that needs it, by scanning the value again. A copy of
-// the value shares it.
+// the value made by clone shares it.
 type lazyIndex struct {
 	once   sync.Once
 	c      *container
 	format textFormat
-	// top is, for an object, its largest field as Put's validating scan
-	// found it (zero when not known): what the line after the value shown
-	// whole reads first (see appendEnvelopeText).
-	top jsontext.Child
 }
 
-// newLazy returns a copy of x whose index is built on first use, in one
-// allocation with it; top is as lazyIndex has it.
-func newLazy(x value, top jsontext.Child) *value {
-	l := &struct {
-		value
-		ix lazyIndex
-	}{value: x}
-	l.ix.top = top
-	l.value.lazy = &l.ix
-	return &l.value
+// newLazy returns the value of kind, raw, n and lines (as value has them)
+// whose index is built on first use; top is as value has it. The value
+// is one small allocation, and its lazyIndex another on first use: most
+// values shown whole are never previewed or looked into.
+func newLazy(kind Kind, raw []byte, n, lines int, top jsontext.Child) *value {
+	return &value{kind: kind, onUse: true, raw: raw, n: n, lines: lines, top: top}
+}
+
+// lazyIndex returns the lazyIndex of x, a value indexed on first use,
+// made on its first call: if two goroutines race to make it, one's is
+// kept and both use it.
+func (x *value) lazyIndex() *lazyIndex {
+	p := (*unsafe.Pointer)(unsafe.Pointer(&x.lazy))
+	if l := atomic.LoadPointer(p); l != nil {
+		return (*lazyIndex)(l)
+	}
+	l := new(lazyIndex)
+	if atomic.CompareAndSwapPointer(p, nil, unsafe.Pointer(l)) {
+		return l
+	}
+	return (*lazyIndex)(atomic.LoadPointer(p))
+}
+
+// clone returns a copy of x, sharing its index.
+func (x *value) clone() *value {
+	c := x.copied()
+	return &c
+}
+
+// copied returns a copy of x, sharing its index. It reads x.lazy once
+// lazyIndex has set it, when nothing writes it any more.
+func (x *value) copied() value {
+	if x.onUse {
+		x.lazyIndex()
+	}
+	return *x
 }
 
 // index returns the index of x: of an array or object, or of the JSON a
 // text holds; nil for other values.
 func (x *value) index() *container {
-	if l := x.lazy; l != nil {
+	if x.onUse {
+		l := x.lazyIndex()
 		l.once.Do(func() { l.c, l.format = buildIndex(x) })
 		return l.c
 	}
@@ -71,7 +95,8 @@ func (x *value) index() *container {
 // formatIndex returns what a text value holds other than JSON (a table or
 // a document in a data format), or nil.
 func (x *value) formatIndex() textFormat {
-	if l := x.lazy; l != nil {
+	if x.onUse {
+		l := x.lazyIndex()
 		l.once.Do(func() { l.c, l.format = buildIndex(x) })
 		return l.format
 	}

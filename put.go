@@ -57,8 +57,7 @@ func (s *SessionValues) Put(v any) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("values: %w", err)
 		}
-		c := *m
-		x = &c
+		x = m.clone()
 	default:
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -169,7 +168,7 @@ func newTextOrBinary(b []byte, eager int) *value {
 func newText(b []byte, eager int, tried jsonTried) *value {
 	lines := lineCount(b)
 	if len(b) <= eager {
-		return newLazy(value{kind: KindText, raw: b, n: len(b), lines: lines}, jsontext.Child{})
+		return newLazy(KindText, b, len(b), lines, jsontext.Child{})
 	}
 	x := &value{kind: KindText, raw: b, n: len(b), lines: lines}
 	x.c, x.format = indexText(b, lines, tried)
@@ -221,7 +220,7 @@ func newSmallJSON(b []byte, eager int) (*value, error) {
 				Val: jsontext.Span{Start: l.Val.Start - top.Start, End: l.Val.End - top.Start},
 			}
 		}
-		return newLazy(value{kind: kindOf(raw[0]), raw: raw, n: n}, largest), nil
+		return newLazy(kindOf(raw[0]), raw, n, 0, largest), nil
 	}
 	return newScalar(raw, eager), nil
 }

@@ -41,16 +41,24 @@ type Value struct{ v *value }
 
 type value struct {
 	kind   Kind
+	onUse  bool       // indexed on first use, in lazy: see index
 	raw    []byte     // JSON for null, bool, number, array, object; UTF-8 for text; bytes for binary
 	n      int        // see Value.Len
 	lines  int        // text: line count
 	bin    *binInfo   // binary: its digest and content type; nil for other kinds
 	c      *container // the index of an array or object, or of the JSON a text holds; see index
 	format textFormat // what a text holds other than JSON: a table or a document; see index
-	lazy   *lazyIndex // for a value indexed on first use, its index; see index
-	max    int        // preview bound in effect when stored
-	size   int        // byte size of raw, for a value whose raw is in the durable store
-	disk   *disk      // non-nil for a value kept only in the durable store (raw is nil)
+	// lazy is the index of a value indexed on first use, nil until then;
+	// it is read and set atomically (see lazyIndex), so copy a value that
+	// may be in use with clone.
+	lazy *lazyIndex
+	// top is, for an object indexed on first use, its largest field as
+	// Put's validating scan found it (zero when not known): what the line
+	// after the value shown whole reads first (see appendEnvelopeText).
+	top  jsontext.Child
+	max  int   // preview bound in effect when stored
+	size int   // byte size of raw, for a value whose raw is in the durable store
+	disk *disk // non-nil for a value kept only in the durable store (raw is nil)
 }
 
 var nullValue = &value{kind: KindNull, raw: []byte("null")}

@@ -832,3 +832,48 @@ func TestHintHandleMended(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstIndexConcurrent: a value shown whole is indexed on first use;
+// goroutines that use it for the first time at once (previews, references
+// into it, copies of it by Put) share one index and see the same thing.
+// Run under -race it checks how the index is published.
+func TestFirstIndexConcurrent(t *testing.T) {
+	for _, raw := range []string{
+		`{"status":"ok","rows":[{"id":1,"name":"a"},{"id":2,"name":"b"}],"next":null}`,
+		"id,name\n1,a\n2,b\n3,c\n",
+		"{\"id\":1}\n{\"id\":2}\n",
+	} {
+		s := New()
+		h := s.PutOutput([]byte(raw))
+		v, _ := s.Get(h)
+		o := New()
+		other, _ := o.Get(o.PutOutput([]byte(raw))) // indexed here, not v
+		want := RenderPreview(h, other)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				switch i % 3 {
+				case 0:
+					if got := RenderPreview(h, v); got != want {
+						t.Errorf("preview %q, want %q", got, want)
+					}
+				case 1:
+					if _, _, err := s.Resolve([]byte(`{"a":"$` + h + `"}`)); err != nil {
+						t.Error(err)
+					}
+				case 2:
+					c, err := s.Put(v)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					cv, _ := s.Get(c)
+					if got := RenderPreview(h, cv); got != want {
+						t.Errorf("copy's preview %q, want %q", got, want)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
