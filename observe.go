@@ -19,29 +19,9 @@ type Observation struct {
 // returns what the agent loop puts in the transcript in its place, as
 // [SessionValues.Transcript] gives it.
 func (s *SessionValues) Observe(out []byte) Observation {
-	return s.observe(classify(out, s.cfg.inline()))
-}
-
-// observe stores x and returns its Observation, made from x itself: with
-// its bytes, even if the store has dropped them. The handle of a value
-// shown whole is cut from the text, which holds it in its stored line,
-// rather than made a string of its own: a small result takes one
-// allocation less.
-func (s *SessionValues) observe(x *value) Observation {
-	if s.dur != nil {
-		h := s.add(x)
-		return s.transcript(h, x)
-	}
-	var buf [24]byte
-	h := appendHandleName(buf[:0], s.insert(x))
-	text, previewed := s.transcriptText(unsafe.String(unsafe.SliceData(h), len(h)), x)
-	o := Observation{Text: text, Previewed: previewed}
-	if at := len(x.raw) + len("\n[stored as "); !previewed && len(text) >= at+len(h) && text[at:at+len(h)] == string(h) {
-		o.Handle = text[at : at+len(h)]
-	} else {
-		o.Handle = string(h)
-	}
-	return o
+	x := classify(out, s.cfg.inline())
+	h := s.add(x)
+	return s.transcript(h, x) // with its bytes, even if the store has dropped them
 }
 
 // Transcript returns what an agent loop puts in the transcript for the
@@ -71,17 +51,10 @@ func (s *SessionValues) Transcript(handle string) (Observation, bool) {
 
 // transcript is Transcript for the value x under handle h.
 func (s *SessionValues) transcript(h string, x *value) Observation {
-	text, previewed := s.transcriptText(h, x)
-	return Observation{Handle: h, Text: text, Previewed: previewed}
-}
-
-// transcriptText returns the Text and Previewed of transcript(h, x). It
-// keeps nothing of h.
-func (s *SessionValues) transcriptText(h string, x *value) (string, bool) {
 	if x.kind == KindBinary || x.disk != nil || len(x.raw) > s.cfg.inline() {
 		b := make([]byte, 0, min(x.max, DefaultMaxPreview)+64+hintLen+5*len(h))
 		b = appendHint(appendPreview(b, h, Value{x}), h, partsOf(x))
-		return string(b), true // a copy of its size: b has room to spare
+		return Observation{Handle: h, Text: string(b), Previewed: true} // a copy of its size: b has room to spare
 	}
 	// The line is formatted first, and the text made of the value, a
 	// newline and the line in one concatenation: one allocation of the
@@ -92,5 +65,6 @@ func (s *SessionValues) transcriptText(h string, x *value) (string, bool) {
 	if len(x.raw) == 0 || x.raw[len(x.raw)-1] == '\n' {
 		line = line[1:]
 	}
-	return unsafe.String(unsafe.SliceData(x.raw), len(x.raw)) + unsafe.String(unsafe.SliceData(line), len(line)), false
+	text := unsafe.String(unsafe.SliceData(x.raw), len(x.raw)) + unsafe.String(unsafe.SliceData(line), len(line))
+	return Observation{Handle: h, Text: text}
 }

@@ -168,7 +168,8 @@ func (s *SessionValues) Query(ctx context.Context, ref, expr string) (Observatio
 	if err != nil {
 		return Observation{}, fmt.Errorf("values: %w: the result is not valid JSON: %v", ErrQuery, err) // unreachable: gojq encodes it
 	}
-	obs := s.observe(x)
+	h := s.add(x)
+	obs := s.transcript(h, x)
 	switch n {
 	case 0:
 		obs.Text = "the query emitted no values (stored as an empty array)\n" + obs.Text

@@ -208,36 +208,23 @@ func parseHandle(h string) (int, bool) {
 	return jsontext.ParseUint(h[1:], math.MaxInt)
 }
 
-// handleName returns the handle of the i-th value: "r" and i.
 func handleName(i int) string {
 	var b [24]byte
-	return string(appendHandleName(b[:0], i))
-}
-
-// appendHandleName appends handleName(i) to dst.
-func appendHandleName(dst []byte, i int) []byte {
-	return strconv.AppendInt(append(dst, 'r'), int64(i), 10)
+	return string(strconv.AppendInt(append(b[:0], 'r'), int64(i), 10))
 }
 
 // add stores v and returns its handle; with durability, once persisted.
 func (s *SessionValues) add(v *value) string {
-	i := s.insert(v)
-	h := handleName(i)
-	if s.dur != nil {
-		s.persist(i-s.base, h, v)
-	}
-	return h
-}
-
-// insert stores v, not persisting it, and returns the number of its
-// handle.
-func (s *SessionValues) insert(v *value) int {
 	v.max = s.cfg.preview()
 	s.mu.Lock()
 	s.table.add(slot{v: v})
 	n := s.table.len()
 	s.mu.Unlock()
-	return s.base + n
+	h := handleName(s.base + n)
+	if s.dur != nil {
+		s.persist(n, h, v)
+	}
+	return h
 }
 
 // storedRange describes the handles of a store holding n > 0 values.
