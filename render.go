@@ -135,7 +135,7 @@ func appendSize(dst []byte, n int) []byte {
 		dst = appendDecimal(dst, s)
 		return append(dst, " B"...)
 	}
-	if s < 1<<40 { // below, in integers: exact, as the floats are here
+	if s < 1<<40 { // the figures of the floats below, in integers: they agree below 1 TiB
 		shift := (bits.Len64(s) - 1) / 10 * 10
 		t := (s*10 + 1<<(shift-1)) >> shift // tenths of a unit, half rounded up
 		if t < 100 {
