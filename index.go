@@ -85,9 +85,7 @@ func (x *value) copied() value {
 // text holds; nil for other values.
 func (x *value) index() *container {
 	if x.onUse {
-		l := x.lazyIndex()
-		l.once.Do(func() { l.c, l.format = buildIndex(x) })
-		return l.c
+		return x.built().c
 	}
 	return x.c
 }
@@ -96,11 +94,16 @@ func (x *value) index() *container {
 // a document in a data format), or nil.
 func (x *value) formatIndex() textFormat {
 	if x.onUse {
-		l := x.lazyIndex()
-		l.once.Do(func() { l.c, l.format = buildIndex(x) })
-		return l.format
+		return x.built().format
 	}
 	return x.format
+}
+
+// built returns the lazyIndex of x, a value indexed on first use, built.
+func (x *value) built() *lazyIndex {
+	l := x.lazyIndex()
+	l.once.Do(func() { l.c, l.format = buildIndex(x) })
+	return l
 }
 
 // buildIndex indexes x, a value that Put validated but did not index.

@@ -209,19 +209,6 @@ var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1
 // scan validates the number or literal at d[i], as scanScalar does, and
 // records it.
 func (s *Summary) scan(d []byte, i int) (int, error) {
-	if j := quickScalar(d, i); j > 0 && (d[i] > '9' || j-i <= 15) {
-		switch d[i] {
-		case 't':
-			s.Bools |= 2
-		case 'f':
-			s.Bools |= 1
-		case 'n':
-		default: // an integer of at most 15 digits: its float is exact
-			mant, _ := appendDigits(0, d[:j], i)
-			s.addValue(Span{i, j}, float64(mant))
-		}
-		return j, nil
-	}
 	switch d[i] {
 	case 't':
 		s.Bools |= 2
@@ -231,6 +218,11 @@ func (s *Summary) scan(d []byte, i int) (int, error) {
 		return scanLiteral(d, i, "false")
 	case 'n':
 		return scanLiteral(d, i, "null")
+	}
+	if j := quickScalar(d, i); j > 0 && j-i <= 15 { // an integer whose float is exact
+		mant, _ := appendDigits(0, d[:j], i)
+		s.addValue(Span{i, j}, float64(mant))
+		return j, nil
 	}
 	end, f, err := scanNumber(d, i, true)
 	if err == nil {
