@@ -477,6 +477,7 @@ func (u *rawUpstream) readEnded() {
 // grown by the first call (schema validation, encoding), is not grown
 // again for every call, as a goroutine per call's would be.
 func (u *rawUpstream) run(call func()) {
+	wire.Kick() // the call may run long: references resolved, a large frame
 	select {
 	case u.work <- call:
 		return

@@ -115,7 +115,7 @@ func (t *CommandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if gw <= 0 {
 		gw = td
 	}
-	pc := &processCloser{stdin: inW, stdout: outR, t: t, wait: td, groupWait: gw}
+	pc := &processCloser{stdin: inW, in: wire.NewPipe(inW), stdout: outR, t: t, wait: td, groupWait: gw}
 	return wire.NewConn(outR, pc, pc, maxMessage(t.MaxMessage), false, t.Log), nil
 }
 
@@ -142,6 +142,7 @@ func (t *CommandTransport) exitStatus(d time.Duration) string {
 // server never sees a broken pipe while it is still shutting down.
 type processCloser struct {
 	stdin  *os.File
+	in     *wire.Pipe // stdin written raw; nil where it cannot be (see wire.Pipe)
 	stdout *os.File
 	t      *CommandTransport
 	wait   time.Duration // bounds each wait for the command to exit
@@ -152,7 +153,12 @@ type processCloser struct {
 	err  error
 }
 
-func (p *processCloser) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+func (p *processCloser) Write(b []byte) (int, error) {
+	if p.in != nil {
+		return p.in.Write(b)
+	}
+	return p.stdin.Write(b)
+}
 
 func (p *processCloser) Close() error {
 	p.once.Do(func() { p.err = p.shutdown() })

@@ -35,6 +35,9 @@ func groupAlive(cmd *exec.Cmd) bool {
 // waiting for the server to read: n < len(b) when the pipe is full. See
 // sendRaw.
 func (p *processCloser) TryWrite(b []byte) (n int, err error) {
+	if p.in != nil {
+		return p.in.WriteSome(b)
+	}
 	rc, err := p.stdin.SyscallConn()
 	if err != nil {
 		return 0, err

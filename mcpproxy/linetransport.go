@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 
 	"github.com/agentvalues/values/mcpproxy/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,10 @@ const DefaultMaxMessage = 256 << 20
 // byte order mark and blank lines are skipped. A line longer than
 // MaxMessage is read through without being held and answered with -32600.
 //
+// A Reader or Writer that is a pipe the runtime polls without blocking (an
+// end of [os.Pipe]; standard input or output opened anew without
+// blocking) is read or written with raw system calls: see [RawPipe].
+//
 // A LineTransport is used for one connection; the connection is safe for
 // concurrent use, as [mcp.Connection] requires.
 type LineTransport struct {
@@ -64,6 +69,22 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		c.SetHooks(wire.Hooks{Take: u.take, Wrote: u.wrote, ReadEnded: u.readEnded, Closing: u.wait})
 	}
 	return c, nil
+}
+
+// RawPipe returns f read and written with raw system calls when it is a
+// pipe the runtime polls without blocking, else f. Its descriptor never
+// blocks, so a system call on it need not enter the scheduler's system
+// call state, whose first entry after the process has been idle wakes the
+// runtime's monitor thread: about a fifth of the proxy's CPU per small
+// call at one call in flight. It waits, and fails, as f would. A
+// [LineTransport] and a [CommandTransport] read and write such a pipe
+// raw themselves; RawPipe is for a reader or writer that wraps one (a
+// reader that replays what was read before it, say).
+func RawPipe(f *os.File) io.ReadWriteCloser {
+	if p := wire.NewPipe(f); p != nil {
+		return p
+	}
+	return f
 }
 
 // maxMessage is the bound on a line that a MaxMessage of n sets: zero

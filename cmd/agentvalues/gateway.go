@@ -92,9 +92,11 @@ func gatewayCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second signal kills, as for proxy
 	if *listen == "" {
-		var closeStdin func()
+		var closeStdin, closeStdout func()
 		stdin, closeStdin = pollableStdin(stdin)
 		defer closeStdin()
+		stdout, closeStdout = pollableStdout(stdout)
+		defer closeStdout()
 	}
 	// The servers start once the client's first message has told its
 	// protocol version: a client sends initialize at once.

@@ -66,9 +66,11 @@ func proxyCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 	// flight); restoring the default handling lets a second one kill it.
 	context.AfterFunc(ctx, stop)
 	if *listen == "" {
-		var closeStdin func()
+		var closeStdin, closeStdout func()
 		stdin, closeStdin = pollableStdin(stdin)
 		defer closeStdin()
+		stdout, closeStdout = pollableStdout(stdout)
+		defer closeStdout()
 	}
 	version, stdin, ok := downstreamProtocol(ctx, *protocol, *listen != "", stdin)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -139,7 +140,20 @@ type Hooks struct {
 // what of b it can without waiting (n < len(b) when it must wait), a call
 // made on the goroutine reading a client (Call.OnReader) uses it, so that
 // a server that does not read never holds that goroutine.
+//
+// An r or w that is an *os.File the runtime polls without blocking (a
+// pipe: see [Pipe]) is read or written raw.
 func NewConn(r io.Reader, w io.Writer, closer io.Closer, max int, server bool, log io.Writer) *Conn {
+	if f, ok := r.(*os.File); ok {
+		if p := NewPipe(f); p != nil {
+			r = p
+		}
+	}
+	if f, ok := w.(*os.File); ok {
+		if p := NewPipe(f); p != nil {
+			w = p
+		}
+	}
 	return &Conn{
 		r:        bufio.NewReaderSize(r, 64<<10),
 		w:        w,
@@ -226,6 +240,7 @@ func (c *Conn) readLoop() {
 				c.readErr = io.EOF
 				return
 			}
+			Kick() // the worker may run long
 			c.workers.Add(1)
 			big := ln // the goroutine's own: ln, which every line is read into, stays on the stack
 			go func() {
@@ -271,6 +286,7 @@ func (c *Conn) deliver(msg jsonrpc.Message, b *Batch) bool {
 	if b != nil {
 		b.Flush() // handing msg on may wait for its reader
 	}
+	Kick() // what the SDK does with msg may run long
 	select {
 	case c.incoming <- msg:
 		return true

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package main
-
-import "io"
-
-// pollableStdin returns stdin as it is: reopening a pipe to read it
-// without blocking is Linux's (see stdin_linux.go).
-func pollableStdin(stdin io.Reader) (io.Reader, func()) { return stdin, func() {} }
