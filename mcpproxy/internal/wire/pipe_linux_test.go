@@ -1,14 +1,20 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // newPipes returns both ends of an os.Pipe read and written raw.
@@ -148,4 +154,92 @@ func TestNewPipeRefuses(t *testing.T) {
 			t.Errorf("NewPipe(%s) = %v, want nil", name, p)
 		}
 	}
+}
+
+// kickEnv makes the test binary run TestKickPreempts's child.
+const kickEnv = "WIRE_TEST_KICK_CHILD"
+
+// TestKickPreempts: with GOMAXPROCS=1, a message a connection reads raw
+// after the process has been idle (the runtime's monitor thread asleep)
+// and hands to the layer above, which then runs long, does not hold up
+// the other goroutines: the hand-off kicks the monitor awake, and it
+// preempts the long run. Without the kick the monitor sleeps on (up to a
+// minute) and the goroutine waiting behind the long run never runs; the
+// child reports that after 20 s.
+//
+// The parent waits 100 ms between the child's "ready" and the message,
+// for the child's monitor to fall asleep: on a slow machine it may still
+// be awake, and a missing kick then goes unseen, but a kick present
+// passes whatever the timing.
+func TestKickPreempts(t *testing.T) {
+	if os.Getenv(kickEnv) == "1" {
+		kickChild()
+		return
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKickPreempts$")
+	cmd.Env = append(os.Environ(), kickEnv+"=1", "GOMAXPROCS=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("child: %q, %v; stderr: %s", lines.Text(), lines.Err(), stderr.Bytes())
+	}
+	time.Sleep(100 * time.Millisecond) // see above: only how likely a missing kick is seen
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !lines.Scan() || lines.Text() != "preempted" {
+		t.Fatalf("child: %q, %v; stderr: %s", lines.Text(), lines.Err(), stderr.Bytes())
+	}
+}
+
+// kickChild is TestKickPreempts's child: it reads a request from its
+// standard input, reopened without blocking and read raw, and runs long
+// on receiving it, until a goroutine it readied runs.
+func kickChild() {
+	f, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		fmt.Println("reopen:", err)
+		os.Exit(1)
+	}
+	if NewPipe(f) == nil { // then NewConn would read it as it is
+		fmt.Println("stdin is not read raw")
+		os.Exit(1)
+	}
+	c := NewConn(f, io.Discard, nil, -1, true, nil)
+	start := make(chan struct{})
+	var ran atomic.Bool
+	go func() {
+		<-start
+		ran.Store(true)
+	}()
+	fmt.Println("ready")
+	if _, err := c.Read(context.Background()); err != nil {
+		fmt.Println("read:", err)
+		os.Exit(1)
+	}
+	close(start) // readies the goroutine, which only a preemption lets run
+	deadline := time.Now().Add(20 * time.Second)
+	for !ran.Load() {
+		if time.Now().After(deadline) {
+			fmt.Println("not preempted")
+			os.Exit(1)
+		}
+	}
+	fmt.Println("preempted")
+	os.Exit(0)
 }
