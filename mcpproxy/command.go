@@ -115,8 +115,12 @@ func (t *CommandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if gw <= 0 {
 		gw = td
 	}
-	pc := &processCloser{stdin: inW, in: wire.NewPipe(inW), stdout: outR, t: t, wait: td, groupWait: gw}
-	return wire.NewConn(outR, pc, pc, maxMessage(t.MaxMessage), false, t.Log), nil
+	pc := &processCloser{stdin: inW, in: wire.NewPipe(inW), stdout: outR, out: wire.NewPipe(outR), t: t, wait: td, groupWait: gw}
+	var out io.Reader = outR
+	if pc.out != nil {
+		out = pc.out
+	}
+	return wire.NewConn(out, pc, pc, maxMessage(t.MaxMessage), false, t.Log), nil
 }
 
 // exitStatus describes how the command ended, waiting up to d for it to be
@@ -144,6 +148,7 @@ type processCloser struct {
 	stdin  *os.File
 	in     *wire.Pipe // stdin written raw; nil where it cannot be (see wire.Pipe)
 	stdout *os.File
+	out    *wire.Pipe // stdout, which the connection reads raw; nil where it cannot
 	t      *CommandTransport
 	wait   time.Duration // bounds each wait for the command to exit
 

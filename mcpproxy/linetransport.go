@@ -36,9 +36,8 @@ const DefaultMaxMessage = 256 << 20
 // byte order mark and blank lines are skipped. A line longer than
 // MaxMessage is read through without being held and answered with -32600.
 //
-// A Reader or Writer that is a pipe the runtime polls without blocking (an
-// end of [os.Pipe]; standard input or output opened anew without
-// blocking) is read or written with raw system calls: see [RawPipe].
+// A pipe is read or written with raw system calls, which cost less per
+// message, when it is given as [RawPipe] returns it.
 //
 // A LineTransport is used for one connection; the connection is safe for
 // concurrent use, as [mcp.Connection] requires.
@@ -76,10 +75,12 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 // blocks, so a system call on it need not enter the scheduler's system
 // call state, whose first entry after the process has been idle wakes the
 // runtime's monitor thread: about a fifth of the proxy's CPU per small
-// call at one call in flight. It waits, and fails, as f would. A
-// [LineTransport] and a [CommandTransport] read and write such a pipe
-// raw themselves; RawPipe is for a reader or writer that wraps one (a
-// reader that replays what was read before it, say).
+// call at one call in flight. It waits, and fails, as f would. f's open
+// file must be the caller's own and stay non-blocking (nothing may call
+// f.Fd(), which makes it blocking): the standard descriptors, whose open
+// files other processes share, are returned as they are; open the pipe
+// anew without blocking (/dev/stdin, say) to read it raw. A
+// [CommandTransport] reads and writes its server's pipes raw itself.
 func RawPipe(f *os.File) io.ReadWriteCloser {
 	if p := wire.NewPipe(f); p != nil {
 		return p

@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"os"
-	"strconv"
 	"syscall"
 
 	"github.com/agentvalues/values/mcpproxy"
@@ -25,7 +24,7 @@ import (
 // returned as it is. done closes what was opened.
 func pollableStdin(stdin io.Reader) (r io.Reader, done func()) {
 	if f, ok := stdin.(*os.File); ok && f == os.Stdin {
-		if p := reopenPipe(os.Stdin, 0, os.O_RDONLY); p != nil {
+		if p := reopenPipe(os.Stdin, "/dev/stdin", os.O_RDONLY); p != nil {
 			return mcpproxy.RawPipe(p), func() { p.Close() }
 		}
 	}
@@ -40,23 +39,24 @@ func pollableStdin(stdin io.Reader) (r io.Reader, done func()) {
 // until the pipe has taken all of it).
 func pollableStdout(stdout io.Writer) (w io.Writer, done func()) {
 	if f, ok := stdout.(*os.File); ok && f == os.Stdout {
-		if p := reopenPipe(os.Stdout, 1, os.O_WRONLY); p != nil {
+		if p := reopenPipe(os.Stdout, "/dev/stdout", os.O_WRONLY); p != nil {
 			return mcpproxy.RawPipe(p), func() { p.Close() }
 		}
 	}
 	return stdout, func() {}
 }
 
-// reopenPipe returns the pipe f reads or writes (its descriptor fd),
-// opened anew in mode without blocking, or nil when it is not a pipe or it
-// cannot be opened so (a pipe whose other end is closed, for one).
-func reopenPipe(f *os.File, fd int, mode int) *os.File {
+// reopenPipe returns the pipe f reads or writes, opened anew by name (its
+// /dev name, which errors then show) in mode without blocking, or nil when
+// it is not a pipe or it cannot be opened so (a pipe whose other end is
+// closed, for one).
+func reopenPipe(f *os.File, name string, mode int) *os.File {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode().Type() != os.ModeNamedPipe {
 		return nil
 	}
 	// Not f.Fd(), which would make its file blocking.
-	p, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), mode|syscall.O_NONBLOCK, 0)
+	p, err := os.OpenFile(name, mode|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -79,6 +78,7 @@ type Conn struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
+	goneOnce  sync.Once // server side: see clientGone
 
 	// The tests' seams: storing, when set, runs in Start just before a
 	// call is stored; notes counts the goroutines writing a cancellation.
@@ -140,20 +140,7 @@ type Hooks struct {
 // what of b it can without waiting (n < len(b) when it must wait), a call
 // made on the goroutine reading a client (Call.OnReader) uses it, so that
 // a server that does not read never holds that goroutine.
-//
-// An r or w that is an *os.File the runtime polls without blocking (a
-// pipe: see [Pipe]) is read or written raw.
 func NewConn(r io.Reader, w io.Writer, closer io.Closer, max int, server bool, log io.Writer) *Conn {
-	if f, ok := r.(*os.File); ok {
-		if p := NewPipe(f); p != nil {
-			r = p
-		}
-	}
-	if f, ok := w.(*os.File); ok {
-		if p := NewPipe(f); p != nil {
-			w = p
-		}
-	}
 	return &Conn{
 		r:        bufio.NewReaderSize(r, 64<<10),
 		w:        w,
@@ -224,6 +211,9 @@ func (c *Conn) readLoop() {
 	defer c.batch.Flush()  // first: nothing is left held
 	for {
 		ln, err := c.readLine()
+		if ln.size >= rawEnvelopeMin {
+			Kick() // taking a large line apart, here or in a worker, may run long
+		}
 		switch {
 		case ln.size == 0:
 		case !c.server && !ln.over && ln.size >= rawEnvelopeMin:
@@ -240,7 +230,6 @@ func (c *Conn) readLoop() {
 				c.readErr = io.EOF
 				return
 			}
-			Kick() // the worker may run long
 			c.workers.Add(1)
 			big := ln // the goroutine's own: ln, which every line is read into, stays on the stack
 			go func() {
@@ -430,7 +419,29 @@ func (c *Conn) writeLocked(data ...[]byte) error {
 	if len(held) > 0 {
 		c.reuseHeld(held, calls)
 	}
+	if err != nil && c.server {
+		c.clientGone(err)
+	}
 	return err
+}
+
+// clientGone ends the connection, on the server side, once writing to the
+// client has failed with err: a client that no longer reads (it closed its
+// end of the pipe) gets nothing more, and the calls it still sends would
+// run for nothing. Most responses are written where no one sees the
+// error (a raw call's, one held in a batch), so the connection closes
+// itself, as reading would close it at the end of the client's stream.
+// A connection already closing is left to its Close.
+func (c *Conn) clientGone(err error) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	c.goneOnce.Do(func() {
+		c.Logf("writing to the client failed (%v): closing the connection", err)
+		go c.Close() // not here: the caller holds wmu, which Close takes
+	})
 }
 
 // Logf writes a line to the connection's log, if it has one.

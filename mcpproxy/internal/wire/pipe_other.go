@@ -16,7 +16,7 @@ func (p *Pipe) File() *os.File { return p.f }
 
 func (p *Pipe) Read(b []byte) (int, error)      { return p.f.Read(b) }
 func (p *Pipe) Write(b []byte) (int, error)     { return p.f.Write(b) }
-func (p *Pipe) WriteSome(b []byte) (int, error) { return p.f.Write(b) }
+func (p *Pipe) WriteSome(b []byte) (int, error) { return p.f.Write(b) } // never called: there is no Pipe
 func (p *Pipe) Close() error                    { return p.f.Close() }
 
 // Kick does nothing: only Linux's raw pipes let the runtime's monitor
