@@ -29,6 +29,10 @@
 //     the one cancelling calls directly, ends it first (call.go).
 //   - [Splices]: large arguments written in place of a placeholder, never
 //     re-encoded (splice.go).
+//   - [Pipe]: a pipe the process opened itself, read and written with raw
+//     system calls, which keep the runtime's monitor thread asleep
+//     through small calls; [Kick] wakes it where long work begins
+//     (pipe_linux.go).
 //
 // Errors are worded as mcpproxy's: they reach its users as its own.
 package wire
