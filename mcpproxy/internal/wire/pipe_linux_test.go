@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -250,10 +251,10 @@ const kickEnv = "WIRE_TEST_KICK_CHILD"
 // the monitor sleeps on (up to a minute) and the goroutine waiting behind
 // the long run never runs; the child reports that after 20 s.
 //
-// The parent waits 100 ms between the child's "ready" and the message,
-// for the child's monitor to fall asleep: on a slow machine it may still
-// be awake, and a missing kick then goes unseen, but a kick present
-// passes whatever the timing.
+// The parent sends the message once the child's monitor has fallen
+// asleep (monitorAsleep); should that not be seen, it sends it anyway, and
+// a missing kick may then go unseen, but a kick present passes whatever
+// happens.
 func TestKickPreempts(t *testing.T) {
 	if mode := os.Getenv(kickEnv); mode != "" {
 		kickChild(mode)
@@ -287,7 +288,7 @@ func TestKickPreempts(t *testing.T) {
 			if !lines.Scan() || lines.Text() != "ready" {
 				t.Fatalf("child: %q, %v; stderr: %s", lines.Text(), lines.Err(), stderr.Bytes())
 			}
-			time.Sleep(100 * time.Millisecond) // see above: only how likely a missing kick is seen
+			monitorAsleep(cmd.Process.Pid)
 			if _, err := io.WriteString(in, line+"\n"); err != nil {
 				t.Fatal(err)
 			}
@@ -295,6 +296,35 @@ func TestKickPreempts(t *testing.T) {
 				t.Fatalf("child: %q, %v; stderr: %s", lines.Text(), lines.Err(), stderr.Bytes())
 			}
 		})
+	}
+}
+
+// monitorAsleep returns once every thread of the process pid is blocked
+// in a system call and none in nanosleep, the runtime monitor's short
+// sleep between its rounds: then the monitor is in its deep sleep, which
+// only a system call entered (or a timer) ends. It reads
+// /proc/PID/task/*/syscall, and gives up after maxPolls reads of them.
+func monitorAsleep(pid int) {
+	const maxPolls = 100000
+	task := fmt.Sprintf("/proc/%d/task", pid)
+	for range maxPolls {
+		tids, err := os.ReadDir(task)
+		if err != nil {
+			return
+		}
+		asleep := len(tids) > 0
+		for _, tid := range tids {
+			b, err := os.ReadFile(filepath.Join(task, tid.Name(), "syscall"))
+			nr, _, _ := strings.Cut(string(b), " ")
+			if err != nil || nr == "running" || nr == strconv.Itoa(syscall.SYS_NANOSLEEP) || nr == strconv.Itoa(syscall.SYS_CLOCK_NANOSLEEP) {
+				asleep = false
+				break
+			}
+		}
+		if asleep {
+			return
+		}
+		runtime.Gosched()
 	}
 }
 
