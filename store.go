@@ -208,6 +208,7 @@ func parseHandle(h string) (int, bool) {
 	return jsontext.ParseUint(h[1:], math.MaxInt)
 }
 
+// handleName returns the handle of the i-th value: "r" and i.
 func handleName(i int) string {
 	var b [24]byte
 	return string(strconv.AppendInt(append(b[:0], 'r'), int64(i), 10))
