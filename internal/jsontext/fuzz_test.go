@@ -995,6 +995,14 @@ func FuzzSkim(f *testing.F) {
 		if fmt.Sprint(err1) != fmt.Sprint(err2) || err1 == nil && (top1 != top2 || n != sh.Count || largest != sh.Largest[0]) {
 			t.Fatalf("Tally: %v %d %v %v, Scan: %v %d %v %v, for %q", top2, n, largest, err2, top1, sh.Count, sh.Largest[0], err1, data)
 		}
+		for _, k := range []int{0, 2, 6} {
+			_, sh, err1 := Scan(data, Limits{Head: k})
+			var head [6]Child
+			n, depth, err2 := Members(data, head[:k])
+			if fmt.Sprint(err1) != fmt.Sprint(err2) || err1 == nil && (n != sh.Count || depth != sh.Depth || !slices.Equal(head[:min(n, k)], sh.Head)) {
+				t.Fatalf("Members(%d): %d %d %v %v, Scan: %d %d %v %v, for %q", k, n, depth, head[:min(n, k)], err2, sh.Count, sh.Depth, sh.Head, err1, data)
+			}
+		}
 	})
 }
 

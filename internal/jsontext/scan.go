@@ -846,23 +846,61 @@ func skim(d []byte, i int, stack []byte) (end int, _ []byte, deepest int, ok boo
 // without its fixed cost (a small document is tallied in about the time
 // Scan takes to set up). An error is Scan's.
 func Tally(d []byte) (top Span, n int, largest Child, err error) {
+	var t tallied
+	if top, err = t.run(d); err != nil {
+		return top, 0, Child{}, err
+	}
+	return top, t.n, t.largest, nil
+}
+
+// Members validates d as [Valid] does and returns the number of children
+// of its top-level array or object (0 for a scalar), records the first
+// len(head) of them in head, and returns the deepest its arrays and
+// objects nest: what [Scan] with Limits{Head: len(head)} records in
+// Count, Head and Depth, without its fixed cost or any allocation while
+// d nests at most 32 deep (the envelope of every message the proxy reads
+// below its outline's size is read so). An error is Scan's.
+func Members(d []byte, head []Child) (n, depth int, err error) {
+	t := tallied{head: head}
+	if _, err = t.run(d); err != nil {
+		return 0, 0, err
+	}
+	return t.n, t.depth, nil
+}
+
+// tallied is what tally records of a top-level array or object: the
+// number of its children, the first len(head) of them, the largest
+// member of an object, and the deepest nesting.
+type tallied struct {
+	n       int
+	head    []Child
+	largest Child
+	depth   int
+}
+
+// run tallies d, whose value is at top, as Tally and Members do.
+func (t *tallied) run(d []byte) (top Span, err error) {
 	var buf [32]byte // the stack of open containers, on the stack while shallow
 	if i := SkipSpace(d, 0); i < len(d) && (d[i] == '{' || d[i] == '[') {
-		if end, n, largest, ok := tally(d, i, buf[:0]); ok && SkipSpace(d, end) == len(d) {
-			return Span{i, end}, n, largest, nil
+		if end, ok := t.tally(d, i, buf[:0]); ok && SkipSpace(d, end) == len(d) {
+			return Span{i, end}, nil
 		}
 	}
-	top, sh, err := Scan(d, Limits{}) // a scalar, or the error of invalid input
-	return top, sh.Count, sh.Largest[0], err
+	// A scalar, or the error of invalid input.
+	top, sh, err := Scan(d, Limits{Head: len(t.head)})
+	t.n, t.largest, t.depth = sh.Count, sh.Largest[0], sh.Depth
+	copy(t.head, sh.Head)
+	return top, err
 }
 
 // tally is Tally of the array or object at d[i]: it returns the index
 // after it, and ok false when it is not valid.
-func tally(d []byte, i int, stack []byte) (end, n int, largest Child, ok bool) {
+func (t *tallied) tally(d []byte, i int, stack []byte) (end int, ok bool) {
 	open := d[i]
+	t.depth = 1
 	i = SkipSpace(d, i+1)
 	if i < len(d) && d[i] == open+2 {
-		return i + 1, 0, largest, true
+		return i + 1, true
 	}
 	stack = append(stack, open)
 	for {
@@ -870,29 +908,33 @@ func tally(d []byte, i int, stack []byte) (end, n int, largest Child, ok bool) {
 		var err error
 		if open == '{' {
 			if i, key, err = scanKey(d, i); err != nil {
-				return i, n, largest, false
+				return i, false
 			}
 			i = SkipSpace(d, i)
 		}
 		if i >= len(d) {
-			return i, n, largest, false
+			return i, false
 		}
-		start := i
-		if i, stack, _, ok = skim(d, i, stack); !ok {
-			return i, n, largest, false
+		start, deepest := i, 0
+		if i, stack, deepest, ok = skim(d, i, stack); !ok {
+			return i, false
 		}
-		n++
-		if open == '{' && i-start > largest.Val.End-largest.Val.Start {
-			largest = Child{Key: key, Val: Span{start, i}}
+		if t.n < len(t.head) {
+			t.head[t.n] = Child{Key: key, Val: Span{start, i}}
+		}
+		t.n++
+		t.depth = max(t.depth, deepest)
+		if open == '{' && i-start > t.largest.Val.End-t.largest.Val.Start {
+			t.largest = Child{Key: key, Val: Span{start, i}}
 		}
 		if i = SkipSpace(d, i); i >= len(d) {
-			return i, n, largest, false
+			return i, false
 		}
 		if d[i] == open+2 {
-			return i + 1, n, largest, true
+			return i + 1, true
 		}
 		if d[i] != ',' {
-			return i, n, largest, false
+			return i, false
 		}
 		i = SkipSpace(d, i+1)
 	}

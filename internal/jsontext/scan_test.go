@@ -576,8 +576,36 @@ func TestValidLarge(t *testing.T) {
 // records its items' keys: twice the work).
 func TestTallySpaces(t *testing.T) {
 	for _, d := range []string{"[0, 0]", "[\n  {\"a\": 1},\n  {\"a\": 2}\n]", `{"a": [1, 2], "b" : 3}`} {
-		if _, _, _, ok := tally([]byte(d), 0, nil); !ok {
+		var tl tallied
+		if _, ok := tl.tally([]byte(d), 0, nil); !ok {
 			t.Errorf("tally refused %q", d)
 		}
+	}
+}
+
+// TestMembers: Members counts and records a top-level value's children
+// and its depth as Scan does, refuses what Scan refuses, and allocates
+// nothing for a shallow document (every small message's envelope).
+func TestMembers(t *testing.T) {
+	d := []byte(`{"jsonrpc":"2.0","id":7,"params":{"name":"x","arguments":{"a":[1,{"b":2}]}}}`)
+	var head [2]Child
+	n, depth, err := Members(d, head[:])
+	if err != nil || n != 3 || depth != 5 {
+		t.Fatalf("Members: %d %d %v, want 3 5 <nil>", n, depth, err)
+	}
+	if k, v := head[1].Key.Of(d), head[1].Val.Of(d); string(k) != `"id"` || string(v) != "7" {
+		t.Errorf("second member: %s:%s, want \"id\":7", k, v)
+	}
+	for _, bad := range []string{`{"a":1,}`, `{"a":1} x`, `{"a"}`, ``, `{"a":"\x01"}`} {
+		_, _, want := Scan([]byte(bad), Limits{Head: 2})
+		if _, _, err := Members([]byte(bad), head[:]); err == nil || err.Error() != want.Error() {
+			t.Errorf("Members(%q): %v, want %v", bad, err, want)
+		}
+	}
+	if n, depth, err := Members([]byte(`"s"`), head[:]); n != 0 || depth != 0 || err != nil {
+		t.Errorf(`Members("s"): %d %d %v, want 0 0 <nil>`, n, depth, err)
+	}
+	if a := testing.AllocsPerRun(100, func() { Members(d, head[:]) }); a != 0 {
+		t.Errorf("Members allocates %v times, want 0", a)
 	}
 }

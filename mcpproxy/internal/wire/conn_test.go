@@ -286,6 +286,22 @@ func TestDetach(t *testing.T) {
 	}
 }
 
+// TestPlainEnvelopeAllocs: the envelope of a line below outlineMin, every
+// small request and response, is read without allocating (jsontext.Members,
+// not Scan, which allocates its records).
+func TestPlainEnvelopeAllocs(t *testing.T) {
+	for _, line := range []string{ping, `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"{\"ok\":true}"}]}}`} {
+		data := []byte(line)
+		if a := testing.AllocsPerRun(100, func() {
+			if _, ok := plainEnvelope(data, Outline{}); !ok {
+				t.Fatalf("%s: not plain", line)
+			}
+		}); a != 0 {
+			t.Errorf("%s: %v allocations, want 0", line, a)
+		}
+	}
+}
+
 // FuzzPlainEnvelope checks the proxy's own reading of plain messages
 // against the SDK's decoding: whatever message fromEnvelope makes, the SDK
 // decodes the same line to the same message (kind, id, method, params or
