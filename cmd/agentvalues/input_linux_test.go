@@ -177,22 +177,6 @@ func runChild(t *testing.T, args []string, stdin io.Reader, killAbove int64) (pe
 	return peak, code, errs.String()
 }
 
-// vmHWM returns the peak resident memory of a running process in bytes, or
-// 0 once it has exited.
-func vmHWM(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for l := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
 // TestReadFileEndless calls the demo's read_file tool on a named pipe that
 // a goroutine writes to forever: Stat cannot tell its size, so only the
 // bounded read stops it. The tool must fail with an error giving the cap.

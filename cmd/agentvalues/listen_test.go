@@ -1,5 +1,3 @@
-//go:build linux
-
 package main
 
 import (
@@ -13,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,6 +100,9 @@ func startListenerEnv(t *testing.T, env []string, args ...string) *listener {
 // peak returns the child's peak resident memory in bytes so far.
 func (l *listener) peak(t *testing.T) int64 {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the peak resident memory in /proc/PID/status, which only Linux has")
+	}
 	p := vmHWM(l.cmd.Process.Pid)
 	if p == 0 {
 		t.Fatalf("the command is gone; stderr:\n%s", l.stderr())
@@ -504,4 +506,20 @@ func TestHTTPSlowClients(t *testing.T) {
 		}
 		initialize(t, l.url)
 	})
+}
+
+// vmHWM returns the peak resident memory of a running process in bytes, or
+// 0 once it has exited.
+func vmHWM(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
