@@ -518,11 +518,11 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 		return nil
 	}
 	m := (*tools)[req.name]
-	if m == nil || p.downstreamErr() != nil {
+	if m == nil {
 		return nil
 	}
-	l := p.current()
-	if l.conn == nil {
+	l := p.rawLink()
+	if l == nil || l.conn == nil {
 		return nil
 	}
 	init := l.down.InitializeResult()

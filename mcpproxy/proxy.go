@@ -636,6 +636,18 @@ func commandName(ct *CommandTransport) string {
 	return fmt.Sprintf("%q", strings.Join(ct.Command.Args, " "))
 }
 
+// rawLink returns the link a raw call goes over, under one lock: nil
+// when downstreamErr would give an error (the proxy is shut down, or the
+// server is gone), which the SDK route then gives the call.
+func (p *Proxy) rawLink() *link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.link.gone != nil {
+		return nil
+	}
+	return p.link
+}
+
 // downstreamErr returns why calls cannot reach the downstream server, or nil.
 func (p *Proxy) downstreamErr() error {
 	p.mu.Lock()

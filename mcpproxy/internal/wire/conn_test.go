@@ -286,6 +286,26 @@ func TestDetach(t *testing.T) {
 	}
 }
 
+// TestIDOf: a number id is read as the SDK decodes it (a float64, made an
+// integer), whether it is read digit by digit (up to 15 digits) or parsed.
+func TestIDOf(t *testing.T) {
+	for _, v := range []string{"0", "7", "4964", "123456789012345", "1234567890123456", "9007199254740992", "-3", "8.0", "1e3", `"7"`} {
+		want, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + v + `,"method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, ok := idOf([]byte(v))
+		if !ok || id != want.(*jsonrpc.Request).ID {
+			t.Errorf("idOf(%s) = %v %v, want %v", v, id.Raw(), ok, want.(*jsonrpc.Request).ID.Raw())
+		}
+	}
+	for _, v := range []string{"8.5", "9007199254740994", "1e17", "true"} {
+		if id, ok := idOf([]byte(v)); ok {
+			t.Errorf("idOf(%s) = %v, want none", v, id.Raw())
+		}
+	}
+}
+
 // TestPlainEnvelopeAllocs: the envelope of a line below outlineMin, every
 // small request and response, is read without allocating (jsontext.Members,
 // not Scan, which allocates its records).

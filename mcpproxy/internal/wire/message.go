@@ -305,19 +305,20 @@ func (c *Conn) fromEnvelope(env envelope) jsonrpc.Message {
 		}
 		return req
 	}
-	if _, pending := c.calls.method(id); c.server || !id.IsValid() || !pending {
+	if c.server || !id.IsValid() {
+		return nil
+	}
+	// A response to no pending call (one cancelled is forgotten) goes
+	// nowhere, not to the SDK under its number on the wire, which may be
+	// one of the SDK's own ids.
+	call, pending := c.calls.Done(id)
+	if !pending {
 		return nil
 	}
 	// The result is a slice of the line: the SDK would scan it again and
 	// copy it.
 	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(env.result)}
-	if !c.settle(resp, env.line) {
-		// The call ended (cancelled) since it was found pending: its
-		// response goes where that of a call ended before goes (nowhere),
-		// not to the SDK under its number on the wire, which may be one of
-		// the SDK's own ids.
-		return nil
-	}
+	c.settled(resp, call, env.line)
 	return resp
 }
 
@@ -330,17 +331,23 @@ func (c *Conn) settle(resp *jsonrpc.Response, line ResultLine) bool {
 	if !ok {
 		return false
 	}
+	c.settled(resp, call, line)
+	return true
+}
+
+// settled is settle once the pending call the response answers is known
+// and forgotten.
+func (c *Conn) settled(resp *jsonrpc.Response, call Pending, line ResultLine) {
 	resp.ID = call.ID
 	if c.hooks.Fix == nil || resp.Error != nil {
-		return true
+		return
 	}
 	res, werr := c.hooks.Fix(call.Method, call.Tag, resp.Result, line)
 	if werr != nil {
 		resp.Result, resp.Error = nil, werr
-		return true
+		return
 	}
 	resp.Result = res
-	return true
 }
 
 // frequentMethods are the methods of the messages a session sends on
