@@ -292,7 +292,7 @@ func callParams(params json.RawMessage) (name string, args, meta []byte, ok bool
 	if len(args) > 0 && args[0] == 'n' {
 		args = nil // null: none, as toolArgs reads it
 	}
-	return string(jsontext.AppendUnquoted(nil, rawName)), args, meta, true
+	return unquote(rawName), args, meta, true
 }
 
 // errRawClosed is why a raw call fails when the downstream connection
