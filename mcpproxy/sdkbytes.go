@@ -169,7 +169,8 @@ func appendResult(b []byte, res *mcp.CallToolResult) ([]byte, bool) {
 	}
 	b = append(b, '{')
 	if len(res.Meta) > 0 {
-		keys := make([]string, 0, len(res.Meta))
+		var few [4]string // the handle's key, the content handle's, serverInfo: on the stack
+		keys := few[:0]
 		for k := range res.Meta {
 			keys = append(keys, k)
 		}
@@ -179,19 +180,20 @@ func appendResult(b []byte, res *mcp.CallToolResult) ([]byte, bool) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			var enc []byte
-			switch v := res.Meta[k].(type) {
-			case string:
-				enc = appendString(nil, v)
-			case json.RawMessage:
-				enc, _ = json.Marshal(v)
-			}
-			if enc == nil { // another type, or invalid raw JSON
-				return nil, false
-			}
 			b = appendString(b, k)
 			b = append(b, ':')
-			b = append(b, enc...)
+			switch v := res.Meta[k].(type) {
+			case string:
+				b = appendString(b, v)
+			case json.RawMessage:
+				enc, _ := json.Marshal(v)
+				if enc == nil { // invalid raw JSON
+					return nil, false
+				}
+				b = append(b, enc...)
+			default: // b is dropped: the caller encodes res another way
+				return nil, false
+			}
 		}
 		b = append(b, "},"...)
 	}
