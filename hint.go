@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/agentvalues/values/internal/jsontext"
 )
@@ -120,7 +121,8 @@ var hintLen = len(ReferenceHint(""))
 // pass it, or a part of it, as a tool argument. A model reads from it
 // what it would otherwise count in the value.
 func StoredLine(handle string, v Value) string {
-	return string(appendStoredLine(make([]byte, 0, storedLineSize), handle, v.get()))
+	b := appendStoredLine(make([]byte, 0, storedLineSize), handle, v.get())
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again: one allocation, not two
 }
 
 // storedLineSize is room for most stored lines (about 90 to 200 bytes),
