@@ -73,9 +73,9 @@ type rawRequest struct {
 	// the call watches its context.
 	stop *wire.Cancel
 	// end and done, set as the call runs, end the call: end what
-	// Proxy.begin began, and hand the response line to the caller
+	// Proxy.beginCall began, and hand the response line to the caller
 	// (answerRaw).
-	end  func()
+	end  begun
 	done func(line []byte)
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
@@ -542,7 +542,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		// What the server asks during the call goes to req.ss (over HTTP;
 		// on a line connection, to its one session).
-		ctx, req.end = p.begin(ctx, req.ss)
+		req.end = p.beginCall(ctx, req.ss)
 		req.done = done
 		p.callToolRaw(ctx, vals, m, l, req, downMeta)
 	}
@@ -552,7 +552,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 // went to vals, with the outcome res or err (see rawCaller).
 func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.SessionValues, req *rawRequest, res *mcp.CallToolResult, err error) {
 	o.endCall(ctx, vals, res, err)
-	req.end()
+	req.end.end()
 	req.done(rawLine(req, res, err))
 }
 

@@ -171,8 +171,15 @@ type inFlight struct {
 // under ctx, and returns the context to make it under; end forgets it.
 // (A server's request names no call: see upstreamFor.)
 func (p *Proxy) begin(ctx context.Context, ss *mcp.ServerSession) (_ context.Context, end func()) {
+	b := p.beginCall(ctx, ss)
+	return ctx, b.end
+}
+
+// beginCall is begin, returning what ends the call as a value, which a
+// raw call keeps without allocating a function.
+func (p *Proxy) beginCall(ctx context.Context, ss *mcp.ServerSession) begun {
 	if ss == nil {
-		return ctx, func() {}
+		return begun{}
 	}
 	f := &p.inFlight
 	f.mu.Lock()
@@ -183,11 +190,23 @@ func (p *Proxy) begin(ctx context.Context, ss *mcp.ServerSession) (_ context.Con
 	}
 	f.calls[c.seq] = c
 	f.mu.Unlock()
-	return ctx, func() {
-		f.mu.Lock()
-		delete(f.calls, c.seq)
-		f.mu.Unlock()
+	return begun{f, c.seq}
+}
+
+// begun is a call beginCall recorded in f under seq (f nil: none).
+type begun struct {
+	f   *inFlight
+	seq uint64
+}
+
+// end forgets the call.
+func (b begun) end() {
+	if b.f == nil {
+		return
 	}
+	b.f.mu.Lock()
+	delete(b.f.calls, b.seq)
+	b.f.mu.Unlock()
 }
 
 // latest returns the call in flight that started last, if any.
