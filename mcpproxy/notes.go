@@ -162,7 +162,11 @@ func isPreview(h string, out *mcp.CallToolResult) bool {
 	}
 	t, ok := out.Content[len(out.Content)-1].(*mcp.TextContent)
 	const head = "[stored as "
-	return !ok || !strings.HasPrefix(t.Text, head) || !strings.HasPrefix(t.Text[len(head):], h+" (")
+	if !ok || !strings.HasPrefix(t.Text, head) {
+		return true
+	}
+	rest := t.Text[len(head):] // h and " (", without making h+" (" on every call
+	return !strings.HasPrefix(rest, h) || !strings.HasPrefix(rest[len(h):], " (")
 }
 
 // notesOf returns the notes of the store vals, oldest first.

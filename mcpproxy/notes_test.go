@@ -99,3 +99,29 @@ func TestNotesBounded(t *testing.T) {
 		last[n.Returned] = n.Shown
 	}
 }
+
+// TestIsPreview: a result is shown whole when its last block is the line
+// naming its own handle, and a preview otherwise (a line naming another
+// handle, r10 for r1, included).
+func TestIsPreview(t *testing.T) {
+	line := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}, &mcp.TextContent{Text: s}}}
+	}
+	for _, c := range []struct {
+		h, last string
+		want    bool
+	}{
+		{"r1", "[stored as r1 (object, 1 key, 11 B): …]", false},
+		{"r1", "[stored as r10 (object, 1 key, 11 B): …]", true},
+		{"r10", "[stored as r1 (object …]", true},
+		{"r1", "[stored as r1", true},
+		{"r1", "preview", true},
+	} {
+		if got := isPreview(c.h, line(c.last)); got != c.want {
+			t.Errorf("isPreview(%s, %q) = %v, want %v", c.h, c.last, got, c.want)
+		}
+	}
+	if !isPreview("r1", &mcp.CallToolResult{}) {
+		t.Error("a result of no blocks is not a preview")
+	}
+}
