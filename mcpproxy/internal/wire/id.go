@@ -145,7 +145,10 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 	case '"':
 		raw = string(jsontext.AppendUnquoted(nil, v))
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		if n, ok := smallUint(v); ok { // every id the SDK's clients send
+		// Digits alone (every id the SDK's clients send), read without
+		// ParseFloat's copy of v: up to maxExactID, the value ParseFloat
+		// would give.
+		if n, ok := jsontext.ParseUint(v, min(maxExactID, math.MaxInt)); ok {
 			id, err := jsonrpc.MakeID(float64(n))
 			return id, err == nil
 		}
@@ -159,23 +162,6 @@ func idOf(v []byte) (jsonrpc.ID, bool) {
 	}
 	id, err := jsonrpc.MakeID(raw)
 	return id, err == nil && id.IsValid()
-}
-
-// smallUint reads v as a JSON number of at most 15 digits and nothing
-// else (no sign, fraction or exponent), which is a float64 exactly, as
-// the SDK decodes an id: without ParseFloat's copy of v.
-func smallUint(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 15 || v[0] == '0' && len(v) > 1 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
 
 // maxExactID is the largest integer magnitude up to which every integer
