@@ -105,6 +105,40 @@ func rawPost(t *testing.T, url, sid string, body []byte, chunked bool, headers .
 	return resp.StatusCode, resp.Header, string(data)
 }
 
+// postRefused is rawPost for a body the server refuses before reading it
+// all, which closes the connection: the request is written on a
+// connection of its own, by a goroutine whose write may fail once the
+// server has answered, while the answer is read. (net/http's client may
+// return the failed write instead of the answer: either may come first.)
+func postRefused(t *testing.T, url, sid string, body []byte, chunked bool) (int, string) {
+	t.Helper()
+	var r io.Reader = bytes.NewReader(body)
+	if chunked {
+		r = io.MultiReader(r) // hides the length: sent chunked
+	}
+	req, err := http.NewRequest("POST", url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	conn, err := net.Dial("tcp", req.URL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go req.Write(conn) // fails once the server closes: what is read below is the answer
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
 // rawSession opens a session on url and returns its id.
 func rawSession(t *testing.T, url string) string {
 	t.Helper()
@@ -185,7 +219,7 @@ func TestHTTPBounds(t *testing.T) {
 	sid := rawSession(t, s.url)
 	over := []byte(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"args","arguments":{"s":"` + strings.Repeat("x", 1<<20) + `"}}}`)
 	for _, chunked := range []bool{false, true} {
-		status, _, body := rawPost(t, s.url, sid, over, chunked)
+		status, body := postRefused(t, s.url, sid, over, chunked)
 		want := fmt.Sprintf(`"id":"big","error":{"code":-32600,"message":"mcpproxy: Invalid Request: the message is %d bytes, over the limit of 1048576"}`, len(over))
 		if chunked {
 			want = `"id":"big","error":{"code":-32600,"message":"mcpproxy: Invalid Request: the message is over the limit of 1048576 bytes"}`
