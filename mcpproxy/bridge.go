@@ -202,7 +202,7 @@ func (p *Proxy) awaitBridge(ctx context.Context, b *bridge, m *mirroredTool, val
 			if o.err == nil && o.res.NeedsInput() {
 				return inputRequired(o.res), nil // a server cannot, before 2026-07-28; passed on as it came
 			}
-			return p.finishCall(ctx, b.ctx, l, m, vals, o.res, o.err)
+			return p.finishCall(ctx, b.ctx, l, m, vals, o.res, o.err, nil)
 		case a := <-b.asks:
 			pending := map[string]*ask{"1": a}
 			for more := true; more; { // the requests the server made at once

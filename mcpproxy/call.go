@@ -26,8 +26,9 @@ const goneWait = 3 * time.Second
 // the raw call route, the call's wire.Cancel, which is cancelled when
 // either is), whose result went to vals: the result res presented, or,
 // for err, the result or error that says what went wrong. The SDK route
-// and the raw call route (call_rawcall.go) both end here.
-func (p *Proxy) finishCall(ctx context.Context, callCtx interface{ Err() error }, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+// and the raw call route (call_rawcall.go) both end here. pr, when not
+// nil, is the memory present builds the result in (see rawAnswer).
+func (p *Proxy) finishCall(ctx context.Context, callCtx interface{ Err() error }, l *link, m *mirroredTool, vals *values.SessionValues, res *mcp.CallToolResult, err error, pr *presented) (*mcp.CallToolResult, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -63,7 +64,7 @@ func (p *Proxy) finishCall(ctx context.Context, callCtx interface{ Err() error }
 		}
 		return errorResult(fmt.Sprintf("the call of %s failed: %v; it may have partly run", m.up, err)), nil
 	}
-	out := p.present(vals, res)
+	out := p.present(vals, res, pr)
 	p.stores.noteResult(vals, m.up, p.noteServer(l), out)
 	return out, nil
 }
@@ -87,10 +88,16 @@ func (p *Proxy) noteServer(l *link) string {
 // as it came with one more text block naming the handles. _meta carries
 // the handle under MetaHandle, and, when the content blocks are stored
 // apart from the structured content, theirs under MetaContentHandle.
-func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mcp.CallToolResult {
+//
+// The result is built in pr, a zero presented or one reset (see
+// rawAnswer), or in a new one when pr is nil.
+func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult, pr *presented) *mcp.CallToolResult {
 	h, ch, raw := storedRaw(res) // stored from its bytes (call_rawresult.go), to be previewed
 	var structured json.RawMessage
-	pr := &presented{content: sdkContent{blocks: res.Content, json: keptContent(res)}}
+	if pr == nil {
+		pr = new(presented)
+	}
+	pr.content = sdkContent{blocks: res.Content, json: keptContent(res)}
 	c := &pr.content
 	if !raw {
 		var err error
@@ -105,7 +112,10 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 	dropOwnKeys(res.Content)
 	meta := forwardMeta(res.Meta)
 	if meta == nil {
-		meta = mcp.Meta{}
+		if pr.meta == nil {
+			pr.meta = mcp.Meta{}
+		}
+		meta = pr.meta
 	}
 	meta[MetaHandle] = h
 	if ch != "" {
@@ -145,12 +155,15 @@ func (p *Proxy) present(vals *values.SessionValues, res *mcp.CallToolResult) *mc
 // presented is what present allocates, once: the result the agent gets,
 // the blocks of the downstream result as the rule reads them, and the
 // block present adds (the handle line, or the preview) with, for a
-// result of one block, the content array it goes in.
+// result of one block, the content array it goes in, and its _meta when
+// the server's result had none to forward (which a presented reset keeps,
+// emptied: see rawAnswer).
 type presented struct {
 	out     mcp.CallToolResult
 	content sdkContent
 	line    mcp.TextContent
 	blocks  [2]mcp.Content
+	meta    mcp.Meta
 }
 
 // sdkContent is a result's content blocks as the SDK decoded them, for the

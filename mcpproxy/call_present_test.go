@@ -35,7 +35,7 @@ func TestPresentBlocks(t *testing.T) {
 					return c
 				}
 				first, second := blocks("first"), blocks("second")
-				out := p.present(vals, &mcp.CallToolResult{Content: first})
+				out := p.present(vals, &mcp.CallToolResult{Content: first}, nil)
 				want := append([]mcp.Content(nil), first...)
 				h, _ := out.Meta[MetaHandle].(string)
 				if preview {
@@ -46,7 +46,7 @@ func TestPresentBlocks(t *testing.T) {
 				} else {
 					want = append(want, &mcp.TextContent{Text: mcpresult.HandleLine(vals, h, "")})
 				}
-				again := p.present(vals, &mcp.CallToolResult{Content: second})
+				again := p.present(vals, &mcp.CallToolResult{Content: second}, nil)
 				if err := sameBlocks(out.Content, want); err != nil {
 					t.Errorf("the first result (after a second was presented): %v", err)
 				}

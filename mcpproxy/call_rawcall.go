@@ -77,6 +77,14 @@ type rawRequest struct {
 	// (answerRaw).
 	end  begun
 	done func(line []byte)
+	// doneCopies is set when done is through with the line as it returns
+	// (it has written it, or copied it): rawLine may then write the line
+	// into the memory of answer, which is reused.
+	doneCopies bool
+	// answer is the memory the call's answer is made in, from the
+	// response on (see rawAnswer); nil before, and for a call that ends
+	// without one.
+	answer *rawAnswer
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -368,6 +376,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request) bool {
 		}
 		u.conn.WriteLineIn(r.answerIn, line) // a failed write shows on the next one the session makes
 	}
+	r.doneCopies = true // WriteLineIn copies the line, or writes it before it returns
 	if r.light() {
 		r.onReader, r.sendIn = true, u.conn.Batch() // take runs on the reading goroutine
 		run(ctx, done)
@@ -553,7 +562,68 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.SessionValues, req *rawRequest, res *mcp.CallToolResult, err error) {
 	o.endCall(ctx, vals, res, err)
 	req.end.end()
-	req.done(rawLine(req, res, err))
+	a := req.answer
+	if a == nil {
+		req.done(rawLine(nil, req, res, err))
+		return
+	}
+	req.answer = nil
+	var dst []byte
+	if req.doneCopies {
+		dst = a.line
+	}
+	line := rawLine(dst, req, res, err)
+	req.done(line)
+	if req.doneCopies {
+		a.line = line
+	}
+	a.release()
+}
+
+// A rawAnswer is the memory the raw call route answers a call in: the
+// downstream result as textResult reads it, the result present makes of
+// it, and the response line. A call takes one as its response comes and
+// answerRaw puts it back once the line is written, to be reset and taken
+// by the next call: a small call's answer is then made in memory that the
+// last one left in the processor's cache, rather than in new memory,
+// which would cost an allocation and a cache miss for each of its lines
+// and, in time, a collection. Nothing the answer is made of outlives the
+// call: what the store, the notes and telemetry keep of it are strings,
+// which are not reused.
+type rawAnswer struct {
+	read textRead
+	pr   presented
+	line []byte
+}
+
+// rawAnswers are the rawAnswers put back.
+var rawAnswers = sync.Pool{New: func() any { return new(rawAnswer) }}
+
+// takeRawAnswer returns a rawAnswer reset, for a call's answer.
+func takeRawAnswer() *rawAnswer { return rawAnswers.Get().(*rawAnswer) }
+
+// maxAnswerLine bounds the memory of a response line a rawAnswer keeps:
+// a larger one, made for a large result shown whole, is left to the
+// collector rather than held by the pool.
+const maxAnswerLine = 16 << 10
+
+// release resets a and puts it back. Its _meta map is kept, emptied (the
+// room for its entries is what it costs), as is the line's memory, up to
+// maxAnswerLine.
+func (a *rawAnswer) release() {
+	a.reset()
+	rawAnswers.Put(a)
+}
+
+// reset makes a as a new rawAnswer but for the memory release keeps.
+func (a *rawAnswer) reset() {
+	meta, line := a.pr.meta, a.line[:0]
+	clear(meta)
+	if cap(line) > maxAnswerLine {
+		line = nil
+	}
+	*a = rawAnswer{line: line}
+	a.pr.meta = meta
 }
 
 // callToolRaw is callTool on the raw call route: the same steps, results and
@@ -604,7 +674,8 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			var res *mcp.CallToolResult
 			switch {
 			case err == nil:
-				res, err = decodeResult(resp)
+				req.answer = takeRawAnswer()
+				res, err = decodeResult(resp, &req.answer.read)
 			case stop.Err() == nil: // not cancelled: the connection's end, or a failed write
 				err = callError(err)
 			}
@@ -639,12 +710,16 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 						params.RequestState = res.RequestState
 						res, err = l.down.CallTool(wire.WithTag(callCtx, vals), params) // tagged for fixResult
 					}
-					out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err)
+					out, err := p.finishCall(ctx, callCtx, l, m, vals, res, err, nil)
 					p.answerRaw(ctx, o, vals, req, out, err)
 				}()
 				return
 			}
-			out, err := p.finishCall(ctx, stop, l, m, vals, res, err)
+			var pr *presented
+			if req.answer != nil {
+				pr = &req.answer.pr
+			}
+			out, err := p.finishCall(ctx, stop, l, m, vals, res, err, pr)
 			req.answerIn = b
 			p.answerRaw(ctx, o, vals, req, out, err)
 		},

@@ -14,6 +14,7 @@ import (
 	values "github.com/agentvalues/values"
 	valuestore "github.com/agentvalues/values/store"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -789,4 +790,66 @@ func TestStoresInline(t *testing.T) {
 			t.Errorf("%s: memoryOnly = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// TestRawAnswerReset holds a rawAnswer reset to a new one but for the
+// memory it keeps: an answer made in it after a call with a content handle
+// and the serverInfo of protocol 2026-07-28 carries neither, nor any block
+// or text of that call. (TestRawCallMatchesSDKPath runs its calls one
+// after another on one connection, each answer in the last one's memory.)
+func TestRawAnswerReset(t *testing.T) {
+	vals, fresh := values.New(), values.New()
+	p := &Proxy{threshold: -1}
+	const one, two = `{"content":[{"type":"text","text":"one"},{"type":"text","text":"two"}],"isError":true}`, `{"content":[{"type":"text","text":"three"}]}`
+	a := new(rawAnswer)
+	first, ok := textResult([]byte(one), &a.read)
+	if !ok {
+		t.Fatal("textResult refused the first result")
+	}
+	out := p.present(vals, first, &a.pr)
+	out.Meta[MetaContentHandle] = "r9"
+	req := &rawRequest{id: mustID(t, 1), serverInfo: json.RawMessage(`{"name":"s","version":"1"}`)}
+	a.line = rawLine(a.line, req, out, nil)
+	if !strings.Contains(string(a.line), `"r9"`) || !strings.Contains(string(a.line), `"isError":true`) {
+		t.Fatalf("first line: %s", a.line)
+	}
+	keep := cap(a.line)
+	a.reset()
+	if a.pr.meta == nil || len(a.pr.meta) != 0 || cap(a.line) != keep || len(a.line) != 0 {
+		t.Fatalf("reset kept meta %v (want empty, not nil), line len %d cap %d (want 0, %d)", a.pr.meta, len(a.line), cap(a.line), keep)
+	}
+	second, ok := textResult([]byte(two), &a.read)
+	if !ok {
+		t.Fatal("textResult refused the second result")
+	}
+	out = p.present(vals, second, &a.pr)
+	got := string(rawLine(a.line, &rawRequest{id: mustID(t, 2)}, out, nil))
+	p.present(fresh, mustText(t, one), nil) // r1 there too
+	want := string(rawLine(nil, &rawRequest{id: mustID(t, 2)}, p.present(fresh, mustText(t, two), nil), nil))
+	if got != want {
+		t.Errorf("answer made in reset memory:\n%s\nwant, as in new memory:\n%s", got, want)
+	}
+	a.line = append(a.line[:0], make([]byte, maxAnswerLine+1)...)
+	a.reset()
+	if a.line != nil {
+		t.Errorf("reset kept a line of %d bytes, more than maxAnswerLine", cap(a.line))
+	}
+}
+
+func mustID(t *testing.T, n int64) jsonrpc.ID {
+	t.Helper()
+	id, err := jsonrpc.MakeID(float64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func mustText(t *testing.T, r string) *mcp.CallToolResult {
+	t.Helper()
+	res, ok := textResult([]byte(r), nil)
+	if !ok {
+		t.Fatalf("textResult refused %s", r)
+	}
+	return res
 }

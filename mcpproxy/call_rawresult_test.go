@@ -372,7 +372,7 @@ func FuzzPresentRaw(f *testing.F) {
 			t.Fatalf("the raw result route took %s, which the SDK refuses: %v", r, err)
 		}
 		sdk := values.New()
-		p.present(sdk, &res)
+		p.present(sdk, &res, nil)
 		if raw.Len() != sdk.Len() {
 			t.Fatalf("%s: the raw result route stored %d values, the SDK route %d", r, raw.Len(), sdk.Len())
 		}

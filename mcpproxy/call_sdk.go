@@ -97,5 +97,5 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest, m *mirro
 	if err == nil && res.NeedsInput() {
 		return inputRequired(res), nil
 	}
-	return p.finishCall(ctx, callCtx, l, m, vals, res, err)
+	return p.finishCall(ctx, callCtx, l, m, vals, res, err, nil)
 }

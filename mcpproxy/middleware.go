@@ -165,7 +165,7 @@ func (p *Proxy) served(ctx context.Context, req *mcp.CallToolRequest, next mcp.M
 	if !ok || cr == nil {
 		return res, nil
 	}
-	out := p.present(vals, cr)
+	out := p.present(vals, cr, nil)
 	p.stores.noteResult(vals, req.Params.Name, "", out)
 	return out, nil
 }

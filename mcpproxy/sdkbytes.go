@@ -59,9 +59,10 @@ func appendResponseHead(b []byte, n int64) []byte {
 // rawLine returns the response line to the raw call req, whose id is
 // req.id, and whose outcome is res or err, as the SDK server writes it
 // (rawResponse, encodeResponse). A result appendResult writes, under a
-// number id, is written once, into a buffer of about the line's size,
-// rather than encoded and then copied into the line.
-func rawLine(req *rawRequest, res *mcp.CallToolResult, err error) []byte {
+// number id, is written once, into dst's memory (grown to about the
+// line's size when it has not the room), rather than encoded and then
+// copied into the line; any other line is new memory.
+func rawLine(dst []byte, req *rawRequest, res *mcp.CallToolResult, err error) []byte {
 	if n, ok := req.id.Raw().(int64); ok && err == nil {
 		if req.serverInfo != nil { // see rawResponse
 			if res.Meta == nil {
@@ -69,7 +70,7 @@ func rawLine(req *rawRequest, res *mcp.CallToolResult, err error) []byte {
 			}
 			res.Meta[mcp.MetaKeyServerInfo] = req.serverInfo
 		}
-		b := appendResponseHead(make([]byte, 0, rawLineSize(res)), n)
+		b := appendResponseHead(slices.Grow(dst[:0], rawLineSize(res)), n)
 		if out, ok := appendResult(b, res); ok {
 			return append(appendResultType(out, req, res), "}\n"...)
 		}
@@ -425,12 +426,12 @@ func (c *ownLine) noteDiscover(req *jsonrpc.Request) {
 
 // decodeResult returns the CallToolResult of a response, or the error the
 // SDK client returns for it: the response's error, or why the result does
-// not decode.
-func decodeResult(resp *jsonrpc.Response) (*mcp.CallToolResult, error) {
+// not decode. A result textResult reads is read into tr (see textResult).
+func decodeResult(resp *jsonrpc.Response, tr *textRead) (*mcp.CallToolResult, error) {
 	if resp.Error != nil {
 		return nil, fmt.Errorf("calling %q: %w", "tools/call", resp.Error)
 	}
-	if res, ok := textResult(resp.Result); ok {
+	if res, ok := textResult(resp.Result, tr); ok {
 		return res, nil
 	}
 	res := new(mcp.CallToolResult)
@@ -448,12 +449,17 @@ func decodeResult(resp *jsonrpc.Response) (*mcp.CallToolResult, error) {
 // serverInfo such a server adds), which the result leaves out: the proxy
 // forwards no protocol key of a result's _meta (see forwardMeta). It
 // reports false for any other result, which the SDK's types decode.
-func textResult(r []byte) (*mcp.CallToolResult, bool) {
+//
+// The result, with its first block, is read into tr, a zero textRead (or
+// one reset: see rawAnswer), or into a new one when tr is nil.
+func textResult(r []byte, tr *textRead) (*mcp.CallToolResult, bool) {
 	r = bytes.TrimSpace(r)
 	if len(r) == 0 || r[0] != '{' || jsontext.Valid(r) != nil {
 		return nil, false
 	}
-	tr := new(textRead)
+	if tr == nil {
+		tr = new(textRead)
+	}
 	res := &tr.res
 	var content []byte
 	ok, seenError, seenType, seenMeta := true, false, false, false

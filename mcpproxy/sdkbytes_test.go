@@ -30,7 +30,7 @@ func FuzzRawCall(f *testing.F) {
 	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"content":[{"type":"text","text":"x"}],"resultType":"complete"}`), []byte(`{}`))
 	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol\/x":1,"k":2},"content":[],"resultType":"input_required"}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, result, params []byte) {
-		if res, ok := textResult(result); ok {
+		if res, ok := textResult(result, nil); ok {
 			want := new(mcp.CallToolResult)
 			if err := json.Unmarshal(result, want); err != nil {
 				t.Fatalf("textResult read %q, which the SDK does not decode: %v", result, err)
