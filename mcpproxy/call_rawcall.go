@@ -85,6 +85,10 @@ type rawRequest struct {
 	// response on (see rawAnswer); nil before, and for a call that ends
 	// without one.
 	answer *rawAnswer
+	// decoded is the result of the response as textResult reads it, when
+	// fixResult read it so (the line's scan had validated it: see
+	// rawDecoded); nil otherwise, when it is read from the response.
+	decoded *mcp.CallToolResult
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection (the proxy's one store).
@@ -163,11 +167,12 @@ func newRawUpstream(rc rawCaller, c *wire.Conn) *rawUpstream {
 // nothing to the SDK and the call's response is written by the raw call route.
 // A call whose id is in flight, on either path, is dropped (reporting
 // true), as the SDK drops one: answering it would give the client two
-// responses of one id.
-func (u *rawUpstream) take(req *jsonrpc.Request) bool {
+// responses of one id. valid is the connection's word on the params (see
+// wire.Hooks.Take).
+func (u *rawUpstream) take(req *jsonrpc.Request, valid bool) bool {
 	if req.IsCall() {
 		if req.Method == "tools/call" {
-			if u.call(req) {
+			if u.call(req, valid) {
 				return true
 			}
 		} else if !u.toSDK(req) {
@@ -318,15 +323,16 @@ func (u *rawUpstream) dropped(req *jsonrpc.Request) {
 // call takes the call req if it is nominal and runs it in a goroutine of
 // its own, which writes the response, reporting true; it drops it, also
 // reporting true, when a request of its id is in flight. It reports false
-// for a call the SDK is to answer, noted in sdkCalls (see toSDK).
+// for a call the SDK is to answer, noted in sdkCalls (see toSDK). valid is
+// take's.
 //
 // It takes u.mu once for a call it takes (and once as the call ends): the
 // call is noted in flight as it is found ready, before the caller is asked
 // for it (rawCall), and forgotten in the rare case the caller refuses it.
 // Nothing sees the call in flight meanwhile but take and readEnded, which
 // run on this goroutine, the one reading the client.
-func (u *rawUpstream) call(req *jsonrpc.Request) bool {
-	name, args, meta, ok := callParams(req.Params)
+func (u *rawUpstream) call(req *jsonrpc.Request, valid bool) bool {
+	name, args, meta, ok := callParams(req.Params, valid)
 	if !ok {
 		return !u.toSDK(req)
 	}
@@ -547,6 +553,7 @@ func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
 			return nil
 		}
 	}
+	req.vals = vals // the call's store, for fixResult (see rawDecoded)
 	return func(ctx context.Context, done func([]byte)) {
 		p.rawN.Add(1) // here: a call refused after rawCall is not run
 		// What the server asks during the call goes to req.ss (over HTTP;
@@ -578,6 +585,25 @@ func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.Session
 		a.line = line
 	}
 	a.release()
+}
+
+// rawDecoded reads the result r of the response to the raw call req, valid
+// as jsontext.Valid reads JSON (wire.ResultLine.Valid), as textResult
+// does but without validating it again, into req's answer, and reports
+// whether it did: fixResult, which must tell whether r is a result of text
+// blocks alone to pass it on as it is, so reads it once, where the raw call
+// route would read it again with textResult, which validates it (and the
+// response's Done then takes req.decoded). Anything else is left as it is,
+// for decodeResult to read.
+func rawDecoded(req *rawRequest, r []byte) bool {
+	a := takeRawAnswer()
+	res, ok := readTextResult(r, &a.read)
+	if !ok {
+		a.release()
+		return false
+	}
+	req.answer, req.decoded = a, res
+	return true
 }
 
 // A rawAnswer is the memory the raw call route answers a call in: the
@@ -663,7 +689,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	id := l.conn.NextID()
 	frame := callFrame(id, req.onReader, metaJSON, m.name, prepared)
 	l.conn.Start(stop, id, "tools/call", frame, wire.Call{
-		Tag:       vals,
+		Tag:       req,             // for fixResult: see rawDecoded
 		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too
 		OnReader:  req.onReader,
 		Batch:     req.sendIn,
@@ -673,6 +699,8 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			unwatch()
 			var res *mcp.CallToolResult
 			switch {
+			case req.decoded != nil: // read by fixResult: see rawDecoded
+				res = req.decoded
 			case err == nil:
 				req.answer = takeRawAnswer()
 				res, err = decodeResult(resp, &req.answer.read)

@@ -209,12 +209,13 @@ const maxToolDepth = 512
 
 // fixResult, the downstream connection's Fix hook, prepares the result of
 // a response to a call of method for the SDK; tag is the store the result
-// goes to (callTool's, or callToolRaw's; nil for another call). A
-// tools/call result must be an object; one the agent will get as a preview
-// is stored from its bytes and replaced by a small stand-in (presentRaw,
-// the raw result route), and any other has its structured content, and
-// its blocks when they are not all text, kept as the server sent them
-// (wrapStructured, keepContent). A tools/list result loses the tools that
+// goes to (callTool's), or the raw call whose vals it is (callToolRaw's);
+// nil for another call. A tools/call result must be an object; one the
+// agent will get as a preview is stored from its bytes and replaced by a
+// small stand-in (presentRaw, the raw result route), and any other has its
+// structured content, and its blocks when they are not all text, kept as
+// the server sent them (wrapStructured, keepContent); a raw call's result
+// of text blocks alone is read for it here (rawDecoded). A tools/list result loses the tools that
 // nest too deep. A refused result becomes the error returned. result is
 // valid JSON: the connection decoded, or validated, the response; line is
 // what is known of the line it came in (see presentRaw).
@@ -229,10 +230,14 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line w
 			}
 			return nil, &jsonrpc.Error{Code: wire.CodeProxy, Message: "the downstream server's result is " + what + ", not a CallToolResult object"}
 		}
+		raw, _ := tag.(*rawRequest) // a call of the raw call route
 		if len(result) >= p.rawFrom {
 			// A call without a store under a store per session was not made
 			// by callTool: left to the SDK route.
 			vals, _ := tag.(*values.SessionValues)
+			if raw != nil {
+				vals = raw.vals
+			}
 			if vals == nil {
 				vals = p.stores.shared
 			}
@@ -246,7 +251,7 @@ func (p *Proxy) fixResult(method string, tag any, result json.RawMessage, line w
 		if n, over := manyBlocks(r); over {
 			return nil, &jsonrpc.Error{Code: wire.CodeProxy, Message: fmt.Sprintf("the downstream server's result has %d content blocks, more than the %d the proxy decodes in one result (a previewed result of text blocks alone may have any number)", n, maxDecodedBlocks)}
 		}
-		if resultAsIs(r) {
+		if raw != nil && line.Valid && rawDecoded(raw, r) || resultAsIs(r) {
 			return result, nil
 		}
 		return keepContent(wrapStructured(result)), nil

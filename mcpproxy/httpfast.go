@@ -203,7 +203,7 @@ func (h *httpSessions) fastCall(r *http.Request, s *session, req *rawRequest, me
 	if h.fast == nil || !jsontext.KeyEquals(method, "tools/call") || !h.fastHeaders(r, s) {
 		return nil
 	}
-	name, args, meta, ok := callParams(params)
+	name, args, meta, ok := callParams(params, true) // a part of the body, which serveFast validated
 	if !ok || meta != nil {
 		return nil
 	}

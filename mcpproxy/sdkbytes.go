@@ -268,10 +268,12 @@ func appendString(b []byte, s string) []byte {
 
 // callParams reads the params of a nominal tools/call: an object of a
 // string name and, if any, an arguments object and a _meta object, and
-// nothing else.
-func callParams(params json.RawMessage) (name string, args, meta []byte, ok bool) {
+// nothing else. valid reports that params are known to be valid as
+// jsontext.Valid reads JSON (see wire.Hooks.Take), which is then not
+// checked again.
+func callParams(params json.RawMessage, valid bool) (name string, args, meta []byte, ok bool) {
 	p := bytes.TrimSpace(params)
-	if len(p) == 0 || p[0] != '{' || jsontext.Valid(p) != nil {
+	if len(p) == 0 || p[0] != '{' || !valid && jsontext.Valid(p) != nil {
 		return "", nil, nil, false
 	}
 	var rawName []byte
@@ -453,8 +455,17 @@ func decodeResult(resp *jsonrpc.Response, tr *textRead) (*mcp.CallToolResult, er
 // The result, with its first block, is read into tr, a zero textRead (or
 // one reset: see rawAnswer), or into a new one when tr is nil.
 func textResult(r []byte, tr *textRead) (*mcp.CallToolResult, bool) {
+	if jsontext.Valid(bytes.TrimSpace(r)) != nil {
+		return nil, false
+	}
+	return readTextResult(r, tr)
+}
+
+// readTextResult is textResult for a result r known to be valid as
+// jsontext.Valid reads JSON.
+func readTextResult(r []byte, tr *textRead) (*mcp.CallToolResult, bool) {
 	r = bytes.TrimSpace(r)
-	if len(r) == 0 || r[0] != '{' || jsontext.Valid(r) != nil {
+	if len(r) == 0 || r[0] != '{' {
 		return nil, false
 	}
 	if tr == nil {

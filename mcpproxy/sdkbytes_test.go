@@ -55,7 +55,14 @@ func FuzzRawCall(f *testing.F) {
 				t.Fatalf("encodeResult:\n got %s\nwant %s", got, want)
 			}
 		}
-		if name, args, _, ok := callParams(params); ok {
+		name, args, meta, ok := callParams(params, false)
+		if jsontext.Valid(bytes.TrimSpace(params)) == nil { // as a line's scan finds params (wire.Hooks.Take)
+			n2, a2, m2, ok2 := callParams(params, true)
+			if n2 != name || !bytes.Equal(a2, args) || !bytes.Equal(m2, meta) || ok2 != ok {
+				t.Fatalf("callParams(%q) told it is valid: %q %q %q %v, not %q %q %q %v", params, n2, a2, m2, ok2, name, args, meta, ok)
+			}
+		}
+		if ok {
 			var want mcp.CallToolParamsRaw
 			if err := json.Unmarshal(params, &want); err != nil {
 				t.Fatalf("callParams read %q, which does not decode: %v", params, err)

@@ -57,7 +57,7 @@ func TestBatchedRequests(t *testing.T) {
 	server := NewConn(strings.NewReader(""), down, nil, -1, false, nil)
 	var up *Conn
 	up = NewConn(strings.NewReader(requestLines(3)), io.Discard, nil, -1, true, nil)
-	up.SetHooks(Hooks{Take: func(req *jsonrpc.Request) bool {
+	up.SetHooks(Hooks{Take: func(req *jsonrpc.Request, _ bool) bool {
 		id := server.NextID()
 		frame := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x","n":%v}}`+"\n", id.Raw(), req.ID.Raw())
 		server.Start(nil, id, "tools/call", [][]byte{frame}, Call{

@@ -111,8 +111,11 @@ type Hooks struct {
 	Splices *Splices
 	// Take (server side) is shown each request read before it is
 	// delivered; when it reports true the request is not delivered: the
-	// layer above answers it.
-	Take func(req *jsonrpc.Request) bool
+	// layer above answers it. valid reports that the request's params, if
+	// any, were read by the line's own scan and are valid as
+	// jsontext.Valid reads JSON (see ResultLine.Valid); false for a
+	// request the SDK's decoding read.
+	Take func(req *jsonrpc.Request, valid bool) bool
 	// Wrote (server side) is shown each response before Write writes it,
 	// and reports whether to write it: false drops it (the response to a
 	// request the client cancelled).

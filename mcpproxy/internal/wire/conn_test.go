@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"strconv"
 	"strings"
@@ -540,5 +541,40 @@ func TestSalvageDeepResult(t *testing.T) {
 	}
 	if want := "the message nests 1102 levels deep; at most 1000 can be decoded"; !strings.Contains(resp.Error.Error(), want) {
 		t.Errorf("error %q, want it to say %q", resp.Error, want)
+	}
+}
+
+// TestResultLineValid: Fix is told that a result is valid as jsontext reads
+// JSON when the line's own scan read it (a plain envelope), and not when
+// the SDK's decoding did (here, a response with a null error member, which
+// the scan leaves to the SDK), so that a hook that relies on it never skips
+// the check for a result the scan did not make.
+func TestResultLineValid(t *testing.T) {
+	sr, sw := io.Pipe()
+	c := NewConn(sr, io.Discard, nil, -1, false, nil)
+	defer c.Close()
+	valid := map[string]bool{}
+	c.hooks.Fix = func(_ string, tag any, result json.RawMessage, line ResultLine) (json.RawMessage, *jsonrpc.Error) {
+		valid[tag.(string)] = line.Valid
+		return result, nil
+	}
+	ctx := context.Background()
+	for i, tag := range []string{"plain", "sdk"} {
+		id, _ := jsonrpc.MakeID(float64(i + 1))
+		if err := c.Write(WithTag(ctx, tag), &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`+"\n")
+		fmt.Fprintf(sw, `{"jsonrpc":"2.0","id":2,"error":null,"result":{"content":[]}}`+"\n")
+	}()
+	for range 2 {
+		if msg, err := c.Read(ctx); err != nil || msg.(*jsonrpc.Response).Error != nil {
+			t.Fatalf("read %#v, %v", msg, err)
+		}
+	}
+	if want := map[string]bool{"plain": true, "sdk": false}; !maps.Equal(valid, want) {
+		t.Errorf("Fix was told Valid %v, want %v", valid, want)
 	}
 }

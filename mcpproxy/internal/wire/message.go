@@ -50,7 +50,7 @@ func (c *Conn) message(ln line) jsonrpc.Message {
 			env.line.Release, env.line.Move = releasePages, movePages
 		}
 		if msg := c.fromEnvelope(env); msg != nil {
-			return c.offer(msg)
+			return c.offer(msg, true)
 		}
 	}
 	if c.server && !json.Valid(data) {
@@ -71,7 +71,7 @@ func (c *Conn) message(ln line) jsonrpc.Message {
 				return nil
 			}
 		}
-		return c.offer(msg)
+		return c.offer(msg, false)
 	}
 	if c.server {
 		c.answer(data, err)
@@ -81,9 +81,10 @@ func (c *Conn) message(ln line) jsonrpc.Message {
 }
 
 // offer shows a request from the client to the Take hook, if any, and
-// returns the message to deliver: nil when the hook took it.
-func (c *Conn) offer(msg jsonrpc.Message) jsonrpc.Message {
-	if req, ok := msg.(*jsonrpc.Request); ok && c.hooks.Take != nil && c.hooks.Take(req) {
+// returns the message to deliver: nil when the hook took it. valid is
+// what the hook is told of the request's params (see Hooks.Take).
+func (c *Conn) offer(msg jsonrpc.Message, valid bool) jsonrpc.Message {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.hooks.Take != nil && c.hooks.Take(req, valid) {
 		return nil
 	}
 	return msg
@@ -103,6 +104,13 @@ type envelope struct {
 
 // A ResultLine is what the Fix hook is told of the line a result came in.
 type ResultLine struct {
+	// Valid reports that the line's own scan read the result as
+	// jsontext.Valid reads JSON, and found it valid (a plain envelope): a
+	// Fix hook need not validate it so again. It is false for a result
+	// the SDK's decoding read, which is valid JSON as encoding/json reads
+	// it but may not be as jsontext does (one nested deeper than MaxDepth,
+	// say).
+	Valid bool
 	// Outline is the outline of the result the Outline hook asks for: its
 	// spans in the result, its depths from the result's members (1); nil
 	// when the line's scan made none (a line under outlineMin bytes, or a
@@ -209,6 +217,7 @@ func scanEnvelope(data []byte, ol Outline, outlined bool) (envelope, bool) {
 	ok := version != nil && version[0] == '"' && jsontext.KeyEquals(version, "2.0") &&
 		(env.method == nil || env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0) &&
 		(env.method == nil) != (env.result == nil) && (env.params == nil || env.method != nil)
+	env.line.Valid = ok // the pass above read the whole line as jsontext.Valid does
 	return env, ok
 }
 

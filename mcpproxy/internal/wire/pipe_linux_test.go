@@ -363,7 +363,7 @@ func kickChild(mode string) {
 	}
 	c := NewConn(p, io.Discard, nil, -1, true, nil)
 	if mode == "large" {
-		c.SetHooks(Hooks{Take: func(*jsonrpc.Request) bool { runLong(); return true }})
+		c.SetHooks(Hooks{Take: func(*jsonrpc.Request, bool) bool { runLong(); return true }})
 	}
 	fmt.Println("ready")
 	if _, err := c.Read(context.Background()); err != nil {
