@@ -23,15 +23,48 @@ import (
 // A rawCaller is what answers tools/call requests on the raw call route: a
 // [Proxy], or a [Gateway] for its servers.
 type rawCaller interface {
-	// rawCall returns the function that makes the call req and hands its
-	// response line (of the id req.id), to done, once; or nil when the call is to
-	// take the SDK route. The function's context is cancelled when the
-	// client cancels the call. The function returns once the request is
-	// sent (or the call has failed): done may be called before it returns,
-	// or later on another goroutine, among them the one reading the
-	// downstream connection (see wire.Conn.Start).
-	rawCall(req *rawRequest) func(ctx context.Context, done func(line []byte))
+	// rawCall readies the call req for req.start, which makes it, and
+	// reports true; false when the call is to take the SDK route.
+	rawCall(req *rawRequest) bool
 }
+
+// A rawPlan is what rawCall found for a call: the proxy that makes it,
+// the tool, the link to its server, and the SDK client's _meta that the
+// request carries (see callToolRaw).
+type rawPlan struct {
+	p        *Proxy
+	m        *mirroredTool
+	l        *link
+	downMeta *sdkMeta
+}
+
+// start makes the call r, which rawCall readied, and hands its response
+// line (of the id r.id) to done, once. ctx is cancelled when the client
+// cancels the call. start returns once the request is sent (or the call
+// has failed): done may be called before it returns, or later on another
+// goroutine, among them the one reading the downstream connection (see
+// wire.Conn.Start).
+func (r *rawRequest) start(ctx context.Context, done rawDone) {
+	pl := &r.plan
+	pl.p.rawN.Add(1) // here: a call refused after rawCall is not run
+	// What the server asks during the call goes to r.ss (over HTTP; on a
+	// line connection, to its one session).
+	r.end = pl.p.beginCall(ctx, r.ss)
+	r.done = done
+	pl.p.callToolRaw(ctx, r.vals, pl.m, pl.l, r, pl.downMeta)
+}
+
+// rawDone is what a raw call's response line is handed to (see start):
+// the session layer that took the call, which writes it. An interface, so
+// that the line connection's, a rawTaken, costs no allocation of its own.
+type rawDone interface {
+	answered(line []byte)
+}
+
+// doneFunc is a rawDone of a function.
+type doneFunc func(line []byte)
+
+func (f doneFunc) answered(line []byte) { f(line) }
 
 // rawLight bounds the arguments of a call that the goroutine reading the
 // client's requests sends downstream itself, when they hold no reference
@@ -76,7 +109,7 @@ type rawRequest struct {
 	// Proxy.beginCall began, and hand the response line to the caller
 	// (answerRaw).
 	end  begun
-	done func(line []byte)
+	done rawDone
 	// doneCopies is set when done is through with the line as it returns
 	// (it has written it, or copied it): rawLine may then write the line
 	// into the memory of answer, which is reused.
@@ -91,9 +124,14 @@ type rawRequest struct {
 	decoded *mcp.CallToolResult
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
-	// and its store; nil on a line connection (the proxy's one store).
+	// and its store; nil on a line connection, where rawCall sets vals to
+	// the proxy's one store.
 	ss   *mcp.ServerSession
 	vals *values.SessionValues
+	// plan is what rawCall found for the call (see start).
+	plan rawPlan
+	// frame holds the request's frame when it is one piece (callFrame).
+	frame [1][]byte
 }
 
 // withRawCalls returns upstream with the raw call route answering for rc when it
@@ -361,8 +399,7 @@ func (u *rawUpstream) call(req *jsonrpc.Request, valid bool) bool {
 	u.inFlight[req.ID] = stop
 	u.calls.Add(1)
 	u.mu.Unlock()
-	run := u.caller.rawCall(r)
-	if run == nil {
+	if !u.caller.rawCall(r) {
 		u.mu.Lock()
 		delete(u.inFlight, req.ID)
 		u.sdkCalls[req.ID] = struct{}{}
@@ -372,31 +409,41 @@ func (u *rawUpstream) call(req *jsonrpc.Request, valid bool) bool {
 	}
 	// readEnded stops the calls in flight itself (see begin).
 	ctx := lc.begin()
-	done := func(line []byte) {
-		defer u.calls.Done()
-		u.mu.Lock()
-		delete(u.inFlight, req.ID)
-		u.mu.Unlock()
-		if lc.end(ctx) || u.conn.Broken() {
-			return // as the SDK writes no response once reading has stopped
-		}
-		u.conn.WriteLineIn(r.answerIn, line) // a failed write shows on the next one the session makes
-	}
+	lc.u, lc.ctx = u, ctx
 	r.doneCopies = true // WriteLineIn copies the line, or writes it before it returns
 	if r.light() {
 		r.onReader, r.sendIn = true, u.conn.Batch() // take runs on the reading goroutine
-		run(ctx, done)
+		r.start(ctx, lc)
 	} else {
-		u.run(func() { run(ctx, done) })
+		u.run(func() { r.start(ctx, lc) })
 	}
 	return true
 }
 
+// answered writes the response line of the call t took on a line
+// connection (its rawDone), unless the client cancelled it or reading has
+// stopped, and forgets the call.
+func (t *rawTaken) answered(line []byte) {
+	u := t.u
+	defer u.calls.Done()
+	u.mu.Lock()
+	delete(u.inFlight, t.req.id)
+	u.mu.Unlock()
+	if t.end(t.ctx) || u.conn.Broken() {
+		return // as the SDK writes no response once reading has stopped
+	}
+	u.conn.WriteLineIn(t.req.answerIn, line) // a failed write shows on the next one the session makes
+}
+
 // A rawTaken is what a raw call the session layer takes (on a line
-// connection, or on the HTTP fast path) keeps, in one allocation.
+// connection, or on the HTTP fast path) keeps, in one allocation: on a
+// line connection, also the connection and the call's context, for
+// answered.
 type rawTaken struct {
 	req  rawRequest
 	stop rawStop
+	u    *rawUpstream
+	ctx  context.Context
 }
 
 // begin returns the context the call runs under, which t.stop cancels
@@ -523,45 +570,39 @@ func (u *rawUpstream) wait() {
 }
 
 // rawCall implements rawCaller for the proxy's mirrored tools.
-func (p *Proxy) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
+func (p *Proxy) rawCall(req *rawRequest) bool {
 	vals := p.stores.shared
 	if req.vals != nil {
 		vals = req.vals
 	}
 	tools := p.offered.Load()
 	if p.rawOff || vals == nil || tools == nil {
-		return nil
+		return false
 	}
 	m := (*tools)[req.name]
 	if m == nil {
-		return nil
+		return false
 	}
 	l := p.rawLink()
 	if l == nil || l.conn == nil {
-		return nil
+		return false
 	}
 	init := l.down.InitializeResult()
 	if init == nil {
-		return nil
+		return false
 	}
 	if req.serverInfo != nil && init.ProtocolVersion < protocolRaw {
-		return nil // a client at 2026-07-28, a server before it: the SDK route bridges them (bridge.go)
+		return false // a client at 2026-07-28, a server before it: the SDK route bridges them (bridge.go)
 	}
 	var downMeta *sdkMeta // the SDK client's own _meta at 2026-07-28
 	if init.ProtocolVersion >= protocolRaw {
 		if downMeta = l.conn.discoverMeta(); downMeta == nil {
-			return nil
+			return false
 		}
 	}
-	req.vals = vals // the call's store, for fixResult (see rawDecoded)
-	return func(ctx context.Context, done func([]byte)) {
-		p.rawN.Add(1) // here: a call refused after rawCall is not run
-		// What the server asks during the call goes to req.ss (over HTTP;
-		// on a line connection, to its one session).
-		req.end = p.beginCall(ctx, req.ss)
-		req.done = done
-		p.callToolRaw(ctx, vals, m, l, req, downMeta)
-	}
+	req.vals = vals // read by fixResult too (see rawDecoded)
+	req.plan = rawPlan{p: p, m: m, l: l, downMeta: downMeta}
+	return true
 }
 
 // answerRaw ends the raw call req, observed by o under ctx, whose result
@@ -571,7 +612,7 @@ func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.Session
 	req.end.end()
 	a := req.answer
 	if a == nil {
-		req.done(rawLine(nil, req, res, err))
+		req.done.answered(rawLine(nil, req, res, err))
 		return
 	}
 	req.answer = nil
@@ -580,7 +621,7 @@ func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.Session
 		dst = a.line
 	}
 	line := rawLine(dst, req, res, err)
-	req.done(line)
+	req.done.answered(line)
 	if req.doneCopies {
 		a.line = line
 	}
@@ -687,7 +728,7 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 	}
 	p.rawCalls.add(stop)
 	id := l.conn.NextID()
-	frame := callFrame(id, req.onReader, metaJSON, m.name, prepared)
+	frame := callFrame(id, req.onReader, metaJSON, m.name, prepared, &req.frame)
 	l.conn.Start(stop, id, "tools/call", frame, wire.Call{
 		Tag:       req,             // for fixResult: see rawDecoded
 		Inline:    !vals.Durable(), // as p.stores.memoryOnly, for a session's own store too

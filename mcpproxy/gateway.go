@@ -210,11 +210,11 @@ func (g *Gateway) reach(ctx context.Context, s Downstream, t mcp.Transport) (*Pr
 // takes that server's raw call route. An alias (SERVER__NAME of a tool
 // offered bare) and a name not offered take the SDK route, where
 // names.resolve answers them.
-func (g *Gateway) rawCall(req *rawRequest) func(context.Context, func([]byte)) {
+func (g *Gateway) rawCall(req *rawRequest) bool {
 	if p := g.names.toolOwner(req.name); p != nil {
 		return p.rawCall(req)
 	}
-	return nil
+	return false
 }
 
 // served returns the proxies of the servers served now.

@@ -122,8 +122,7 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		}
 	}
 	fc := &rawTaken{req: rawRequest{id: reqID}}
-	run := h.fastCall(r, s, &fc.req, method, params)
-	if run == nil {
+	if !h.fastCall(r, s, &fc.req, method, params) {
 		s.http.trackSDK(reqID, w) // for a cancellation to drop its response
 		return false
 	}
@@ -146,11 +145,11 @@ func (h *httpSessions) serveFast(w *streamWriter, r *http.Request, s *session) b
 		cancelled bool // by the client
 	}
 	got := make(chan outcome, 1)
-	run(ctx, func(line []byte) {
+	fc.req.start(ctx, doneFunc(func(line []byte) {
 		s.http.endFast(reqID)
 		h.st.handedOut(s.ss) // as after a request the SDK answers
 		got <- outcome{line, fc.end(ctx)}
-	})
+	}))
 	var out outcome
 	select {
 	case out = <-got: // the call's end: its result, its error, or its cancellation
@@ -195,17 +194,17 @@ const bufferedAnswer = 2048
 // shared: a header set from it allocates nothing.
 var jsonContentType = []string{"application/json"}
 
-// fastCall returns the function that makes the call of method with
-// params, the request r of the session s, on the fast path, filling in
-// req (whose id is set); nil when it does not take it (see the top of
-// this file).
-func (h *httpSessions) fastCall(r *http.Request, s *session, req *rawRequest, method, params []byte) func(context.Context, func([]byte)) {
+// fastCall readies req (whose id is set) for req.start to make the call of
+// method with params, the request r of the session s, on the fast path,
+// and reports true; false when the fast path does not take it (see the top
+// of this file).
+func (h *httpSessions) fastCall(r *http.Request, s *session, req *rawRequest, method, params []byte) bool {
 	if h.fast == nil || !jsontext.KeyEquals(method, "tools/call") || !h.fastHeaders(r, s) {
-		return nil
+		return false
 	}
 	name, args, meta, ok := callParams(params, true) // a part of the body, which serveFast validated
 	if !ok || meta != nil {
-		return nil
+		return false
 	}
 	req.name, req.args, req.ss, req.vals = name, args, s.ss, h.st.of(s.ss)
 	return h.fast.rawCall(req)

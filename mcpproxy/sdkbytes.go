@@ -350,8 +350,8 @@ const rawJoinMax = 16 << 10
 // (callMeta's; nil for none), as the SDK client writes it: in one piece up
 // to rawJoinMax bytes, or for a call made by the goroutine reading the
 // client (onReader, whose arguments are small); otherwise in pieces, the
-// arguments not copied.
-func callFrame(wire jsonrpc.ID, onReader bool, meta []byte, name string, args []byte) [][]byte {
+// arguments not copied. A frame of one piece is returned in one's memory.
+func callFrame(wire jsonrpc.ID, onReader bool, meta []byte, name string, args []byte, one *[1][]byte) [][]byte {
 	const before, after = `{"jsonrpc":"2.0","id":`, `,"method":"tools/call","params":{`
 	const metaKey, nameKey, argsKey, end = `"_meta":`, `"name":`, `,"arguments":`, "}}\n"
 	var num [20]byte
@@ -372,7 +372,8 @@ func callFrame(wire jsonrpc.ID, onReader bool, meta []byte, name string, args []
 	head = jsontext.AppendQuote(append(head, nameKey...), []byte(name))
 	head = append(head, argsKey...)
 	if join {
-		return [][]byte{append(append(head, args...), end...)}
+		one[0] = append(append(head, args...), end...)
+		return one[:]
 	}
 	return [][]byte{head, args, []byte(end)}
 }
