@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/mcpresult"
@@ -187,10 +188,17 @@ func (c *sdkContent) AllText() bool {
 	return true
 }
 
+// Text returns the memory of the joined text itself, not a copy: the text
+// of one block, or the string joinText made of several. The store keeps it
+// and nothing writes to it, as nothing writes to a string's memory; for a
+// result shown whole, a copy would be all of its text again.
 func (c *sdkContent) Text() []byte {
 	if !c.made {
 		text, _ := joinText(c.blocks)
-		c.text, c.made = []byte(text), true
+		c.text, c.made = []byte{}, true
+		if text != "" {
+			c.text = unsafe.Slice(unsafe.StringData(text), len(text))
+		}
 	}
 	return c.text
 }
