@@ -75,6 +75,12 @@ type Conn struct {
 	spareCalls []*rawPending
 	batch      Batch // the read loop's: see Batch
 
+	// taken is a request the Take hook took, whose memory the server
+	// side's read loop, the only goroutine using it, makes its next
+	// request in (see fromEnvelope): a call the layer above answers
+	// would otherwise allocate one on every call.
+	taken *jsonrpc.Request
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
@@ -111,10 +117,11 @@ type Hooks struct {
 	Splices *Splices
 	// Take (server side) is shown each request read before it is
 	// delivered; when it reports true the request is not delivered: the
-	// layer above answers it. valid reports that the request's params, if
-	// any, were read by the line's own scan and are valid as
-	// jsontext.Valid reads JSON (see ResultLine.Valid); false for a
-	// request the SDK's decoding read.
+	// layer above answers it, and must not keep req, whose memory the
+	// connection reuses (its ID, Method and Params it may keep). valid
+	// reports that the request's params, if any, were read by the line's
+	// own scan and are valid as jsontext.Valid reads JSON (see
+	// ResultLine.Valid); false for a request the SDK's decoding read.
 	Take func(req *jsonrpc.Request, valid bool) bool
 	// Wrote (server side) is shown each response before Write writes it,
 	// and reports whether to write it: false drops it (the response to a

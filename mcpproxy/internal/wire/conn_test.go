@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -576,5 +577,55 @@ func TestResultLineValid(t *testing.T) {
 	}
 	if want := map[string]bool{"plain": true, "sdk": false}; !maps.Equal(valid, want) {
 		t.Errorf("Fix was told Valid %v, want %v", valid, want)
+	}
+}
+
+// TestTakenRequestReused: a request the Take hook took lends its memory to
+// the next one the read loop reads, and a request delivered to the SDK
+// keeps it: the requests read after it do not change it.
+func TestTakenRequestReused(t *testing.T) {
+	cr, cw := io.Pipe()
+	c := NewConn(cr, io.Discard, nil, -1, true, nil)
+	defer c.Close()
+	var taken []*jsonrpc.Request
+	var params []string
+	c.SetHooks(Hooks{Take: func(req *jsonrpc.Request, _ bool) bool {
+		if req.Method != "take" {
+			return false
+		}
+		taken = append(taken, req)
+		params = append(params, string(req.Params))
+		return true
+	}})
+	go func() {
+		for _, l := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"take","params":{"n":1}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"take","params":{"n":2}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"sdk","params":{"n":3}}`,
+			`{"jsonrpc":"2.0","id":4,"method":"take","params":{"n":4}}`,
+			`{"jsonrpc":"2.0","id":5,"method":"sdk","params":{"n":5}}`,
+		} {
+			fmt.Fprintln(cw, l)
+		}
+	}()
+	ctx := context.Background()
+	first, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := first.(*jsonrpc.Request)
+	if want, _ := jsonrpc.MakeID(float64(3)); req.ID != want || req.Method != "sdk" || string(req.Params) != `{"n":3}` {
+		t.Errorf("the first request delivered became %v %s %s after another was read", req.ID, req.Method, req.Params)
+	}
+	if want := []string{`{"n":1}`, `{"n":2}`, `{"n":4}`}; !slices.Equal(params, want) {
+		t.Errorf("Take saw params %q, want %q", params, want)
+	}
+	// The third request, delivered, was made in the memory of the second,
+	// taken; the fourth, taken, not in the delivered one's.
+	if len(taken) != 3 || taken[0] != taken[1] || taken[1] != req || taken[2] == req {
+		t.Errorf("taken requests %p %p %p, delivered %p: want the second and the delivered one in the first's memory, the last in new memory", taken[0], taken[1], taken[2], req)
 	}
 }

@@ -85,6 +85,9 @@ func (c *Conn) message(ln line) jsonrpc.Message {
 // what the hook is told of the request's params (see Hooks.Take).
 func (c *Conn) offer(msg jsonrpc.Message, valid bool) jsonrpc.Message {
 	if req, ok := msg.(*jsonrpc.Request); ok && c.hooks.Take != nil && c.hooks.Take(req, valid) {
+		if c.server && valid {
+			c.taken = req // made by fromEnvelope, and its own: reused
+		}
 		return nil
 	}
 	return msg
@@ -308,7 +311,14 @@ func (c *Conn) fromEnvelope(env envelope) jsonrpc.Message {
 		}
 	}
 	if env.method != nil {
-		req := &jsonrpc.Request{ID: id, Method: methodName(env.method[1 : len(env.method)-1])}
+		var req *jsonrpc.Request
+		if c.server { // read by the read loop alone: see Conn.taken
+			req, c.taken = c.taken, nil
+		}
+		if req == nil {
+			req = new(jsonrpc.Request)
+		}
+		*req = jsonrpc.Request{ID: id, Method: methodName(env.method[1 : len(env.method)-1])}
 		if env.params != nil {
 			req.Params = json.RawMessage(env.params)
 		}
