@@ -17,6 +17,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/agentvalues/values/internal/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -75,6 +76,15 @@ func FuzzLineConn(f *testing.F) {
 		in = append(in, ping+"\n"...)
 		var out bytes.Buffer
 		c := NewConn(bytes.NewReader(in), &out, nil, 256, true, io.Discard)
+		// Take is told params are valid only when jsontext finds them so,
+		// and takes every request but a ping, each in the memory of the
+		// last one taken (Conn.taken): the ping after them is intact.
+		c.SetHooks(Hooks{Take: func(req *jsonrpc.Request, valid bool) bool {
+			if valid && req.Params != nil && jsontext.Valid(req.Params) != nil {
+				t.Errorf("Take was told params %q are valid", req.Params)
+			}
+			return req.Method != "ping"
+		}})
 		msgs, err := readAllMessages(c)
 		if !errors.Is(err, io.EOF) {
 			t.Fatalf("reading stopped with %v, want io.EOF at the end", err)
@@ -107,6 +117,12 @@ func FuzzLineConnClient(f *testing.F) {
 		in := append(bytes.Clone(garbage), '\n')
 		in = append(in, `{"jsonrpc":"2.0","id":"c","result":{"ok":true}}`+"\n"...)
 		c := NewConn(bytes.NewReader(in), io.Discard, nil, 256, false, io.Discard)
+		c.hooks.Fix = func(_ string, _ any, result json.RawMessage, line ResultLine) (json.RawMessage, *jsonrpc.Error) {
+			if line.Valid && jsontext.Valid(result) != nil {
+				t.Errorf("Fix was told result %q is valid", result)
+			}
+			return result, nil
+		}
 		id, _ := jsonrpc.MakeID("c")
 		c.calls.Add(id, Pending{Method: "tools/call", ID: id})
 		msgs, err := readAllMessages(c)
