@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	values "github.com/agentvalues/values"
 	"github.com/agentvalues/values/internal/jsontext"
@@ -118,10 +119,13 @@ type rawRequest struct {
 	// response on (see rawAnswer); nil before, and for a call that ends
 	// without one.
 	answer *rawAnswer
-	// decoded is the result of the response as textResult reads it, when
-	// fixResult read it so (the line's scan had validated it: see
-	// rawDecoded); nil otherwise, when it is read from the response.
-	decoded *mcp.CallToolResult
+	// fixed is the answer fixResult read the response's result into (the
+	// line's scan had validated it: see rawDecoded); nil otherwise, when it
+	// is read from the response. fixResult may run as the call is
+	// cancelled, whose end (Done, with an error) then neither reads nor
+	// waits for it: only the Done of the response it was read from, which
+	// runs once fixResult has returned, takes it.
+	fixed atomic.Pointer[rawAnswer]
 	// Over Streamable HTTP (httpfast.go): the session making the call, to
 	// which what the server asks during the call goes (see upstreamFor),
 	// and its store; nil on a line connection, where rawCall sets vals to
@@ -630,20 +634,20 @@ func (p *Proxy) answerRaw(ctx context.Context, o *observed, vals *values.Session
 
 // rawDecoded reads the result r of the response to the raw call req, valid
 // as jsontext.Valid reads JSON (wire.ResultLine.Valid), as textResult
-// does but without validating it again, into req's answer, and reports
-// whether it did: fixResult, which must tell whether r is a result of text
-// blocks alone to pass it on as it is, so reads it once, where the raw call
-// route would read it again with textResult, which validates it (and the
-// response's Done then takes req.decoded). Anything else is left as it is,
-// for decodeResult to read.
+// does but without validating it again, into an answer for the call,
+// req.fixed, and reports whether it did: fixResult, which must tell
+// whether r is a result of text blocks alone to pass it on as it is, so
+// reads it once, where the raw call route would read it again with
+// textResult, which validates it (the response's Done then takes the
+// answer, whose read is the result). Anything else is left as it is, for
+// decodeResult to read.
 func rawDecoded(req *rawRequest, r []byte) bool {
 	a := takeRawAnswer()
-	res, ok := readTextResult(r, &a.read)
-	if !ok {
+	if _, ok := readTextResult(r, &a.read); !ok {
 		a.release()
 		return false
 	}
-	req.answer, req.decoded = a, res
+	req.fixed.Store(a)
 	return true
 }
 
@@ -740,8 +744,9 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			unwatch()
 			var res *mcp.CallToolResult
 			switch {
-			case req.decoded != nil: // read by fixResult: see rawDecoded
-				res = req.decoded
+			case err == nil && req.fixed.Load() != nil: // read by fixResult: see rawDecoded
+				req.answer = req.fixed.Load()
+				res = &req.answer.read.res
 			case err == nil:
 				req.answer = takeRawAnswer()
 				res, err = decodeResult(resp, &req.answer.read)

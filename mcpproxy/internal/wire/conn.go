@@ -104,7 +104,10 @@ type Hooks struct {
 	// WithTag) and what is known of the result's line. The result is
 	// valid JSON and valid UTF-8 (a line holding other bytes in a string
 	// is read with each such byte as U+FFFD), and may be a slice of the
-	// line: Fix must copy what it keeps.
+	// line: Fix must copy what it keeps. The call is not yet claimed for
+	// the response as Fix runs: a raw call cancelled meanwhile (Start) may
+	// be ending, its Done running with the cancellation's error, while Fix
+	// runs for it.
 	Fix func(method string, tag any, result json.RawMessage, line ResultLine) (json.RawMessage, *jsonrpc.Error)
 	// Outline (client side) is what Fix is given of the outline of a
 	// large result (see ResultLine).
