@@ -73,6 +73,18 @@ func bareHTTPHandler(server *mcp.Server, opts *HTTPOptions) http.Handler {
 // answer.
 func rawPost(t *testing.T, url, sid string, body []byte, chunked bool, headers ...string) (int, http.Header, string) {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(newPost(t, url, sid, body, chunked, headers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(data)
+}
+
+// newPost is the request rawPost sends.
+func newPost(t *testing.T, url, sid string, body []byte, chunked bool, headers ...string) *http.Request {
+	t.Helper()
 	var r io.Reader = bytes.NewReader(body)
 	if chunked {
 		r = io.MultiReader(r) // hides the length: sent chunked
@@ -96,13 +108,7 @@ func rawPost(t *testing.T, url, sid string, body []byte, chunked bool, headers .
 			req.Header.Set(headers[i], headers[i+1])
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(data)
+	return req
 }
 
 // postRefused is rawPost for a body the server refuses before reading it
@@ -112,18 +118,7 @@ func rawPost(t *testing.T, url, sid string, body []byte, chunked bool, headers .
 // return the failed write instead of the answer: either may come first.)
 func postRefused(t *testing.T, url, sid string, body []byte, chunked bool) (int, string) {
 	t.Helper()
-	var r io.Reader = bytes.NewReader(body)
-	if chunked {
-		r = io.MultiReader(r) // hides the length: sent chunked
-	}
-	req, err := http.NewRequest("POST", url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req := newPost(t, url, sid, body, chunked)
 	conn, err := net.Dial("tcp", req.URL.Host)
 	if err != nil {
 		t.Fatal(err)
