@@ -744,10 +744,11 @@ func (p *Proxy) callToolRaw(ctx context.Context, vals *values.SessionValues, m *
 			unwatch()
 			var res *mcp.CallToolResult
 			switch {
-			case err == nil && req.fixed.Load() != nil: // read by fixResult: see rawDecoded
-				req.answer = req.fixed.Load()
-				res = &req.answer.read.res
 			case err == nil:
+				if req.answer = req.fixed.Load(); req.answer != nil { // read by fixResult: see rawDecoded
+					res = &req.answer.read.res
+					break
+				}
 				req.answer = takeRawAnswer()
 				res, err = decodeResult(resp, &req.answer.read)
 			case stop.Err() == nil: // not cancelled: the connection's end, or a failed write
